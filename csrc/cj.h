@@ -1,0 +1,75 @@
+/* cj.h - types shared by every part of the cjit core.
+ *
+ * The core never includes Python.h (only py_*.c do).  Every fallible
+ * function returns a cj_status; the first error's message is kept in the
+ * cj_error the caller passed, and later errors never overwrite it
+ * ("sticky first error", as in SQLite). */
+#ifndef CJ_H
+#define CJ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CJ_MAX_RANK 8
+#define CJ_MAX_INPUTS 4 /* largest fixed arity; concatenate chains pairs */
+
+typedef enum {
+    CJ_OK = 0,
+    CJ_ERR_TYPE,      /* becomes TypeError */
+    CJ_ERR_VALUE,     /* becomes ValueError */
+    CJ_ERR_MEMORY,    /* becomes MemoryError */
+    CJ_ERR_INTERNAL,  /* becomes RuntimeError: a bug in cjit */
+    CJ_ERR_COMPILE,   /* becomes RuntimeError: LLVM refused */
+    CJ_ERR_BUDGET,    /* becomes cjit.errors.MemoryBudgetError */
+} cj_status;
+
+typedef struct {
+    cj_status status;
+    char message[1024];
+} cj_error;
+
+/* Records the first error only; returns its status so callers can write
+ * `return cj_error_set(err, CJ_ERR_VALUE, "...", ...)`. */
+cj_status cj_error_set(cj_error *err, cj_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Dtypes, ordered so that promotion within a kind goes up. */
+typedef enum {
+    CJ_BOOL = 0,
+    CJ_INT32,
+    CJ_INT64,
+    CJ_FLOAT32,
+    CJ_FLOAT64,
+    CJ_NUM_DTYPES
+} cj_dtype;
+
+typedef enum { CJ_KIND_BOOL, CJ_KIND_INT, CJ_KIND_FLOAT } cj_kind;
+
+const char *cj_dtype_name(cj_dtype dt);             /* "float32", ... */
+bool cj_dtype_from_name(const char *name, cj_dtype *out);
+int cj_dtype_size(cj_dtype dt);                     /* bytes; bool is 1 */
+cj_kind cj_dtype_kind(cj_dtype dt);
+
+typedef struct {
+    int rank;
+    int64_t dims[CJ_MAX_RANK];
+} cj_shape;
+
+int64_t cj_shape_numel(const cj_shape *s);
+bool cj_shape_equal(const cj_shape *a, const cj_shape *b);
+/* Writes "(2, 3)" style text into buf; returns buf. */
+char *cj_shape_str(const cj_shape *s, char *buf, size_t n);
+
+/* A bump allocator: everything one compile allocates lives here and is
+ * freed at once.  Returns NULL when out of memory. */
+typedef struct cj_arena_block cj_arena_block;
+typedef struct {
+    cj_arena_block *head;
+} cj_arena;
+
+void *cj_arena_alloc(cj_arena *a, size_t size);  /* zeroed, 16-aligned */
+char *cj_arena_strdup(cj_arena *a, const char *s);
+void cj_arena_free(cj_arena *a);
+
+#endif

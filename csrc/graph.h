@@ -1,0 +1,110 @@
+/* graph.h - the traced computation: nodes in topological order.
+ *
+ * Nodes are appended by the builders below, which infer shape and dtype,
+ * make broadcasting and promotion explicit, and report bad input through
+ * cj_error with the op, the operand shapes and dtypes and the user's
+ * source line. */
+#ifndef CJ_GRAPH_H
+#define CJ_GRAPH_H
+
+#include "cj.h"
+
+typedef enum {
+#define OP(name, kind, text, doc) CJ_OP_##name,
+#include "ops.def"
+#undef OP
+    CJ_NUM_OPS
+} cj_op;
+
+typedef enum {
+    CJ_OPKIND_SOURCE, CJ_OPKIND_UNARY, CJ_OPKIND_BINARY, CJ_OPKIND_COMPARE,
+    CJ_OPKIND_SELECT, CJ_OPKIND_CAST, CJ_OPKIND_MOVE, CJ_OPKIND_CONCAT,
+    CJ_OPKIND_REDUCE, CJ_OPKIND_MATMUL
+} cj_opkind;
+
+const char *cj_op_name(cj_op op);
+cj_opkind cj_op_kind(cj_op op);
+bool cj_op_from_name(const char *name, cj_op *out);
+
+/* Attributes; which fields matter depends on the op (see ops.def). */
+typedef struct {
+    double fvalue;                  /* CONSTANT of a float dtype */
+    int64_t ivalue;                 /* CONSTANT of an int or bool dtype */
+    int axis;                       /* IOTA, CONCATENATE */
+    uint32_t axes;                  /* REDUCE_*: bit d = input dim d reduced */
+    int perm[CJ_MAX_RANK];          /* TRANSPOSE */
+    int64_t start[CJ_MAX_RANK];     /* SLICE */
+    int64_t step[CJ_MAX_RANK];      /* SLICE (nonzero, may be negative) */
+    int index;                      /* PARAM, ARRAY: slot number */
+    const char *name;               /* NAME: arena string */
+} cj_attrs;
+
+typedef struct {
+    cj_op op;
+    cj_dtype dtype;
+    bool weak;          /* a Python scalar: yields to the other operand's dtype */
+    cj_shape shape;
+    int ninputs;
+    int *inputs;        /* node ids, all smaller than this node's id */
+    int loc;            /* source location id (cj_graph.locs), -1 if unknown */
+    cj_attrs attrs;
+} cj_node;
+
+typedef struct {
+    cj_arena arena;     /* inputs arrays, strings */
+    cj_node *nodes;     /* malloc'd, grows */
+    int nnodes, cap;
+    int nparams;        /* PARAM slots 0..nparams-1 */
+    int narrays;        /* ARRAY slots 0..narrays-1 */
+    int *outputs;       /* arena; set by cj_graph_set_outputs */
+    int noutputs;
+    const char **locs;  /* "file:line" strings, malloc'd array of arena strings */
+    int nlocs, locs_cap;
+} cj_graph;
+
+cj_graph *cj_graph_new(void);             /* NULL when out of memory */
+void cj_graph_free(cj_graph *g);
+/* Interns a "file:line" string and returns its id, -1 on failure. */
+int cj_graph_loc(cj_graph *g, const char *file_line);
+const char *cj_graph_loc_str(const cj_graph *g, int loc); /* "?" if unknown */
+cj_status cj_graph_set_outputs(cj_graph *g, const int *ids, int n, cj_error *err);
+
+/* Appends a node exactly as given (proto->inputs is copied).  Checks that
+ * the inputs exist and agree with the op; infers nothing.  Returns the new
+ * id, or -1 with err set.  Most code wants the builders below. */
+int cj_graph_append(cj_graph *g, const cj_node *proto, cj_error *err);
+
+/* Builders: each returns a node id, or -1 with err set (op name, shapes,
+ * dtypes and source location in the message).  `loc` is a location id. */
+int cj_build_param(cj_graph *g, const cj_shape *s, cj_dtype dt, bool weak, int loc, cj_error *err);
+int cj_build_array(cj_graph *g, const cj_shape *s, cj_dtype dt, int loc, cj_error *err);
+int cj_build_constant(cj_graph *g, double fvalue, int64_t ivalue, cj_dtype dt, bool weak,
+                      const cj_shape *s, int loc, cj_error *err);
+int cj_build_iota(cj_graph *g, const cj_shape *s, int axis, cj_dtype dt, int loc, cj_error *err);
+/* Unary elementwise; promotes ints/bools to float64 for the float math ops. */
+int cj_build_unary(cj_graph *g, cj_op op, int x, int loc, cj_error *err);
+int cj_build_cast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err);
+/* Binary and compare ops with NumPy broadcasting and NEP 50 promotion. */
+int cj_build_binary(cj_graph *g, cj_op op, int x, int y, int loc, cj_error *err);
+int cj_build_select(cj_graph *g, int cond, int x, int y, int loc, cj_error *err);
+int cj_build_broadcast(cj_graph *g, int x, const cj_shape *to, int loc, cj_error *err);
+int cj_build_reshape(cj_graph *g, int x, const cj_shape *to, int loc, cj_error *err);
+int cj_build_transpose(cj_graph *g, int x, const int *perm, int loc, cj_error *err);
+/* start/stop/step per dim, already normalized by the caller to valid
+ * Python slice semantics (stop exclusive, may be -1 for negative steps). */
+int cj_build_slice(cj_graph *g, int x, const int64_t *start, const int64_t *stop,
+                   const int64_t *step, int loc, cj_error *err);
+int cj_build_concatenate(cj_graph *g, const int *xs, int n, int axis, int loc, cj_error *err);
+/* axes: bit mask of input dims; the result drops them. */
+int cj_build_reduce(cj_graph *g, cj_op op, int x, uint32_t axes, int loc, cj_error *err);
+/* NumPy matmul on rank >= 1 operands (1-D promoted and squeezed as NumPy does). */
+int cj_build_matmul(cj_graph *g, int x, int y, int loc, cj_error *err);
+int cj_build_name(cj_graph *g, int x, const char *name, int loc, cj_error *err);
+
+/* NumPy result type of two operands, NEP 50 weak scalars included. */
+cj_dtype cj_promote(cj_dtype a, bool a_weak, cj_dtype b, bool b_weak, bool *weak_out);
+
+/* One op a line: "%3 = add(%1, %2) : float32[4,5]   # file.py:12". Caller frees. */
+char *cj_graph_to_text(const cj_graph *g);
+
+#endif
