@@ -74,7 +74,24 @@ typedef struct {
     int nbuffers, buffers_cap;
     int64_t arena_bytes;    /* size of the temp arena */
     int64_t argument_bytes, output_bytes, temp_bytes, peak_bytes;
+    int64_t alias_bytes;    /* bytes of donated arguments reused */
+    int peak_kernel;        /* index of the kernel during which the peak is reached */
     int *output_buffer;     /* buffer index for each graph output */
 } cj_plan;
 
 #endif
+
+/* ---- passes over kernels (fuse.c, memplan.c) ---------------------------- */
+
+/* Groups the graph's nodes into kernels and creates the plan's buffers.
+ * With `enabled` false every op gets a kernel of its own (same results).
+ * `live` marks the nodes that outputs depend on (others are skipped). */
+cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan *plan,
+                      cj_error *err);
+/* Places temporaries in one arena by liveness (greedy by size); with
+ * `enabled` false each gets bytes of its own.  Fills the size fields. */
+cj_status cj_memplan_run(cj_plan *plan, bool enabled, cj_error *err);
+/* Frees what the plan owns (not the graph). */
+void cj_plan_free(cj_plan *plan);
+/* Readable kernels and buffers (caller frees). */
+char *cj_plan_to_text(const cj_plan *plan);

@@ -1,0 +1,481 @@
+/* codegen.c - fused kernels to LLVM IR.
+ *
+ * Each kernel becomes `void k(i64 start, i64 end, ptr buffers)`: a loop
+ * nest over the kernel's dims (the outermost from start to end, so that a
+ * thread pool can split it), whose innermost body evaluates the expression
+ * DAG and stores or accumulates the result.  All shapes are compile-time
+ * constants, so every offset is an affine function of the loop counters
+ * with constant strides, which LLVM's vectorizer understands.
+ *
+ * Values are kept in registers as i1 (bool), i32, i64, float or double;
+ * bools are i8 in memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmath.h"
+#include "codegen.h"
+
+typedef struct {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    const cj_plan *plan;
+    const cj_kernel *k;
+    cj_error *err;
+    LLVMValueRef fn;
+    LLVMValueRef *buf_ptr;              /* per plan buffer, loaded in the entry block */
+    LLVMValueRef idx[CJ_MAX_RANK];      /* loop counters */
+    LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, void_t;
+} cg;
+
+static LLVMTypeRef reg_type(cg *c, cj_dtype dt) {
+    switch (dt) {
+    case CJ_BOOL: return c->i1;
+    case CJ_INT32: return c->i32;
+    case CJ_INT64: return c->i64;
+    case CJ_FLOAT32: return c->f32;
+    case CJ_FLOAT64: return c->f64;
+    case CJ_NUM_DTYPES: break;
+    }
+    return c->i64;
+}
+
+static LLVMTypeRef mem_type(cg *c, cj_dtype dt) { return dt == CJ_BOOL ? c->i8 : reg_type(c, dt); }
+
+static bool is_float(cj_dtype dt) { return dt == CJ_FLOAT32 || dt == CJ_FLOAT64; }
+
+static LLVMValueRef const_of(cg *c, cj_dtype dt, double f, int64_t i) {
+    if (is_float(dt)) return LLVMConstReal(reg_type(c, dt), f);
+    if (dt == CJ_BOOL) return LLVMConstInt(c->i1, i != 0, 0);
+    return LLVMConstInt(reg_type(c, dt), (unsigned long long)i, 1);
+}
+
+static LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMTypeRef type, LLVMValueRef *args,
+                                   unsigned nargs, const char *label) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &type, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &type, 1);
+    return LLVMBuildCall2(c->b, fty, fn, args, nargs, label);
+}
+
+/* offset + sum stride[d] * i_d, as i64 */
+static LLVMValueRef affine_value(cg *c, const cj_affine *a) {
+    LLVMValueRef v = LLVMConstInt(c->i64, (unsigned long long)a->offset, 1);
+    for (int d = 0; d < c->k->rank; d++) {
+        if (a->stride[d] == 0) continue;
+        LLVMValueRef term = a->stride[d] == 1
+            ? c->idx[d]
+            : LLVMBuildMul(c->b, c->idx[d], LLVMConstInt(c->i64, (unsigned long long)a->stride[d], 1), "term");
+        v = LLVMBuildAdd(c->b, v, term, "off");
+    }
+    return v;
+}
+
+static LLVMValueRef element_ptr(cg *c, int buffer, const cj_affine *a) {
+    cj_dtype dt = c->plan->buffers[buffer].dtype;
+    LLVMValueRef off = affine_value(c, a);
+    return LLVMBuildInBoundsGEP2(c->b, mem_type(c, dt), c->buf_ptr[buffer], &off, 1, "addr");
+}
+
+static LLVMValueRef load_value(cg *c, int buffer, const cj_affine *a) {
+    cj_dtype dt = c->plan->buffers[buffer].dtype;
+    LLVMValueRef v = LLVMBuildLoad2(c->b, mem_type(c, dt), element_ptr(c, buffer, a), "ld");
+    if (dt == CJ_BOOL) v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->i8, 0, 0), "ldb");
+    return v;
+}
+
+static void store_value(cg *c, int buffer, const cj_affine *a, LLVMValueRef v) {
+    cj_dtype dt = c->plan->buffers[buffer].dtype;
+    if (dt == CJ_BOOL) v = LLVMBuildZExt(c->b, v, c->i8, "stb");
+    LLVMBuildStore(c->b, v, element_ptr(c, buffer, a));
+}
+
+/* Converts v from dtype `from` to dtype `to` (NumPy astype rules for
+ * in-range values; out-of-range float->int is frozen, not undefined). */
+static LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to) {
+    if (from == to) return v;
+    LLVMTypeRef t = reg_type(c, to);
+    if (to == CJ_BOOL) {
+        if (is_float(from)) return LLVMBuildFCmp(c->b, LLVMRealUNE, v, LLVMConstReal(reg_type(c, from), 0), "tobool");
+        return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(reg_type(c, from), 0, 0), "tobool");
+    }
+    if (is_float(to)) {
+        if (is_float(from)) return from == CJ_FLOAT32 ? LLVMBuildFPExt(c->b, v, t, "fext") : LLVMBuildFPTrunc(c->b, v, t, "ftrunc");
+        if (from == CJ_BOOL) return LLVMBuildUIToFP(c->b, v, t, "btof");
+        return LLVMBuildSIToFP(c->b, v, t, "itof");
+    }
+    /* integer target */
+    if (is_float(from)) return LLVMBuildFreeze(c->b, LLVMBuildFPToSI(c->b, v, t, "ftoi"), "ftoi.frozen");
+    if (from == CJ_BOOL) return LLVMBuildZExt(c->b, v, t, "btoi");
+    if (cj_dtype_size(from) < cj_dtype_size(to)) return LLVMBuildSExt(c->b, v, t, "sext");
+    return LLVMBuildTrunc(c->b, v, t, "trunc");
+}
+
+/* Python's floor division on signed integers; x // 0 gives 0 (as NumPy). */
+static LLVMValueRef emit_int_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, LLVMTypeRef t) {
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+    LLVMValueRef minus1 = LLVMConstAllOnes(t);
+    LLVMValueRef y_zero = LLVMBuildICmp(c->b, LLVMIntEQ, y, zero, "y0");
+    LLVMValueRef y_m1 = LLVMBuildICmp(c->b, LLVMIntEQ, y, minus1, "ym1");
+    /* a divisor that can never trap: 0 and -1 are answered separately */
+    LLVMValueRef safe = LLVMBuildSelect(c->b, LLVMBuildOr(c->b, y_zero, y_m1, "bad"), one, y, "ysafe");
+    LLVMValueRef q = LLVMBuildSDiv(c->b, x, safe, "q");
+    LLVMValueRef r = LLVMBuildSRem(c->b, x, safe, "r");
+    LLVMValueRef r_nz = LLVMBuildICmp(c->b, LLVMIntNE, r, zero, "rnz");
+    LLVMValueRef signs_differ = LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildXor(c->b, r, safe, "rx"), zero, "sd");
+    LLVMValueRef adjust = LLVMBuildAnd(c->b, r_nz, signs_differ, "adj");
+    q = LLVMBuildSub(c->b, q, LLVMBuildZExt(c->b, adjust, t, "adjz"), "qf");
+    q = LLVMBuildSelect(c->b, y_m1, LLVMBuildSub(c->b, zero, x, "negx"), q, "q1");
+    return LLVMBuildSelect(c->b, y_zero, zero, q, "fdiv");
+}
+
+/* NumPy's float floor division: from fmod, so that 1 // 0.1 == 9. */
+static LLVMValueRef emit_float_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, LLVMTypeRef t) {
+    LLVMValueRef zero = LLVMConstReal(t, 0), one = LLVMConstReal(t, 1), half = LLVMConstReal(t, 0.5);
+    LLVMValueRef mod = LLVMBuildFRem(c->b, x, y, "mod");
+    LLVMValueRef div = LLVMBuildFDiv(c->b, LLVMBuildFSub(c->b, x, mod, "xm"), y, "div");
+    LLVMValueRef mod_nz = LLVMBuildFCmp(c->b, LLVMRealUNE, mod, zero, "modnz");
+    LLVMValueRef y_neg = LLVMBuildFCmp(c->b, LLVMRealOLT, y, zero, "yneg");
+    LLVMValueRef m_neg = LLVMBuildFCmp(c->b, LLVMRealOLT, mod, zero, "mneg");
+    LLVMValueRef fix = LLVMBuildAnd(c->b, mod_nz, LLVMBuildXor(c->b, y_neg, m_neg, "sx"), "fix");
+    div = LLVMBuildSelect(c->b, fix, LLVMBuildFSub(c->b, div, one, "d1"), div, "divf");
+    LLVMValueRef fl = call_intrinsic(c, "llvm.floor", t, &div, 1, "fl");
+    LLVMValueRef up = LLVMBuildFCmp(c->b, LLVMRealOGT, LLVMBuildFSub(c->b, div, fl, "frac"), half, "up");
+    fl = LLVMBuildSelect(c->b, up, LLVMBuildFAdd(c->b, fl, one, "fl1"), fl, "flr");
+    LLVMValueRef q = LLVMBuildFDiv(c->b, x, y, "q");
+    LLVMValueRef args[2] = {zero, q};
+    LLVMValueRef signed_zero = call_intrinsic(c, "llvm.copysign", t, args, 2, "sz");
+    LLVMValueRef div_nz = LLVMBuildFCmp(c->b, LLVMRealUNE, div, zero, "divnz");
+    LLVMValueRef res = LLVMBuildSelect(c->b, div_nz, fl, signed_zero, "res");
+    LLVMValueRef y_zero = LLVMBuildFCmp(c->b, LLVMRealOEQ, y, zero, "y0");
+    return LLVMBuildSelect(c->b, y_zero, q, res, "ffdiv");
+}
+
+static LLVMValueRef emit_int_pow(cg *c, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
+    LLVMTypeRef params[2] = {c->i64, c->i64};
+    LLVMTypeRef fty = LLVMFunctionType(c->i64, params, 2, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, "cj_rt_ipow");
+    if (!fn) fn = LLVMAddFunction(c->mod, "cj_rt_ipow", fty);
+    LLVMValueRef args[2] = {emit_cast(c, x, dt, CJ_INT64), emit_cast(c, y, dt, CJ_INT64)};
+    LLVMValueRef r = LLVMBuildCall2(c->b, fty, fn, args, 2, "ipow");
+    return emit_cast(c, r, CJ_INT64, dt);
+}
+
+/* maximum/minimum that propagate nan, as NumPy's */
+static LLVMValueRef emit_minmax(cg *c, bool is_max, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
+    if (dt == CJ_BOOL) return is_max ? LLVMBuildOr(c->b, x, y, "max") : LLVMBuildAnd(c->b, x, y, "min");
+    if (!is_float(dt))
+        return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, is_max ? LLVMIntSGT : LLVMIntSLT, x, y, "cmp"), x, y,
+                               is_max ? "max" : "min");
+    LLVMValueRef better = LLVMBuildFCmp(c->b, is_max ? LLVMRealOGT : LLVMRealOLT, x, y, "cmp");
+    LLVMValueRef x_nan = LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "xnan");
+    return LLVMBuildSelect(c->b, LLVMBuildOr(c->b, better, x_nan, "pick"), x, y, is_max ? "max" : "min");
+}
+
+static LLVMValueRef emit_unary(cg *c, cj_op op, LLVMValueRef x, cj_dtype dt) {
+    LLVMTypeRef t = reg_type(c, dt);
+    bool f = is_float(dt);
+    switch (op) {
+    case CJ_OP_NEG:
+        return f ? LLVMBuildFNeg(c->b, x, "neg") : LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "neg");
+    case CJ_OP_ABS:
+        if (f) return call_intrinsic(c, "llvm.fabs", t, &x, 1, "abs");
+        if (dt == CJ_BOOL) return x;
+        return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "isneg"),
+                               LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "negx"), x, "abs");
+    case CJ_OP_SIGN:
+        if (f) {
+            LLVMValueRef pos = LLVMBuildFCmp(c->b, LLVMRealOGT, x, LLVMConstReal(t, 0), "pos");
+            LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, LLVMConstReal(t, 0), "neg");
+            LLVMValueRef r = LLVMBuildSelect(c->b, neg, LLVMConstReal(t, -1), x, "s");
+            return LLVMBuildSelect(c->b, pos, LLVMConstReal(t, 1), r, "sign");
+        }
+        if (dt == CJ_BOOL) return x;
+        {
+            LLVMValueRef pos = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, x, LLVMConstInt(t, 0, 0), "p"), t, "pz");
+            LLVMValueRef neg = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "n"), t, "nz");
+            return LLVMBuildSub(c->b, pos, neg, "sign");
+        }
+    case CJ_OP_EXP: return cj_math_exp(c->b, x);
+    case CJ_OP_EXPM1: return cj_math_expm1(c->b, x);
+    case CJ_OP_LOG: return cj_math_log(c->b, x);
+    case CJ_OP_LOG1P: return cj_math_log1p(c->b, x);
+    case CJ_OP_TANH: return cj_math_tanh(c->b, x);
+    case CJ_OP_SIN: return cj_math_sin(c->b, x);
+    case CJ_OP_COS: return cj_math_cos(c->b, x);
+    case CJ_OP_SQRT: return call_intrinsic(c, "llvm.sqrt", t, &x, 1, "sqrt");
+    case CJ_OP_RECIPROCAL:
+        if (f) return LLVMBuildFDiv(c->b, LLVMConstReal(t, 1), x, "recip");
+        return emit_int_floordiv(c, LLVMConstInt(t, 1, 0), x, t);
+    case CJ_OP_FLOOR: return f ? call_intrinsic(c, "llvm.floor", t, &x, 1, "floor") : x;
+    case CJ_OP_CEIL: return f ? call_intrinsic(c, "llvm.ceil", t, &x, 1, "ceil") : x;
+    case CJ_OP_LOGICAL_NOT:
+        return LLVMBuildXor(c->b, emit_cast(c, x, dt, CJ_BOOL), LLVMConstInt(c->i1, 1, 0), "not");
+    case CJ_OP_ISNAN:
+        return f ? LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "isnan") : LLVMConstInt(c->i1, 0, 0);
+    case CJ_OP_ISFINITE:
+        if (!f) return LLVMConstInt(c->i1, 1, 0);
+        return LLVMBuildFCmp(c->b, LLVMRealOLT, call_intrinsic(c, "llvm.fabs", t, &x, 1, "ax"),
+                             LLVMConstReal(t, __builtin_inf()), "isfinite");
+    case CJ_OP_NAME: return x;
+    default: break;
+    }
+    cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a unary op", cj_op_name(op));
+    return NULL;
+}
+
+static LLVMValueRef emit_binary(cg *c, cj_op op, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
+    LLVMTypeRef t = reg_type(c, dt);
+    bool f = is_float(dt);
+    switch (op) {
+    case CJ_OP_ADD: return f ? LLVMBuildFAdd(c->b, x, y, "add") : dt == CJ_BOOL ? LLVMBuildOr(c->b, x, y, "or") : LLVMBuildAdd(c->b, x, y, "add");
+    case CJ_OP_SUB: return f ? LLVMBuildFSub(c->b, x, y, "sub") : LLVMBuildSub(c->b, x, y, "sub");
+    case CJ_OP_MUL: return f ? LLVMBuildFMul(c->b, x, y, "mul") : dt == CJ_BOOL ? LLVMBuildAnd(c->b, x, y, "and") : LLVMBuildMul(c->b, x, y, "mul");
+    case CJ_OP_DIV:
+        if (f) return LLVMBuildFDiv(c->b, x, y, "div");
+        return emit_int_floordiv(c, x, y, t);
+    case CJ_OP_FLOORDIV: return f ? emit_float_floordiv(c, x, y, t) : emit_int_floordiv(c, x, y, t);
+    case CJ_OP_POW: return f ? cj_math_pow(c->b, x, y) : emit_int_pow(c, x, y, dt);
+    case CJ_OP_MAXIMUM: return emit_minmax(c, true, x, y, dt);
+    case CJ_OP_MINIMUM: return emit_minmax(c, false, x, y, dt);
+    case CJ_OP_LOGICAL_AND: return LLVMBuildAnd(c->b, emit_cast(c, x, dt, CJ_BOOL), emit_cast(c, y, dt, CJ_BOOL), "and");
+    case CJ_OP_LOGICAL_OR: return LLVMBuildOr(c->b, emit_cast(c, x, dt, CJ_BOOL), emit_cast(c, y, dt, CJ_BOOL), "or");
+    case CJ_OP_EQ: return f ? LLVMBuildFCmp(c->b, LLVMRealOEQ, x, y, "eq") : LLVMBuildICmp(c->b, LLVMIntEQ, x, y, "eq");
+    case CJ_OP_NE: return f ? LLVMBuildFCmp(c->b, LLVMRealUNE, x, y, "ne") : LLVMBuildICmp(c->b, LLVMIntNE, x, y, "ne");
+    case CJ_OP_LT: return f ? LLVMBuildFCmp(c->b, LLVMRealOLT, x, y, "lt") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntULT : LLVMIntSLT, x, y, "lt");
+    case CJ_OP_LE: return f ? LLVMBuildFCmp(c->b, LLVMRealOLE, x, y, "le") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntULE : LLVMIntSLE, x, y, "le");
+    case CJ_OP_GT: return f ? LLVMBuildFCmp(c->b, LLVMRealOGT, x, y, "gt") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntUGT : LLVMIntSGT, x, y, "gt");
+    case CJ_OP_GE: return f ? LLVMBuildFCmp(c->b, LLVMRealOGE, x, y, "ge") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntUGE : LLVMIntSGE, x, y, "ge");
+    default: break;
+    }
+    cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a binary op", cj_op_name(op));
+    return NULL;
+}
+
+/* The value of every expression at the current loop indices; returns the last. */
+static LLVMValueRef emit_exprs(cg *c) {
+    const cj_kernel *k = c->k;
+    LLVMValueRef *val = calloc((size_t)k->nexprs + 1, sizeof(LLVMValueRef));
+    if (!val) return cj_error_set(c->err, CJ_ERR_MEMORY, "codegen: out of memory"), NULL;
+    LLVMValueRef result = NULL;
+    for (int i = 0; i < k->nexprs; i++) {
+        const cj_expr *e = &k->exprs[i];
+        LLVMValueRef v = NULL;
+        switch (e->kind) {
+        case CJ_EX_LOAD: v = load_value(c, e->buffer, &e->index); break;
+        case CJ_EX_CONST: v = const_of(c, e->dtype, e->fvalue, e->ivalue); break;
+        case CJ_EX_INDEX: v = emit_cast(c, affine_value(c, &e->index), CJ_INT64, e->dtype); break;
+        case CJ_EX_OP: {
+            cj_dtype in_dt = k->exprs[e->args[0]].dtype;
+            LLVMValueRef a = val[e->args[0]];
+            switch (cj_op_kind(e->op)) {
+            case CJ_OPKIND_UNARY: v = emit_unary(c, e->op, a, in_dt); break;
+            case CJ_OPKIND_CAST: v = emit_cast(c, a, in_dt, e->dtype); break;
+            case CJ_OPKIND_BINARY:
+            case CJ_OPKIND_COMPARE: v = emit_binary(c, e->op, a, val[e->args[1]], in_dt); break;
+            case CJ_OPKIND_SELECT:
+                v = LLVMBuildSelect(c->b, a, val[e->args[1]], val[e->args[2]], "sel");
+                break;
+            default:
+                cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s in a kernel", cj_op_name(e->op));
+            }
+            break;
+        }
+        }
+        if (!v) break;
+        val[i] = v;
+        result = v;
+    }
+    free(val);
+    return c->err->status == CJ_OK ? result : NULL;
+}
+
+static LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueRef v, cj_dtype dt) {
+    LLVMValueRef r;
+    switch (op) {
+    case CJ_OP_REDUCE_SUM: r = emit_binary(c, CJ_OP_ADD, acc, v, dt); break;
+    case CJ_OP_REDUCE_PROD: r = emit_binary(c, CJ_OP_MUL, acc, v, dt); break;
+    case CJ_OP_REDUCE_MAX: return emit_minmax(c, true, acc, v, dt);
+    case CJ_OP_REDUCE_MIN: return emit_minmax(c, false, acc, v, dt);
+    default: return cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: bad reduction"), NULL;
+    }
+    /* sums and products may be reassociated, which lets them vectorize */
+    if (r && is_float(dt) && LLVMIsAInstruction(r)) LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+    return r;
+}
+
+static LLVMValueRef reduce_identity(cg *c, cj_op op, cj_dtype dt) {
+    int64_t imax = dt == CJ_INT32 ? INT32_MAX : INT64_MAX, imin = dt == CJ_INT32 ? INT32_MIN : INT64_MIN;
+    switch (op) {
+    case CJ_OP_REDUCE_SUM: return const_of(c, dt, 0, 0);
+    case CJ_OP_REDUCE_PROD: return const_of(c, dt, 1, 1);
+    case CJ_OP_REDUCE_MAX: return const_of(c, dt, -__builtin_inf(), dt == CJ_BOOL ? 0 : imin);
+    default: return const_of(c, dt, __builtin_inf(), dt == CJ_BOOL ? 1 : imax);
+    }
+}
+
+static LLVMValueRef new_function(cg *c, const char *name, LLVMValueRef *start, LLVMValueRef *end) {
+    LLVMTypeRef params[3] = {c->i64, c->i64, c->ptr};
+    LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(c->void_t, params, 3, 0));
+    LLVMSetValueName2(LLVMGetParam(fn, 0), "start", 5);
+    LLVMSetValueName2(LLVMGetParam(fn, 1), "end", 3);
+    LLVMSetValueName2(LLVMGetParam(fn, 2), "buffers", 7);
+    /* kernels never unwind; say so, it helps the optimizer */
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, nounwind, 0));
+    *start = LLVMGetParam(fn, 0);
+    *end = LLVMGetParam(fn, 1);
+    LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+    c->fn = fn;
+    return fn;
+}
+
+static void load_buffer_pointer(cg *c, int buffer) {
+    if (c->buf_ptr[buffer]) return;
+    LLVMValueRef bufs = LLVMGetParam(c->fn, 2);
+    LLVMValueRef i = LLVMConstInt(c->i64, (unsigned long long)buffer, 0);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->ptr, bufs, &i, 1, "slot");
+    char name[32];
+    snprintf(name, sizeof name, "buf%d", buffer);
+    c->buf_ptr[buffer] = LLVMBuildLoad2(c->b, c->ptr, slot, name);
+}
+
+/* for (i = lo; i < hi; i++) around whatever `body` emits; rotated form. */
+typedef struct {
+    LLVMBasicBlockRef body, exit;
+    LLVMValueRef phi, hi;
+    LLVMBasicBlockRef pre;
+} loop_state;
+
+static void loop_begin(cg *c, loop_state *L, LLVMValueRef lo, LLVMValueRef hi, const char *name) {
+    L->pre = LLVMGetInsertBlock(c->b);
+    L->body = LLVMAppendBasicBlockInContext(c->ctx, c->fn, name);
+    L->exit = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "exit");
+    L->hi = hi;
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, lo, hi, "enter"), L->body, L->exit);
+    LLVMPositionBuilderAtEnd(c->b, L->body);
+    L->phi = LLVMBuildPhi(c->b, c->i64, name);
+    LLVMAddIncoming(L->phi, &lo, &L->pre, 1);
+}
+
+static void loop_end(cg *c, loop_state *L) {
+    LLVMValueRef next = LLVMBuildAdd(c->b, L->phi, LLVMConstInt(c->i64, 1, 0), "next");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMAddIncoming(L->phi, &next, &latch, 1);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, next, L->hi, "more"), L->body, L->exit);
+    LLVMPositionBuilderAtEnd(c->b, L->exit);
+}
+
+static bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
+    const cj_kernel *k = c->k;
+    const cj_buffer *out = &c->plan->buffers[k->out_buffer];
+    bool accumulate = k->reduced != 0;
+    int inner = k->rank - 1;
+    if (d == k->rank) {
+        LLVMValueRef v = emit_exprs(c);
+        if (!v) return false;
+        if (!accumulate) {
+            store_value(c, k->out_buffer, &k->out_index, v);
+        } else if (k->reduced & (1u << inner)) {
+            /* accumulator in a register: see the innermost loop below */
+            LLVMValueRef acc_slot = c->buf_ptr[c->plan->nbuffers];
+            LLVMTypeRef t = reg_type(c, out->dtype);
+            LLVMValueRef acc = LLVMBuildLoad2(c->b, t, acc_slot, "acc");
+            LLVMValueRef r = reduce_combine(c, k->reduce_op, acc, v, out->dtype);
+            if (!r) return false;
+            LLVMBuildStore(c->b, r, acc_slot);
+        } else {
+            LLVMValueRef acc = load_value(c, k->out_buffer, &k->out_index);
+            LLVMValueRef r = reduce_combine(c, k->reduce_op, acc, v, out->dtype);
+            if (!r) return false;
+            store_value(c, k->out_buffer, &k->out_index, r);
+        }
+        return true;
+    }
+    LLVMValueRef lo = d == 0 ? start : LLVMConstInt(c->i64, 0, 0);
+    LLVMValueRef hi = d == 0 ? end : LLVMConstInt(c->i64, (unsigned long long)k->dims[d], 0);
+    bool reg_acc = accumulate && d == inner && (k->reduced & (1u << inner));
+    LLVMValueRef acc_slot = reg_acc ? c->buf_ptr[c->plan->nbuffers] : NULL;
+    if (reg_acc) {
+        /* the output offset does not depend on a reduced loop: use i = 0 */
+        c->idx[d] = LLVMConstInt(c->i64, 0, 0);
+        LLVMBuildStore(c->b, load_value(c, k->out_buffer, &k->out_index), acc_slot);
+    }
+    char name[16];
+    snprintf(name, sizeof name, "i%d", d);
+    loop_state L;
+    loop_begin(c, &L, lo, hi, name);
+    c->idx[d] = L.phi;
+    if (!emit_loops(c, d + 1, start, end)) return false;
+    loop_end(c, &L);
+    if (reg_acc) {
+        c->idx[d] = LLVMConstInt(c->i64, 0, 0);
+        LLVMValueRef acc = LLVMBuildLoad2(c->b, reg_type(c, out->dtype), acc_slot, "acc.final");
+        store_value(c, k->out_buffer, &k->out_index, acc);
+    }
+    return true;
+}
+
+static bool emit_kernel(cg *c, int ki, const char *prefix) {
+    const cj_kernel *k = &c->plan->kernels[ki];
+    c->k = k;
+    char name[128];
+    snprintf(name, sizeof name, "%s_k%d", prefix, ki);
+    LLVMValueRef start, end;
+    new_function(c, name, &start, &end);
+    memset(c->buf_ptr, 0, sizeof(LLVMValueRef) * ((size_t)c->plan->nbuffers + 1));
+    load_buffer_pointer(c, k->out_buffer);
+    for (int e = 0; e < k->nexprs; e++)
+        if (k->exprs[e].kind == CJ_EX_LOAD) load_buffer_pointer(c, k->exprs[e].buffer);
+    /* the register accumulator lives in a stack slot that mem2reg promotes */
+    c->buf_ptr[c->plan->nbuffers] =
+        LLVMBuildAlloca(c->b, reg_type(c, c->plan->buffers[k->out_buffer].dtype), "acc.slot");
+    if (!emit_loops(c, 0, start, end)) return false;
+    LLVMBuildRetVoid(c->b);
+
+    if (k->reduced) {
+        /* <name>_init: out[start:end] = identity */
+        snprintf(name, sizeof name, "%s_k%d_init", prefix, ki);
+        new_function(c, name, &start, &end);
+        memset(c->buf_ptr, 0, sizeof(LLVMValueRef) * ((size_t)c->plan->nbuffers + 1));
+        load_buffer_pointer(c, k->out_buffer);
+        const cj_buffer *out = &c->plan->buffers[k->out_buffer];
+        loop_state L;
+        loop_begin(c, &L, start, end, "j");
+        LLVMValueRef v = reduce_identity(c, k->reduce_op, out->dtype);
+        if (out->dtype == CJ_BOOL) v = LLVMBuildZExt(c->b, v, c->i8, "b");
+        LLVMValueRef addr = LLVMBuildInBoundsGEP2(c->b, mem_type(c, out->dtype), c->buf_ptr[k->out_buffer], &L.phi, 1, "addr");
+        LLVMBuildStore(c->b, v, addr);
+        loop_end(c, &L);
+        LLVMBuildRetVoid(c->b);
+    }
+    return true;
+}
+
+/* See codegen.h. */
+cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, cj_error *err) {
+    cg c;
+    memset(&c, 0, sizeof c);
+    c.ctx = LLVMGetModuleContext(mod);
+    c.mod = mod;
+    c.plan = plan;
+    c.err = err;
+    c.i1 = LLVMInt1TypeInContext(c.ctx);
+    c.i8 = LLVMInt8TypeInContext(c.ctx);
+    c.i32 = LLVMInt32TypeInContext(c.ctx);
+    c.i64 = LLVMInt64TypeInContext(c.ctx);
+    c.f32 = LLVMFloatTypeInContext(c.ctx);
+    c.f64 = LLVMDoubleTypeInContext(c.ctx);
+    c.ptr = LLVMPointerTypeInContext(c.ctx, 0);
+    c.void_t = LLVMVoidTypeInContext(c.ctx);
+    c.buf_ptr = calloc((size_t)plan->nbuffers + 1, sizeof(LLVMValueRef));
+    if (!c.buf_ptr) return cj_error_set(err, CJ_ERR_MEMORY, "codegen: out of memory");
+    c.b = LLVMCreateBuilderInContext(c.ctx);
+    for (int i = 0; i < plan->nkernels && err->status == CJ_OK; i++)
+        if (!emit_kernel(&c, i, prefix) && err->status == CJ_OK)
+            cj_error_set(err, CJ_ERR_INTERNAL, "codegen: kernel %d failed", i);
+    LLVMDisposeBuilder(c.b);
+    free(c.buf_ptr);
+    return err->status;
+}

@@ -1,0 +1,17 @@
+/* executable.h - what cj_compile produces (private to pipeline.c and runtime.c). */
+#ifndef CJ_EXECUTABLE_H
+#define CJ_EXECUTABLE_H
+
+#include "codegen.h"
+#include "pipeline.h"
+
+struct cj_executable {
+    cj_graph *graph;        /* owned copy: names, shapes and source lines */
+    cj_plan plan;           /* kernels and buffers */
+    cj_kernel_fn *kernels;  /* one per plan kernel */
+    cj_kernel_fn *inits;    /* NULL entries for kernels that do not accumulate */
+    cj_jit_code *code;      /* owns the machine code */
+    int64_t flops, bytes_accessed;
+};
+
+#endif

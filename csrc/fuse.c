@@ -1,0 +1,688 @@
+/* fuse.c - group graph nodes into kernels.
+ *
+ * A node is "materialized" (gets a buffer and the kernel that writes it)
+ * when it must be: graph outputs, reductions, matmuls, concatenations,
+ * values used by several consumers, and operands of a matmul that compute
+ * something (a matmul reads each operand element many times).  Everything
+ * else is inlined into the kernel of the materialized node that uses it:
+ * elementwise ops become expressions, constants and iota become values,
+ * and movement ops (broadcast, transpose, slice, reshape) only change the
+ * affine offsets at which the leaves load.
+ *
+ * The one movement op that is not always affine is a reshape that merges
+ * dims of a value that is not in a contiguous buffer.  When the fuser meets
+ * one, it materializes the reshape's input and starts again. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+
+/* The index of each dim of a node, as an affine function of the loop
+ * indices of the kernel being built. */
+typedef struct {
+    int rank;
+    cj_affine idx[CJ_MAX_RANK];
+} node_view;
+
+typedef struct {
+    int node;
+    node_view view;
+    int expr;
+} memo_entry;
+
+typedef struct {
+    const cj_graph *g;
+    cj_plan *plan;
+    cj_error *err;
+    bool *root;          /* node is materialized */
+    int *node_buf;       /* buffer holding the node's value, or -1 */
+    /* the kernel being built */
+    cj_kernel *k;
+    int exprs_cap;
+    memo_entry *memo;
+    int nmemo, memo_cap;
+    int must_materialize; /* node found to need a buffer, or -1 */
+    /* the labels of the fused ops */
+    char label[256];
+} fuser;
+
+static const cj_node *node_at(const fuser *f, int id) { return &f->g->nodes[id]; }
+
+static void contiguous_strides(const cj_shape *s, int64_t *strides) {
+    int64_t acc = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        strides[d] = acc;
+        acc *= s->dims[d] > 0 ? s->dims[d] : 1;
+    }
+}
+
+/* ---- growable arrays of the plan ----------------------------------------- */
+
+static bool grow(void **ptr, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need) ncap *= 2;
+    void *p = realloc(*ptr, (size_t)ncap * elem);
+    if (!p) return false;
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
+    *ptr = p;
+    *cap = ncap;
+    return true;
+}
+
+static int add_buffer(fuser *f, cj_buf_kind kind, int slot, int node) {
+    cj_plan *p = f->plan;
+    if (!grow((void **)&p->buffers, &p->buffers_cap, p->nbuffers + 1, sizeof(cj_buffer))) {
+        cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
+        return -1;
+    }
+    const cj_node *n = node_at(f, node);
+    cj_buffer *b = &p->buffers[p->nbuffers];
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    b->slot = slot;
+    b->dtype = n->dtype;
+    b->shape = n->shape;
+    b->nbytes = cj_shape_numel(&n->shape) * cj_dtype_size(n->dtype);
+    b->node = node;
+    b->first_use = b->last_use = -1;
+    return p->nbuffers++;
+}
+
+/* ---- expressions --------------------------------------------------------- */
+
+static int add_expr(fuser *f, const cj_expr *e) {
+    cj_kernel *k = f->k;
+    if (!grow((void **)&k->exprs, &f->exprs_cap, k->nexprs + 1, sizeof(cj_expr))) {
+        cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
+        return -1;
+    }
+    k->exprs[k->nexprs] = *e;
+    return k->nexprs++;
+}
+
+static void append_label(fuser *f, const char *name) {
+    size_t len = strlen(f->label);
+    if (len + strlen(name) + 2 >= sizeof f->label) return;
+    if (len) strcat(f->label, "+");
+    strcat(f->label, name);
+}
+
+/* Element offset of a load from a contiguous buffer of shape `s` seen
+ * through view `v`. */
+static cj_affine buffer_offset(const cj_shape *s, const node_view *v, int loop_rank) {
+    int64_t strides[CJ_MAX_RANK];
+    contiguous_strides(s, strides);
+    cj_affine a;
+    memset(&a, 0, sizeof a);
+    for (int k = 0; k < v->rank; k++) {
+        if (s->dims[k] == 1) continue; /* index is always 0 there */
+        a.offset += strides[k] * v->idx[k].offset;
+        for (int d = 0; d < loop_rank; d++) a.stride[d] += strides[k] * v->idx[k].stride[d];
+    }
+    return a;
+}
+
+/* View of a RESHAPE's input, given the view of its output.  Returns false
+ * when the input index is not affine (dims merged). */
+static bool reshape_input_view(const cj_shape *in, const cj_shape *out, const node_view *v,
+                               node_view *vin) {
+    memset(vin, 0, sizeof *vin);
+    vin->rank = in->rank;
+    int i = 0, o = 0;
+    while (i < in->rank || o < out->rank) {
+        /* size-1 dims: input index 0, output index ignored */
+        if (i < in->rank && in->dims[i] == 1) { i++; continue; }
+        if (o < out->rank && out->dims[o] == 1) { o++; continue; }
+        if (i >= in->rank || o >= out->rank) return false;
+        /* one input dim split into output dims o..o2-1 */
+        int64_t prod = out->dims[o];
+        int o2 = o + 1;
+        while (prod < in->dims[i] && o2 < out->rank) prod *= out->dims[o2++];
+        if (prod != in->dims[i]) return false; /* merges input dims */
+        int64_t scale = 1;
+        for (int q = o2 - 1; q >= o; q--) {
+            vin->idx[i].offset += scale * v->idx[q].offset;
+            for (int d = 0; d < CJ_MAX_RANK; d++) vin->idx[i].stride[d] += scale * v->idx[q].stride[d];
+            scale *= out->dims[q];
+        }
+        i++;
+        o = o2;
+    }
+    return true;
+}
+
+static int build_expr(fuser *f, int node, const node_view *v);
+
+static int load_expr(fuser *f, int node, int buf, const node_view *v) {
+    const cj_node *n = node_at(f, node);
+    cj_expr e;
+    memset(&e, 0, sizeof e);
+    e.kind = CJ_EX_LOAD;
+    e.dtype = n->dtype;
+    e.buffer = buf;
+    e.index = buffer_offset(&n->shape, v, f->k->rank);
+    return add_expr(f, &e);
+}
+
+static int build_expr_uncached(fuser *f, int node, const node_view *v) {
+    const cj_node *n = node_at(f, node);
+    cj_expr e;
+    memset(&e, 0, sizeof e);
+    e.dtype = n->dtype;
+
+    /* a value that lives in a buffer is loaded, unless it is this kernel's own root */
+    if (f->node_buf[node] >= 0 && node != f->k->root_node)
+        return load_expr(f, node, f->node_buf[node], v);
+
+    switch (n->op) {
+    case CJ_OP_PARAM:
+    case CJ_OP_ARRAY:
+        return cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s without a buffer", cj_op_name(n->op)), -1;
+    case CJ_OP_CONSTANT:
+        e.kind = CJ_EX_CONST;
+        e.fvalue = n->attrs.fvalue;
+        e.ivalue = n->attrs.ivalue;
+        return add_expr(f, &e);
+    case CJ_OP_IOTA:
+        e.kind = CJ_EX_INDEX;
+        e.index = v->idx[n->attrs.axis];
+        append_label(f, "iota");
+        return add_expr(f, &e);
+    case CJ_OP_NAME:
+        return build_expr(f, n->inputs[0], v);
+
+    case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1:
+    case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_SQRT: case CJ_OP_RECIPROCAL: case CJ_OP_TANH:
+    case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL: case CJ_OP_LOGICAL_NOT:
+    case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST:
+    case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
+    case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND:
+    case CJ_OP_LOGICAL_OR: case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE:
+    case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: {
+        e.kind = CJ_EX_OP;
+        e.op = n->op;
+        e.nargs = n->ninputs;
+        for (int a = 0; a < n->ninputs; a++) {
+            int x = build_expr(f, n->inputs[a], v);
+            if (x < 0) return -1;
+            e.args[a] = x;
+        }
+        append_label(f, cj_op_name(n->op));
+        return add_expr(f, &e);
+    }
+
+    case CJ_OP_BROADCAST: {
+        const cj_node *in = node_at(f, n->inputs[0]);
+        node_view vin;
+        memset(&vin, 0, sizeof vin);
+        vin.rank = in->shape.rank;
+        int lead = n->shape.rank - in->shape.rank;
+        for (int j = 0; j < in->shape.rank; j++)
+            if (in->shape.dims[j] != 1) vin.idx[j] = v->idx[j + lead];
+        return build_expr(f, n->inputs[0], &vin);
+    }
+    case CJ_OP_TRANSPOSE: {
+        node_view vin;
+        memset(&vin, 0, sizeof vin);
+        vin.rank = n->shape.rank;
+        for (int d = 0; d < n->shape.rank; d++) vin.idx[n->attrs.perm[d]] = v->idx[d];
+        return build_expr(f, n->inputs[0], &vin);
+    }
+    case CJ_OP_SLICE: {
+        node_view vin;
+        memset(&vin, 0, sizeof vin);
+        vin.rank = n->shape.rank;
+        for (int k = 0; k < n->shape.rank; k++) {
+            int64_t step = n->attrs.step[k];
+            vin.idx[k].offset = n->attrs.start[k] + step * v->idx[k].offset;
+            for (int d = 0; d < CJ_MAX_RANK; d++) vin.idx[k].stride[d] = step * v->idx[k].stride[d];
+        }
+        return build_expr(f, n->inputs[0], &vin);
+    }
+    case CJ_OP_RESHAPE: {
+        int in_id = n->inputs[0];
+        const cj_node *in = node_at(f, in_id);
+        /* a contiguous buffer keeps row-major order: load by linear offset */
+        if (f->node_buf[in_id] >= 0) {
+            cj_expr l;
+            memset(&l, 0, sizeof l);
+            l.kind = CJ_EX_LOAD;
+            l.dtype = in->dtype;
+            l.buffer = f->node_buf[in_id];
+            l.index = buffer_offset(&n->shape, v, f->k->rank);
+            return add_expr(f, &l);
+        }
+        node_view vin;
+        if (!reshape_input_view(&in->shape, &n->shape, v, &vin)) {
+            f->must_materialize = in_id;
+            return -1;
+        }
+        return build_expr(f, in_id, &vin);
+    }
+
+    case CJ_OP_CONCATENATE:
+    case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
+    case CJ_OP_MATMUL:
+        /* always materialized, so only reached for the kernel's own root */
+        return cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s inlined", cj_op_name(n->op)), -1;
+    case CJ_NUM_OPS:
+        break;
+    }
+    return cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: unknown op %d", (int)n->op), -1;
+}
+
+/* Builds (or reuses) the expression of `node` seen through `v`. */
+static int build_expr(fuser *f, int node, const node_view *v) {
+    for (int i = 0; i < f->nmemo; i++)
+        if (f->memo[i].node == node && memcmp(&f->memo[i].view, v, sizeof *v) == 0)
+            return f->memo[i].expr;
+    int e = build_expr_uncached(f, node, v);
+    if (e < 0) return -1;
+    if (!grow((void **)&f->memo, &f->memo_cap, f->nmemo + 1, sizeof(memo_entry))) {
+        cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
+        return -1;
+    }
+    memo_entry *m = &f->memo[f->nmemo++];
+    memset(m, 0, sizeof *m);
+    m->node = node;
+    m->view = *v;
+    m->expr = e;
+    return e;
+}
+
+/* ---- kernels ------------------------------------------------------------- */
+
+static cj_kernel *begin_kernel(fuser *f, int root, int rank, const int64_t *dims) {
+    cj_plan *p = f->plan;
+    if (!grow((void **)&p->kernels, &p->kernels_cap, p->nkernels + 1, sizeof(cj_kernel))) {
+        cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
+        return NULL;
+    }
+    cj_kernel *k = &p->kernels[p->nkernels];
+    memset(k, 0, sizeof *k);
+    k->root_node = root;
+    k->rank = rank;
+    for (int d = 0; d < rank; d++) k->dims[d] = dims[d];
+    k->reduce_op = CJ_OP_NAME; /* "no reduction"; only read when reduced != 0 */
+    f->k = k;
+    f->exprs_cap = 0;
+    f->nmemo = 0;
+    f->label[0] = 0;
+    f->must_materialize = -1;
+    return k;
+}
+
+/* Finishes the kernel begun last; on failure drops it. */
+static bool end_kernel(fuser *f, int value_expr) {
+    cj_kernel *k = f->k;
+    if (value_expr < 0) {
+        free(k->exprs);
+        memset(k, 0, sizeof *k);
+        f->k = NULL;
+        return false;
+    }
+    /* the stored value must be the last expression */
+    if (value_expr != k->nexprs - 1) {
+        cj_expr copy = k->exprs[value_expr];
+        if (add_expr(f, &copy) < 0) return end_kernel(f, -1);
+    }
+    if (!f->label[0]) append_label(f, k->nexprs && k->exprs[k->nexprs - 1].kind == CJ_EX_LOAD ? "copy" : "fill");
+    k->label = strdup(f->label);
+    f->plan->nkernels++;
+    f->k = NULL;
+    return k->label != NULL;
+}
+
+static node_view identity_view(int rank) {
+    node_view v;
+    memset(&v, 0, sizeof v);
+    v.rank = rank;
+    for (int d = 0; d < rank; d++) v.idx[d].stride[d] = 1;
+    return v;
+}
+
+/* out_index of a contiguous buffer of shape s, written at loop dims
+ * `dim_of[k]` (-1: that dim of s is not a loop dim) plus `offset`. */
+static cj_affine store_index(const cj_shape *s, const int *dim_of, int64_t offset) {
+    int64_t strides[CJ_MAX_RANK];
+    contiguous_strides(s, strides);
+    cj_affine a;
+    memset(&a, 0, sizeof a);
+    a.offset = offset;
+    for (int k = 0; k < s->rank; k++)
+        if (dim_of[k] >= 0 && s->dims[k] != 1) a.stride[dim_of[k]] = strides[k];
+    return a;
+}
+
+/* An elementwise kernel writing `node` (shape s) into `buf`. */
+static bool emit_elementwise(fuser *f, int node, int buf) {
+    const cj_node *n = node_at(f, node);
+    if (!begin_kernel(f, node, n->shape.rank, n->shape.dims)) return false;
+    node_view v = identity_view(n->shape.rank);
+    int dim_of[CJ_MAX_RANK];
+    for (int d = 0; d < n->shape.rank; d++) dim_of[d] = d;
+    f->k->out_buffer = buf;
+    f->k->out_index = store_index(&n->shape, dim_of, 0);
+    /* the root itself must be computed here, not loaded from its own buffer */
+    return end_kernel(f, build_expr_uncached(f, node, &v));
+}
+
+static bool emit_reduce(fuser *f, int node, int buf) {
+    const cj_node *n = node_at(f, node);
+    const cj_node *in = node_at(f, n->inputs[0]);
+    if (!begin_kernel(f, node, in->shape.rank, in->shape.dims)) return false;
+    cj_kernel *k = f->k;
+    k->reduced = n->attrs.axes;
+    k->reduce_op = n->op;
+    int dim_of[CJ_MAX_RANK], o = 0;
+    for (int d = 0; d < in->shape.rank; d++)
+        if (!(n->attrs.axes & (1u << d))) dim_of[o++] = d;
+    k->out_buffer = buf;
+    k->out_index = store_index(&n->shape, dim_of, 0);
+    node_view v = identity_view(in->shape.rank);
+    int e = build_expr(f, n->inputs[0], &v);
+    append_label(f, cj_op_name(n->op));
+    return end_kernel(f, e);
+}
+
+/* (..., M, K) @ (..., K, N): loops (..., M, K, N), K accumulated. */
+static bool emit_matmul(fuser *f, int node, int buf) {
+    const cj_node *n = node_at(f, node);
+    const cj_node *a = node_at(f, n->inputs[0]);
+    const cj_node *b = node_at(f, n->inputs[1]);
+    int r = a->shape.rank; /* equal ranks, equal batch dims (graph.c) */
+    int64_t dims[CJ_MAX_RANK];
+    if (r + 1 > CJ_MAX_RANK) {
+        cj_error_set(f->err, CJ_ERR_VALUE, "matmul: rank %d too large (at most %d)", r, CJ_MAX_RANK - 1);
+        return false;
+    }
+    for (int d = 0; d < r - 2; d++) dims[d] = a->shape.dims[d];
+    int m = r - 2, kk = r - 1, nn = r;
+    dims[m] = a->shape.dims[r - 2];
+    dims[kk] = a->shape.dims[r - 1];
+    dims[nn] = b->shape.dims[r - 1];
+    if (!begin_kernel(f, node, r + 1, dims)) return false;
+    f->k->reduced = 1u << kk;
+    f->k->reduce_op = CJ_OP_REDUCE_SUM;
+    node_view va, vb;
+    memset(&va, 0, sizeof va);
+    memset(&vb, 0, sizeof vb);
+    va.rank = vb.rank = r;
+    for (int d = 0; d < r - 2; d++) va.idx[d].stride[d] = vb.idx[d].stride[d] = 1;
+    va.idx[r - 2].stride[m] = 1;
+    va.idx[r - 1].stride[kk] = 1;
+    vb.idx[r - 2].stride[kk] = 1;
+    vb.idx[r - 1].stride[nn] = 1;
+    int ea = build_expr(f, n->inputs[0], &va);
+    int eb = ea < 0 ? -1 : build_expr(f, n->inputs[1], &vb);
+    int dim_of[CJ_MAX_RANK];
+    for (int d = 0; d < r - 2; d++) dim_of[d] = d;
+    dim_of[r - 2] = m;
+    dim_of[r - 1] = nn;
+    f->k->out_buffer = buf;
+    f->k->out_index = store_index(&n->shape, dim_of, 0);
+    int e = -1;
+    if (eb >= 0) {
+        cj_expr mul;
+        memset(&mul, 0, sizeof mul);
+        mul.kind = CJ_EX_OP;
+        mul.op = n->dtype == CJ_BOOL ? CJ_OP_LOGICAL_AND : CJ_OP_MUL;
+        mul.dtype = n->dtype;
+        mul.nargs = 2;
+        mul.args[0] = ea;
+        mul.args[1] = eb;
+        e = add_expr(f, &mul);
+        append_label(f, "matmul");
+    }
+    if (n->dtype == CJ_BOOL) f->k->reduce_op = CJ_OP_REDUCE_MAX; /* "any" */
+    return end_kernel(f, e);
+}
+
+/* One kernel per input, each writing its slab of the output. */
+static bool emit_concatenate(fuser *f, int node, int buf) {
+    const cj_node *n = node_at(f, node);
+    int64_t strides[CJ_MAX_RANK];
+    contiguous_strides(&n->shape, strides);
+    int64_t pos = 0;
+    for (int i = 0; i < n->ninputs; i++) {
+        const cj_node *in = node_at(f, n->inputs[i]);
+        if (!begin_kernel(f, node, in->shape.rank, in->shape.dims)) return false;
+        int dim_of[CJ_MAX_RANK];
+        for (int d = 0; d < in->shape.rank; d++) dim_of[d] = d;
+        f->k->out_buffer = buf;
+        /* the output dim along `axis` may be 1 only if this input's is too */
+        f->k->out_index = store_index(&n->shape, dim_of, pos * strides[n->attrs.axis]);
+        if (n->shape.dims[n->attrs.axis] == 1) f->k->out_index.offset = 0;
+        node_view v = identity_view(in->shape.rank);
+        int e = build_expr(f, n->inputs[i], &v);
+        append_label(f, "concatenate");
+        if (!end_kernel(f, e)) return false;
+        pos += in->shape.dims[n->attrs.axis];
+    }
+    return true;
+}
+
+static bool emit_node(fuser *f, int node, int buf) {
+    switch (cj_op_kind(node_at(f, node)->op)) {
+    case CJ_OPKIND_REDUCE: return emit_reduce(f, node, buf);
+    case CJ_OPKIND_MATMUL: return emit_matmul(f, node, buf);
+    case CJ_OPKIND_CONCAT: return emit_concatenate(f, node, buf);
+    default: return emit_elementwise(f, node, buf);
+    }
+}
+
+/* Merges adjacent loop dims that every access walks contiguously, so that
+ * an elementwise op on a (1000, 1000) array is one loop of 10^6. */
+static void collapse_dims(cj_kernel *k) {
+    for (int d = k->rank - 2; d >= 0; d--) {
+        bool red_d = k->reduced & (1u << d), red_n = k->reduced & (1u << (d + 1));
+        if (red_d != red_n) continue;
+        int64_t inner = k->dims[d + 1];
+        bool ok = k->out_index.stride[d] == k->out_index.stride[d + 1] * inner;
+        for (int e = 0; ok && e < k->nexprs; e++) {
+            const cj_expr *x = &k->exprs[e];
+            if (x->kind == CJ_EX_LOAD || x->kind == CJ_EX_INDEX)
+                ok = x->index.stride[d] == x->index.stride[d + 1] * inner;
+        }
+        if (!ok) continue;
+        /* dims d and d+1 become one dim d of size dims[d]*inner with d+1's strides */
+        k->dims[d] *= inner;
+        k->out_index.stride[d] = k->out_index.stride[d + 1];
+        for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[d] = k->exprs[e].index.stride[d + 1];
+        for (int q = d + 1; q < k->rank - 1; q++) {
+            k->dims[q] = k->dims[q + 1];
+            k->out_index.stride[q] = k->out_index.stride[q + 1];
+            for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[q] = k->exprs[e].index.stride[q + 1];
+        }
+        uint32_t low = k->reduced & ((1u << (d + 1)) - 1);
+        uint32_t high = (k->reduced >> (d + 2)) << (d + 1);
+        k->reduced = low | high;
+        k->rank--;
+        k->out_index.stride[k->rank] = 0;
+        for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[k->rank] = 0;
+    }
+    /* every kernel has at least one loop dim: the one threads split */
+    if (k->rank == 0) {
+        k->rank = 1;
+        k->dims[0] = 1;
+    }
+}
+
+/* Which nodes get buffers, before any kernel is built. */
+static void choose_roots(fuser *f, const bool *live, bool enabled) {
+    const cj_graph *g = f->g;
+    int *users = calloc((size_t)g->nnodes, sizeof(int));
+    if (users) {
+        for (int i = 0; i < g->nnodes; i++) {
+            if (!live[i]) continue;
+            const cj_node *n = &g->nodes[i];
+            for (int a = 0; a < n->ninputs; a++) {
+                /* count distinct consumers */
+                bool seen = false;
+                for (int b = 0; b < a; b++) seen |= n->inputs[b] == n->inputs[a];
+                if (!seen) users[n->inputs[a]]++;
+            }
+        }
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        if (!live[i]) continue;
+        const cj_node *n = &g->nodes[i];
+        cj_opkind kind = cj_op_kind(n->op);
+        if (n->op == CJ_OP_PARAM || n->op == CJ_OP_ARRAY) continue;
+        if (!enabled) {
+            f->root[i] = n->op != CJ_OP_CONSTANT && n->op != CJ_OP_IOTA;
+            continue;
+        }
+        if (kind == CJ_OPKIND_REDUCE || kind == CJ_OPKIND_MATMUL || kind == CJ_OPKIND_CONCAT)
+            f->root[i] = true;
+        /* an output computed here is written once, straight into its array */
+        if (kind != CJ_OPKIND_SOURCE)
+            for (int j = 0; j < g->noutputs; j++) f->root[i] |= g->outputs[j] == i;
+        /* a computed value read by several kernels is stored once */
+        if ((!users || users[i] > 1) && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE &&
+            n->op != CJ_OP_NAME)
+            f->root[i] = true;
+        if (kind == CJ_OPKIND_MATMUL) {
+            /* matmul operands that compute something are stored, not recomputed per output */
+            for (int a = 0; a < 2; a++) {
+                int x = n->inputs[a];
+                while (cj_op_kind(g->nodes[x].op) == CJ_OPKIND_MOVE || g->nodes[x].op == CJ_OP_NAME)
+                    x = g->nodes[x].inputs[0];
+                cj_opkind xk = cj_op_kind(g->nodes[x].op);
+                if (xk != CJ_OPKIND_SOURCE) f->root[x] = true;
+            }
+        }
+    }
+    free(users);
+}
+
+static void plan_reset(cj_plan *p) {
+    for (int i = 0; i < p->nkernels; i++) {
+        free(p->kernels[i].exprs);
+        free(p->kernels[i].label);
+    }
+    p->nkernels = 0;
+    p->nbuffers = 0;
+}
+
+/* One attempt at building every kernel; returns the node that must be
+ * materialized before trying again, -1 when done, -2 on error. */
+static int fuse_attempt(fuser *f) {
+    const cj_graph *g = f->g;
+    cj_plan *p = f->plan;
+    plan_reset(p);
+    for (int i = 0; i < g->nnodes; i++) f->node_buf[i] = -1;
+    for (int i = 0; i < g->nnodes; i++) {
+        const cj_node *n = &g->nodes[i];
+        if (n->op == CJ_OP_PARAM || n->op == CJ_OP_ARRAY) {
+            f->node_buf[i] = add_buffer(f, n->op == CJ_OP_PARAM ? CJ_BUF_PARAM : CJ_BUF_ARRAY,
+                                        n->attrs.index, i);
+            if (f->node_buf[i] < 0) return -2;
+        }
+    }
+    /* outputs: a root not yet claimed writes straight into the output */
+    int *out_of = malloc(sizeof(int) * (size_t)(g->nnodes + 1));
+    if (!out_of) return cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory"), -2;
+    for (int i = 0; i < g->nnodes; i++) out_of[i] = -1;
+    for (int j = 0; j < g->noutputs; j++) {
+        int nid = g->outputs[j];
+        if (f->root[nid] && out_of[nid] < 0) out_of[nid] = j;
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        if (!f->root[i]) continue;
+        int buf = out_of[i] >= 0 ? add_buffer(f, CJ_BUF_OUTPUT, out_of[i], i)
+                                 : add_buffer(f, CJ_BUF_TEMP, -1, i);
+        if (buf < 0) goto fail;
+        if (!emit_node(f, i, buf)) {
+            if (f->must_materialize >= 0) {
+                int m = f->must_materialize;
+                free(out_of);
+                return m;
+            }
+            goto fail;
+        }
+        f->node_buf[i] = buf;
+    }
+    /* outputs not written above (arguments, repeated outputs, non-roots) get a copy */
+    for (int j = 0; j < g->noutputs; j++) {
+        int nid = g->outputs[j];
+        if (out_of[nid] == j) continue;
+        int buf = add_buffer(f, CJ_BUF_OUTPUT, j, nid);
+        if (buf < 0) goto fail;
+        const cj_node *n = &g->nodes[nid];
+        if (!begin_kernel(f, nid, n->shape.rank, n->shape.dims)) goto fail;
+        node_view v = identity_view(n->shape.rank);
+        int dim_of[CJ_MAX_RANK];
+        for (int d = 0; d < n->shape.rank; d++) dim_of[d] = d;
+        f->k->out_buffer = buf;
+        f->k->out_index = store_index(&n->shape, dim_of, 0);
+        f->k->root_node = -1; /* load the node's buffer if it has one */
+        if (!end_kernel(f, build_expr(f, nid, &v))) {
+            if (f->must_materialize >= 0) {
+                int m = f->must_materialize;
+                free(out_of);
+                return m;
+            }
+            goto fail;
+        }
+        f->plan->kernels[f->plan->nkernels - 1].root_node = nid;
+    }
+    free(out_of);
+    return -1;
+fail:
+    free(out_of);
+    if (f->err->status == CJ_OK) cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: failed");
+    return -2;
+}
+
+/* See kernel.h. */
+cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan *plan,
+                      cj_error *err) {
+    fuser f;
+    memset(&f, 0, sizeof f);
+    f.g = g;
+    f.plan = plan;
+    f.err = err;
+    plan->graph = (cj_graph *)g;
+    f.root = calloc((size_t)g->nnodes + 1, sizeof(bool));
+    f.node_buf = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+    if (!f.root || !f.node_buf) {
+        free(f.root);
+        free(f.node_buf);
+        return cj_error_set(err, CJ_ERR_MEMORY, "fuse: out of memory");
+    }
+    choose_roots(&f, live, enabled);
+    int again;
+    while ((again = fuse_attempt(&f)) >= 0) {
+        if (f.root[again]) { /* cannot happen: a root is always in a buffer */
+            cj_error_set(err, CJ_ERR_INTERNAL, "fuse: reshape of node %d not affine", again);
+            again = -2;
+            break;
+        }
+        f.root[again] = true;
+        err->status = CJ_OK;
+    }
+    if (again == -1) {
+        for (int i = 0; i < plan->nkernels; i++) collapse_dims(&plan->kernels[i]);
+        plan->output_buffer = malloc(sizeof(int) * ((size_t)g->noutputs + 1));
+        if (!plan->output_buffer) again = -2, cj_error_set(err, CJ_ERR_MEMORY, "fuse: out of memory");
+        for (int b = 0; again == -1 && b < plan->nbuffers; b++)
+            if (plan->buffers[b].kind == CJ_BUF_OUTPUT) plan->output_buffer[plan->buffers[b].slot] = b;
+    }
+    free(f.root);
+    free(f.node_buf);
+    free(f.memo);
+    return again == -1 ? CJ_OK : err->status;
+}
+
+/* See kernel.h. */
+void cj_plan_free(cj_plan *plan) {
+    if (!plan) return;
+    plan_reset(plan);
+    free(plan->kernels);
+    free(plan->buffers);
+    free(plan->output_buffer);
+    memset(plan, 0, sizeof *plan);
+}

@@ -1,0 +1,211 @@
+/* pipeline.c - the pass list.  Reading cj_compile tells the whole story:
+ *
+ *   graph --simplify (dead code)--> graph --fuse--> kernels
+ *         --memplan--> buffers in one arena --codegen + jit--> machine code
+ *
+ * CJIT_PASSES=-fuse,-memplan switches passes off; results do not change. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "executable.h"
+
+void cj_runtime_note_compile(int64_t code_bytes); /* runtime.c */
+
+/* Is pass `name` switched off by CJIT_PASSES? */
+static bool pass_disabled(const char *name) {
+    const char *spec = getenv("CJIT_PASSES");
+    if (!spec) return false;
+    size_t n = strlen(name);
+    for (const char *p = spec; (p = strstr(p, name)) != NULL; p += n) {
+        bool starts = p > spec && p[-1] == '-';
+        bool ends = p[n] == 0 || p[n] == ',';
+        if (starts && ends) return true;
+    }
+    return false;
+}
+
+static cj_graph *clone_graph(const cj_graph *src, cj_error *err) {
+    cj_graph *g = cj_graph_new();
+    if (!g) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
+    for (int i = 0; i < src->nlocs; i++)
+        if (cj_graph_loc(g, src->locs[i]) != i) goto oom;
+    for (int i = 0; i < src->nnodes; i++) {
+        cj_node n = src->nodes[i];
+        if (n.op == CJ_OP_NAME && n.attrs.name) {
+            n.attrs.name = cj_arena_strdup(&g->arena, n.attrs.name);
+            if (!n.attrs.name) goto oom;
+        }
+        if (cj_graph_append(g, &n, err) != i) goto fail;
+    }
+    g->nparams = src->nparams;
+    g->narrays = src->narrays;
+    if (cj_graph_set_outputs(g, src->outputs, src->noutputs, err) != CJ_OK) goto fail;
+    return g;
+oom:
+    cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
+fail:
+    cj_graph_free(g);
+    return NULL;
+}
+
+/* simplify: mark the nodes the outputs depend on.  (Parameters stay,
+ * since callers pass them whether used or not.) */
+static bool *live_nodes(const cj_graph *g) {
+    bool *live = calloc((size_t)g->nnodes + 1, sizeof(bool));
+    if (!live) return NULL;
+    for (int j = 0; j < g->noutputs; j++) live[g->outputs[j]] = true;
+    for (int i = g->nnodes - 1; i >= 0; i--) {
+        if (!live[i]) continue;
+        for (int a = 0; a < g->nodes[i].ninputs; a++) live[g->nodes[i].inputs[a]] = true;
+    }
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == CJ_OP_PARAM || g->nodes[i].op == CJ_OP_ARRAY) live[i] = true;
+    return live;
+}
+
+/* flops: one per arithmetic expression per loop point; bytes: every
+ * buffer a kernel touches, read or written once. */
+static void count_costs(cj_executable *x) {
+    const cj_plan *p = &x->plan;
+    x->flops = x->bytes_accessed = 0;
+    for (int k = 0; k < p->nkernels; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        int64_t points = 1;
+        for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
+        int ops = 0;
+        for (int e = 0; e < kern->nexprs; e++) ops += kern->exprs[e].kind == CJ_EX_OP;
+        if (kern->reduced) ops++;
+        x->flops += points * ops;
+        x->bytes_accessed += p->buffers[kern->out_buffer].nbytes;
+        for (int e = 0; e < kern->nexprs; e++) {
+            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
+            bool seen = false;
+            for (int f = 0; f < e; f++)
+                seen |= kern->exprs[f].kind == CJ_EX_LOAD && kern->exprs[f].buffer == kern->exprs[e].buffer;
+            if (!seen) x->bytes_accessed += p->buffers[kern->exprs[e].buffer].nbytes;
+        }
+    }
+}
+
+/* See pipeline.h. */
+cj_executable *cj_compile(const cj_graph *src, cj_error *err) {
+    cj_executable *x = calloc(1, sizeof *x);
+    bool *live = NULL;
+    if (!x) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
+    if (!(x->graph = clone_graph(src, err))) goto fail;
+    if (!(live = live_nodes(x->graph))) {
+        cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
+        goto fail;
+    }
+    if (cj_fuse_run(x->graph, live, !pass_disabled("fuse"), &x->plan, err) != CJ_OK) goto fail;
+    if (cj_memplan_run(&x->plan, !pass_disabled("memplan"), err) != CJ_OK) goto fail;
+    x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
+    x->inits = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
+    if (!x->kernels || !x->inits) {
+        cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
+        goto fail;
+    }
+    if (cj_jit_compile(&x->plan, x->kernels, x->inits, &x->code, err) != CJ_OK) goto fail;
+    count_costs(x);
+    cj_runtime_note_compile(cj_jit_code_bytes(x->code));
+    free(live);
+    return x;
+fail:
+    free(live);
+    cj_executable_free(x);
+    return NULL;
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} text_buf;
+
+static void put(text_buf *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void put(text_buf *t, const char *fmt, ...) {
+    if (t->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) return;
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t ncap = (t->cap ? t->cap : 256) * 2;
+        while (ncap < t->len + (size_t)n + 1) ncap *= 2;
+        char *s = realloc(t->s, ncap);
+        if (!s) {
+            t->oom = true;
+            return;
+        }
+        t->s = s;
+        t->cap = ncap;
+    }
+}
+
+static const char *buf_kind_name(cj_buf_kind k) {
+    switch (k) {
+    case CJ_BUF_PARAM: return "param";
+    case CJ_BUF_ARRAY: return "array";
+    case CJ_BUF_OUTPUT: return "output";
+    case CJ_BUF_TEMP: return "temp";
+    }
+    return "?";
+}
+
+/* See kernel.h. */
+char *cj_plan_to_text(const cj_plan *p) {
+    text_buf t = {0};
+    char shape[128];
+    const cj_graph *g = p->graph;
+    for (int k = 0; k < p->nkernels; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        put(&t, "kernel %d: %s  loops [", k, kern->label ? kern->label : "?");
+        for (int d = 0; d < kern->rank; d++)
+            put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");
+        put(&t, "] -> buf%d", kern->out_buffer);
+        if (kern->root_node >= 0 && g) put(&t, "  # %s", cj_graph_loc_str(g, g->nodes[kern->root_node].loc));
+        put(&t, "\n    reads:");
+        int nreads = 0;
+        for (int e = 0; e < kern->nexprs; e++) {
+            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
+            bool seen = false;
+            for (int f = 0; f < e; f++)
+                seen |= kern->exprs[f].kind == CJ_EX_LOAD && kern->exprs[f].buffer == kern->exprs[e].buffer;
+            if (!seen) put(&t, " buf%d", kern->exprs[e].buffer), nreads++;
+        }
+        put(&t, "%s\n", nreads ? "" : " (nothing)");
+    }
+    put(&t, "buffers:\n");
+    for (int b = 0; b < p->nbuffers; b++) {
+        const cj_buffer *buf = &p->buffers[b];
+        put(&t, "  buf%d %s", b, buf_kind_name(buf->kind));
+        if (buf->kind != CJ_BUF_TEMP) put(&t, "[%d]", buf->slot);
+        put(&t, " %s%s %lld bytes", cj_dtype_name(buf->dtype), cj_shape_str(&buf->shape, shape, sizeof shape),
+            (long long)buf->nbytes);
+        if (buf->kind == CJ_BUF_TEMP) put(&t, " at offset %lld", (long long)buf->offset);
+        put(&t, ", live kernels %d..%d", buf->first_use, buf->last_use);
+        if (g && buf->node >= 0)
+            put(&t, "  # %s at %s", cj_op_name(g->nodes[buf->node].op), cj_graph_loc_str(g, g->nodes[buf->node].loc));
+        put(&t, "\n");
+    }
+    put(&t, "memory: arguments %lld, outputs %lld, temporaries %lld (one arena), peak %lld bytes\n",
+        (long long)p->argument_bytes, (long long)p->output_bytes, (long long)p->temp_bytes,
+        (long long)p->peak_bytes);
+    if (t.oom) {
+        free(t.s);
+        return NULL;
+    }
+    return t.s;
+}
+
+/* See pipeline.h. */
+char *cj_executable_to_text(const cj_executable *x) { return cj_plan_to_text(&x->plan); }
