@@ -1,0 +1,59 @@
+# cjit: `make demo` and `make test` are all a fresh Debian 12 machine needs.
+# Each target first runs scripts/setup_env.sh, which installs what is missing
+# (llvm-19-dev, the venv, Python packages, cjit itself) and is quick when
+# everything is already there.
+
+PYTHON_VENV := .venv
+ASAN_VENV   := .venv-asan
+SETUP       := bash scripts/setup_env.sh
+LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/*.py)
+
+.PHONY: all setup test demo bench sanitize lines clean distclean
+
+all: test
+
+# The venv with cjit installed editable (python/cjit is used in place).
+setup:
+	$(SETUP) $(PYTHON_VENV)
+
+# Warnings are errors here, as in CI (.ci/run).
+test:
+	CJIT_WERROR=1 $(SETUP) $(PYTHON_VENV)
+	$(PYTHON_VENV)/bin/python -m pytest -q tests
+
+demo:
+	$(SETUP) $(PYTHON_VENV) scikit-learn
+	$(PYTHON_VENV)/bin/python examples/demo.py
+
+bench:
+	$(SETUP) $(PYTHON_VENV) jax matplotlib
+	$(PYTHON_VENV)/bin/python benchmarks/run.py
+
+# The tests under AddressSanitizer + UBSan, from a separate venv and build
+# (build/obj-asan).  The Python interpreter is not instrumented, so libasan is
+# preloaded; leaks are not reported (CPython keeps memory until exit).  The
+# first error aborts: the report shows the C stack, and pytest's faulthandler
+# the test.  --capture=sys leaves fd 2 alone, so the report is not swallowed.
+sanitize:
+	CJIT_SANITIZE=1 $(SETUP) $(ASAN_VENV)
+	@libasan=$$(gcc -print-file-name=libasan.so); \
+	case $$libasan in /*) ;; *) echo "sanitize: gcc has no libasan.so (Debian: apt-get install libasan8)" >&2; exit 1;; esac; \
+	echo "LD_PRELOAD=$$libasan $(ASAN_VENV)/bin/python -m pytest -q --capture=sys tests"; \
+	LD_PRELOAD=$$libasan \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
+	PYTHONMALLOC=malloc \
+	$(ASAN_VENV)/bin/python -m pytest -q --capture=sys tests
+
+# Lines of C and Python in the core, and their total.
+lines:
+	@wc -l $(or $(LINE_FILES),/dev/null)
+
+# Build products; the venvs stay (distclean removes them too).
+clean:
+	rm -rf build dist python/*.egg-info *.egg-info .pytest_cache
+	rm -f python/cjit/_cjit*.so
+	find . -name __pycache__ -type d -not -path './.venv*' -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(PYTHON_VENV) $(ASAN_VENV) .hypothesis

@@ -1,0 +1,17 @@
+/* autodiff.h - reverse-mode differentiation on the graph. */
+#ifndef CJ_AUTODIFF_H
+#define CJ_AUTODIFF_H
+
+#include "graph.h"
+
+/* Appends to g the vector-Jacobian product: for each node wrt[i],
+ * grads[i] = sum over outputs j of cts[j] . d outs[j] / d wrt[i].
+ * Nodes with ids below `first` are treated as constants (they belong to an
+ * enclosing computation); the wrt nodes should be at or after `first`.
+ * Non-float outputs carry no cotangent; a wrt node the outputs do not
+ * depend on gets zeros.  Returns CJ_OK, or an error with err set (the graph
+ * may then hold unused nodes, which dead-code elimination drops). */
+cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
+                          const int *wrt, int nwrt, int *grads, cj_error *err);
+
+#endif
