@@ -19,6 +19,7 @@ setup:
 # Warnings are errors here, as in CI (.ci/run).
 test:
 	CJIT_WERROR=1 $(SETUP) $(PYTHON_VENV)
+	$(MAKE) -C tests/c check
 	$(PYTHON_VENV)/bin/python -m pytest -q tests
 
 demo:

@@ -426,8 +426,8 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
         int r = s->rank;
         if (r < 2 || a->rank != r || b->rank != r)
             return "matmul operands must have the node's rank >= 2";
-        if (in[0]->dtype != n->dtype || in[1]->dtype != n->dtype || n->dtype == CJ_BOOL)
-            return "matmul dtypes must agree and not be bool";
+        if (in[0]->dtype != n->dtype || in[1]->dtype != n->dtype)
+            return "matmul dtypes must agree";
         for (int d = 0; d < r - 2; d++)
             if (a->dims[d] != s->dims[d] || b->dims[d] != s->dims[d])
                 return "matmul batch dims differ";
@@ -1216,9 +1216,8 @@ int cj_build_matmul(cj_graph *g, int x, int y, int loc, cj_error *err)
         return -1;
 
     bool weak;
+    /* bool @ bool stays bool, as in NumPy: the fuser computes it as "any(a and b)" */
     cj_dtype dt = cj_promote(a.dtype, a.weak, b.dtype, b.weak, &weak);
-    if (dt == CJ_BOOL)
-        dt = CJ_INT64;
     int ids[2] = {x, y};
     const cj_shape *mats[2] = {&am, &bm}, *targets[2] = {&ta, &tb};
     for (int i = 0; i < 2; i++) {

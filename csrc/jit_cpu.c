@@ -237,6 +237,9 @@ void cj_jit_code_free(cj_jit_code *code) {
     LLVMErrorRef e = LLVMOrcResourceTrackerRemove(code->tracker);
     if (e) LLVMConsumeError(e);
     LLVMOrcReleaseResourceTracker(code->tracker);
+    /* symbol names are interned for the session; drop the ones now unused */
+    LLVMOrcSymbolStringPoolClearDeadEntries(
+        LLVMOrcExecutionSessionGetSymbolStringPool(LLVMOrcLLJITGetExecutionSession(jit_state.jit)));
     pthread_mutex_unlock(&jit_state.lock);
     free(code);
 }

@@ -1,14 +1,15 @@
 /* pipeline.c - the pass list.  Reading cj_compile tells the whole story:
  *
- *   graph --simplify (dead code)--> graph --fuse--> kernels
+ *   graph --simplify (dead code, CSE)--> graph --fuse--> kernels
  *         --memplan--> buffers in one arena --codegen + jit--> machine code
  *
- * CJIT_PASSES=-fuse,-memplan switches passes off; results do not change. */
+ * CJIT_PASSES=-cse,-fuse,-memplan switches passes off; results do not change. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "executable.h"
+#include "simplify.h"
 
 void cj_runtime_note_compile(int64_t code_bytes); /* runtime.c */
 
@@ -23,45 +24,6 @@ static bool pass_disabled(const char *name) {
         if (starts && ends) return true;
     }
     return false;
-}
-
-static cj_graph *clone_graph(const cj_graph *src, cj_error *err) {
-    cj_graph *g = cj_graph_new();
-    if (!g) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
-    for (int i = 0; i < src->nlocs; i++)
-        if (cj_graph_loc(g, src->locs[i]) != i) goto oom;
-    for (int i = 0; i < src->nnodes; i++) {
-        cj_node n = src->nodes[i];
-        if (n.op == CJ_OP_NAME && n.attrs.name) {
-            n.attrs.name = cj_arena_strdup(&g->arena, n.attrs.name);
-            if (!n.attrs.name) goto oom;
-        }
-        if (cj_graph_append(g, &n, err) != i) goto fail;
-    }
-    g->nparams = src->nparams;
-    g->narrays = src->narrays;
-    if (cj_graph_set_outputs(g, src->outputs, src->noutputs, err) != CJ_OK) goto fail;
-    return g;
-oom:
-    cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
-fail:
-    cj_graph_free(g);
-    return NULL;
-}
-
-/* simplify: mark the nodes the outputs depend on.  (Parameters stay,
- * since callers pass them whether used or not.) */
-static bool *live_nodes(const cj_graph *g) {
-    bool *live = calloc((size_t)g->nnodes + 1, sizeof(bool));
-    if (!live) return NULL;
-    for (int j = 0; j < g->noutputs; j++) live[g->outputs[j]] = true;
-    for (int i = g->nnodes - 1; i >= 0; i--) {
-        if (!live[i]) continue;
-        for (int a = 0; a < g->nodes[i].ninputs; a++) live[g->nodes[i].inputs[a]] = true;
-    }
-    for (int i = 0; i < g->nnodes; i++)
-        if (g->nodes[i].op == CJ_OP_PARAM || g->nodes[i].op == CJ_OP_ARRAY) live[i] = true;
-    return live;
 }
 
 /* flops: one per arithmetic expression per loop point; bytes: every
@@ -93,11 +55,12 @@ cj_executable *cj_compile(const cj_graph *src, cj_error *err) {
     cj_executable *x = calloc(1, sizeof *x);
     bool *live = NULL;
     if (!x) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
-    if (!(x->graph = clone_graph(src, err))) goto fail;
-    if (!(live = live_nodes(x->graph))) {
+    if (!(x->graph = cj_simplify_run(src, !pass_disabled("cse"), err))) goto fail;
+    if (!(live = calloc((size_t)x->graph->nnodes + 1, sizeof(bool)))) {
         cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
         goto fail;
     }
+    for (int i = 0; i < x->graph->nnodes; i++) live[i] = true; /* simplify dropped the dead */
     if (cj_fuse_run(x->graph, live, !pass_disabled("fuse"), &x->plan, err) != CJ_OK) goto fail;
     if (cj_memplan_run(&x->plan, !pass_disabled("memplan"), err) != CJ_OK) goto fail;
     x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));

@@ -1,0 +1,712 @@
+/* py_exec.c - Lowered (a finished graph) and Executable (compiled code
+ * that runs on NumPy arrays). */
+#include "py_glue.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Lowered ----------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    cj_graph *graph;     /* owned */
+    PyObject *arrays;    /* list of closed-over arrays in slot order; never mutated */
+    PyObject *weakrefs;  /* weak reference support */
+} cj_py_lowered;
+
+/* A new Lowered owning g (see py_glue.h). */
+PyObject *cj_py_lowered_new(cj_graph *g, PyObject *arrays)
+{
+    cj_py_lowered *lw = PyObject_GC_New(cj_py_lowered, &cj_py_LoweredType);
+    if (lw == NULL) {
+        cj_graph_free(g);
+        return NULL;
+    }
+    lw->graph = g;
+    lw->arrays = Py_NewRef(arrays);
+    lw->weakrefs = NULL;
+    PyObject_GC_Track(lw);
+    return (PyObject *)lw;
+}
+
+static int lowered_traverse(cj_py_lowered *lw, visitproc visit, void *arg)
+{
+    Py_VISIT(lw->arrays);
+    return 0;
+}
+
+static int lowered_clear(cj_py_lowered *lw)
+{
+    Py_CLEAR(lw->arrays);
+    return 0;
+}
+
+static void lowered_dealloc(cj_py_lowered *lw)
+{
+    PyObject_GC_UnTrack(lw);
+    if (lw->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)lw);
+    lowered_clear(lw);
+    cj_graph_free(lw->graph);
+    Py_TYPE(lw)->tp_free((PyObject *)lw);
+}
+
+static PyObject *lowered_get_nparams(cj_py_lowered *lw, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(lw->graph->nparams);
+}
+
+static PyObject *lowered_get_narrays(cj_py_lowered *lw, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(lw->graph->narrays);
+}
+
+static PyObject *lowered_get_noutputs(cj_py_lowered *lw, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(lw->graph->noutputs);
+}
+
+/* A copy, so that callers cannot change what the executables use. */
+static PyObject *lowered_get_arrays(cj_py_lowered *lw, void *c)
+{
+    (void)c;
+    if (lw->arrays == NULL)
+        return PyList_New(0);
+    return PyList_GetSlice(lw->arrays, 0, PyList_GET_SIZE(lw->arrays));
+}
+
+/* A new str from a malloc'd C string, which this frees. */
+static PyObject *str_from_owned(char *s)
+{
+    if (s == NULL)
+        return PyErr_NoMemory();
+    PyObject *r = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+    free(s);
+    return r;
+}
+
+static PyObject *lowered_as_text(cj_py_lowered *lw, PyObject *unused)
+{
+    (void)unused;
+    return str_from_owned(cj_graph_to_text(lw->graph));
+}
+
+static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *arrays);
+
+static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *unused)
+{
+    (void)unused;
+    if (lw->arrays == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Lowered.compile: object was cleared");
+        return NULL;
+    }
+    /* The GIL stays held: compiles are serialized by it, and the graph is
+     * only read. */
+    cj_error err = {0};
+    cj_executable *x = cj_compile(lw->graph, &err);
+    if (x == NULL)
+        return cj_py_raise(&err);
+    return executable_new(x, lw->graph, lw->arrays);   /* owns x from here on */
+}
+
+static PyGetSetDef lowered_getset[] = {
+    {"nparams", (getter)lowered_get_nparams, NULL, "number of positional parameters", NULL},
+    {"narrays", (getter)lowered_get_narrays, NULL, "number of closed-over arrays", NULL},
+    {"noutputs", (getter)lowered_get_noutputs, NULL, "number of outputs", NULL},
+    {"arrays", (getter)lowered_get_arrays, NULL, "the closed-over arrays, in slot order", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef lowered_methods[] = {
+    {"as_text", (PyCFunction)lowered_as_text, METH_NOARGS,
+     "as_text($self, /)\n--\n\nThe graph, one op a line, with source locations."},
+    {"compile", (PyCFunction)lowered_compile, METH_NOARGS,
+     "compile($self, /)\n--\n\nRuns the pass pipeline and LLVM; returns an Executable."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject cj_py_LoweredType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cjit._cjit.Lowered",
+    .tp_basicsize = sizeof(cj_py_lowered),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A finished graph (made by Trace.finish).",
+    .tp_dealloc = (destructor)lowered_dealloc,
+    .tp_traverse = (traverseproc)lowered_traverse,
+    .tp_clear = (inquiry)lowered_clear,
+    .tp_weaklistoffset = offsetof(cj_py_lowered, weakrefs),
+    .tp_methods = lowered_methods,
+    .tp_getset = lowered_getset,
+};
+
+/* ---- Executable ---------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    cj_executable *x;           /* owned; NULL once released */
+    PyObject *arrays;           /* list of closed-over arrays (shared with the Lowered) */
+    int nparams, narrays, noutputs;
+    /* One malloc'd block: nparams param shapes, then noutputs output shapes. */
+    cj_shape *param_shapes, *out_shapes;
+    cj_dtype *param_dtypes, *out_dtypes;
+    int64_t *array_nbytes;      /* expected size of each closed-over array */
+    int running;                /* calls in flight with the GIL released */
+    bool release_pending;       /* release() came while running */
+    PyObject *weakrefs;         /* weak reference support */
+} cj_py_executable;
+
+static PyObject *released_error(void)
+{
+    PyErr_SetString(PyExc_RuntimeError, "executable was released by cjit.clear_caches()");
+    return NULL;
+}
+
+static void executable_free_code(cj_py_executable *e)
+{
+    cj_executable_free(e->x);
+    e->x = NULL;
+    e->release_pending = false;
+}
+
+static PyObject *executable_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames);
+
+/* A new Executable owning x (freed here on failure too), with a new
+ * reference to arrays.  Parameter shapes and dtypes come from g. */
+static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *arrays)
+{
+    int np = cj_executable_nparams(x), na = cj_executable_narrays(x);
+    int no = cj_executable_noutputs(x);
+    if (np != g->nparams || na != g->narrays || na != PyList_GET_SIZE(arrays) || np < 0 || no < 0) {
+        cj_executable_free(x);
+        PyErr_Format(PyExc_RuntimeError, "cjit internal error: the executable's signature "
+                     "(%d params, %d arrays) differs from the graph's (%d, %d)",
+                     np, na, g->nparams, g->narrays);
+        return NULL;
+    }
+    cj_py_executable *e = PyObject_GC_New(cj_py_executable, &cj_py_ExecutableType);
+    if (e == NULL) {
+        cj_executable_free(x);
+        return NULL;
+    }
+    e->vectorcall = executable_vectorcall;
+    e->x = x;
+    e->arrays = Py_NewRef(arrays);
+    e->nparams = np;
+    e->narrays = na;
+    e->noutputs = no;
+    e->running = 0;
+    e->release_pending = false;
+    e->weakrefs = NULL;
+    size_t nshapes = (size_t)np + (size_t)no;
+    e->param_shapes = calloc(nshapes + 1, sizeof(cj_shape));
+    e->param_dtypes = calloc(nshapes + 1, sizeof(cj_dtype));
+    e->array_nbytes = calloc((size_t)na + 1, sizeof(int64_t));
+    e->out_shapes = e->param_shapes ? e->param_shapes + np : NULL;
+    e->out_dtypes = e->param_dtypes ? e->param_dtypes + np : NULL;
+    PyObject_GC_Track(e);
+    if (e->param_shapes == NULL || e->param_dtypes == NULL || e->array_nbytes == NULL) {
+        Py_DECREF(e);
+        return PyErr_NoMemory();
+    }
+    for (int i = 0; i < g->nnodes; i++) {
+        const cj_node *n = &g->nodes[i];
+        if (n->op == CJ_OP_PARAM && n->attrs.index >= 0 && n->attrs.index < np) {
+            e->param_shapes[n->attrs.index] = n->shape;
+            e->param_dtypes[n->attrs.index] = n->dtype;
+        }
+    }
+    for (int k = 0; k < no; k++)
+        cj_executable_output(x, k, &e->out_shapes[k], &e->out_dtypes[k]);
+    for (int j = 0; j < na; j++)
+        e->array_nbytes[j] = PyArray_NBYTES((PyArrayObject *)PyList_GET_ITEM(arrays, j));
+    return (PyObject *)e;
+}
+
+static int executable_traverse(cj_py_executable *e, visitproc visit, void *arg)
+{
+    Py_VISIT(e->arrays);
+    return 0;
+}
+
+static int executable_clear(cj_py_executable *e)
+{
+    Py_CLEAR(e->arrays);
+    return 0;
+}
+
+static void executable_dealloc(cj_py_executable *e)
+{
+    PyObject_GC_UnTrack(e);
+    if (e->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)e);
+    executable_clear(e);
+    cj_executable_free(e->x);   /* nothing runs: a call holds a reference */
+    free(e->param_shapes);
+    free(e->param_dtypes);
+    free(e->array_nbytes);
+    Py_TYPE(e)->tp_free((PyObject *)e);
+}
+
+/* ---- outputs: NumPy arrays over malloc'd memory ---------------------------- */
+
+#define OUT_ALIGN 64        /* room for the header, and aligned for vector code */
+#define OUT_CAPSULE "cjit.output"
+
+/* The capsule that owns an output's block: block[0] is the int64 byte
+ * count noted with cj_runtime_note_alloc; the data starts OUT_ALIGN in. */
+static void output_capsule_free(PyObject *cap)
+{
+    void *block = PyCapsule_GetPointer(cap, OUT_CAPSULE);
+    if (block == NULL) {
+        PyErr_Clear();   /* cannot happen for our capsules */
+        return;
+    }
+    int64_t nbytes;
+    memcpy(&nbytes, block, sizeof nbytes);
+    free(block);
+    cj_runtime_note_alloc(-nbytes);
+}
+
+/* A new writeable C-contiguous array of shape s and dtype dt whose memory
+ * is counted by the runtime until NumPy frees it; *data is its buffer. */
+static PyObject *new_output(const cj_shape *s, cj_dtype dt, void **data)
+{
+    int64_t numel = cj_shape_numel(s), nbytes;
+    if (numel < 0 || __builtin_mul_overflow(numel, (int64_t)cj_dtype_size(dt), &nbytes)
+        || nbytes > (int64_t)PY_SSIZE_T_MAX - 4 * OUT_ALIGN) {
+        PyErr_SetString(PyExc_MemoryError, "cjit: output too large");
+        return NULL;
+    }
+    size_t total = (size_t)OUT_ALIGN + (((size_t)nbytes + OUT_ALIGN - 1) / OUT_ALIGN) * OUT_ALIGN;
+    if (nbytes == 0)
+        total += OUT_ALIGN;   /* a zero-size array still gets a valid pointer */
+    char *block = aligned_alloc(OUT_ALIGN, total);
+    if (block == NULL)
+        return PyErr_NoMemory();
+    memcpy(block, &nbytes, sizeof nbytes);
+    cj_runtime_note_alloc(nbytes);
+    PyObject *cap = PyCapsule_New(block, OUT_CAPSULE, output_capsule_free);   /* new ref */
+    if (cap == NULL) {
+        free(block);
+        cj_runtime_note_alloc(-nbytes);
+        return NULL;
+    }
+    npy_intp dims[CJ_MAX_RANK];
+    for (int d = 0; d < s->rank; d++)
+        dims[d] = (npy_intp)s->dims[d];
+    PyArray_Descr *descr = PyArray_DescrFromType(cj_py_npy_type(dt));   /* new ref */
+    if (descr == NULL) {
+        Py_DECREF(cap);   /* frees the block */
+        return NULL;
+    }
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr /* stolen */, s->rank, dims, NULL,
+                                         block + OUT_ALIGN, NPY_ARRAY_CARRAY, NULL);
+    if (arr == NULL) {
+        Py_DECREF(cap);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, cap /* stolen, also on failure */) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    *data = block + OUT_ALIGN;
+    return arr;
+}
+
+/* ---- calling -------------------------------------------------------------------- */
+
+/* Raises TypeError for argument i; returns -1. */
+static int bad_argument(cj_py_executable *e, int i, PyObject *a, const char *why)
+{
+    char want[200];
+    cj_py_aval_str(e->param_dtypes[i], &e->param_shapes[i], want, sizeof want);
+    if (!PyArray_Check(a)) {
+        PyErr_Format(PyExc_TypeError, "argument %d: expected a numpy.ndarray %s, got %.200s", i,
+                     want, Py_TYPE(a)->tp_name);
+        return -1;
+    }
+    PyArrayObject *arr = (PyArrayObject *)a;
+    PyObject *shape = PyObject_GetAttrString(a, "shape");   /* new ref */
+    if (shape == NULL)
+        return -1;
+    PyErr_Format(PyExc_TypeError, "argument %d: expected a C-contiguous %s array, got %S %R%s", i,
+                 want, (PyObject *)PyArray_DESCR(arr), shape, why);
+    Py_DECREF(shape);
+    return -1;
+}
+
+/* Checks argument i and returns its data pointer via *data.  0 or -1. */
+static int check_argument(cj_py_executable *e, int i, PyObject *a, void **data)
+{
+    if (!PyArray_Check(a))
+        return bad_argument(e, i, a, "");
+    PyArrayObject *arr = (PyArrayObject *)a;
+    cj_dtype dt;
+    if (!cj_py_dtype_from_descr(PyArray_DESCR(arr), &dt) || dt != e->param_dtypes[i])
+        return bad_argument(e, i, a, "");
+    const cj_shape *s = &e->param_shapes[i];
+    if (PyArray_NDIM(arr) != s->rank)
+        return bad_argument(e, i, a, "");
+    for (int d = 0; d < s->rank; d++) {
+        if (PyArray_DIM(arr, d) != s->dims[d])
+            return bad_argument(e, i, a, "");
+    }
+    if (!PyArray_ISCARRAY_RO(arr))
+        return bad_argument(e, i, a, " (not C-contiguous and aligned)");
+    *data = PyArray_DATA(arr);
+    return 0;
+}
+
+/* Runs the executable on the sequence `argseq`; returns a new list of
+ * output arrays. */
+static PyObject *executable_run(cj_py_executable *e, PyObject *argseq)
+{
+    if (e->x == NULL || e->release_pending)
+        return released_error();
+    if (e->arrays == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Executable: object was cleared");
+        return NULL;
+    }
+    /* A tuple keeps every argument alive while the GIL is released, even if
+     * another thread changes the caller's list meanwhile. */
+    PyObject *args = PySequence_Tuple(argseq);   /* new ref */
+    if (args == NULL)
+        return NULL;
+    PyObject *outs = NULL;
+    void *stack[16];
+    size_t nptr = (size_t)e->nparams + (size_t)e->narrays + (size_t)e->noutputs;
+    void **ptrs = nptr <= 16 ? stack : PyMem_Malloc(nptr * sizeof(void *));
+    if (ptrs == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    void **params = ptrs, **arrays = ptrs + e->nparams, **outputs = arrays + e->narrays;
+    if (PyTuple_GET_SIZE(args) != e->nparams) {
+        PyErr_Format(PyExc_TypeError, "Executable: expected %d arguments, got %zd", e->nparams,
+                     PyTuple_GET_SIZE(args));
+        goto fail;
+    }
+    for (int i = 0; i < e->nparams; i++) {
+        if (check_argument(e, i, PyTuple_GET_ITEM(args, i), &params[i]) < 0)
+            goto fail;
+    }
+    for (int j = 0; j < e->narrays; j++) {
+        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
+        if (PyArray_NBYTES(a) != e->array_nbytes[j]) {
+            PyErr_Format(PyExc_RuntimeError, "Executable: closed-over array %d was resized "
+                         "after tracing", j);
+            goto fail;
+        }
+        arrays[j] = PyArray_DATA(a);
+    }
+    outs = PyList_New(e->noutputs);
+    if (outs == NULL)
+        goto fail;
+    for (int k = 0; k < e->noutputs; k++) {
+        PyObject *o = new_output(&e->out_shapes[k], e->out_dtypes[k], &outputs[k]);
+        if (o == NULL)
+            goto fail;
+        PyList_SET_ITEM(outs, k, o);   /* steals o */
+    }
+
+    cj_error err = {0};
+    cj_status st;
+    cj_executable *x = e->x;
+    e->running++;   /* release() now waits for us (see executable_release) */
+    Py_BEGIN_ALLOW_THREADS
+    st = cj_executable_run(x, params, arrays, outputs, &err);
+    Py_END_ALLOW_THREADS
+    e->running--;
+    if (e->running == 0 && e->release_pending)
+        executable_free_code(e);
+    if (st != CJ_OK) {
+        cj_py_raise(&err);
+        goto fail;
+    }
+    if (ptrs != stack)
+        PyMem_Free(ptrs);
+    Py_DECREF(args);
+    return outs;
+fail:
+    Py_XDECREF(outs);   /* frees the outputs made so far */
+    if (ptrs != stack)
+        PyMem_Free(ptrs);
+    Py_DECREF(args);
+    return NULL;
+}
+
+static PyObject *executable_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                       PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "Executable() takes one argument: a sequence of arrays");
+        return NULL;
+    }
+    return executable_run((cj_py_executable *)self, args[0]);
+}
+
+/* ---- introspection ---------------------------------------------------------------- */
+
+static PyObject *executable_as_text(cj_py_executable *e, PyObject *unused)
+{
+    (void)unused;
+    if (e->x == NULL)
+        return released_error();
+    return str_from_owned(cj_executable_to_text(e->x));
+}
+
+static int dict_set_steal(PyObject *d, const char *key, PyObject *v)
+{
+    if (v == NULL)
+        return -1;
+    int rc = PyDict_SetItemString(d, key, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+static const char *buf_kind_name(cj_buf_kind k)
+{
+    switch (k) {
+    case CJ_BUF_PARAM:
+        return "param";
+    case CJ_BUF_ARRAY:
+        return "array";
+    case CJ_BUF_OUTPUT:
+        return "output";
+    case CJ_BUF_TEMP:
+        return "temp";
+    }
+    return "?";
+}
+
+static const cj_plan *sort_plan;   /* for by_size_desc; used under the GIL only */
+
+static int by_size_desc(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    int64_t sa = sort_plan->buffers[a].nbytes, sb = sort_plan->buffers[b].nbytes;
+    if (sa != sb)
+        return sa > sb ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/* A new dict describing buffer b of plan p (one entry of peak_live). */
+static PyObject *buffer_dict(const cj_plan *p, const cj_buffer *b)
+{
+    const cj_graph *g = p->graph;
+    const char *op = "?", *source = "?";
+    if (g != NULL && b->node >= 0 && b->node < g->nnodes) {
+        op = cj_op_name(g->nodes[b->node].op);
+        source = cj_graph_loc_str(g, g->nodes[b->node].loc);
+    }
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    if (dict_set_steal(d, "size", PyLong_FromLongLong(b->nbytes)) < 0
+        || dict_set_steal(d, "op", PyUnicode_FromString(op)) < 0
+        || dict_set_steal(d, "source", PyUnicode_DecodeUTF8(source, (Py_ssize_t)strlen(source),
+                                                            "replace")) < 0
+        || dict_set_steal(d, "kind", PyUnicode_FromString(buf_kind_name(b->kind))) < 0
+        || dict_set_steal(d, "shape", cj_py_shape_tuple(&b->shape)) < 0
+        || dict_set_steal(d, "dtype", PyUnicode_FromString(cj_dtype_name(b->dtype))) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The buffers live during the peak kernel, largest first (a new list). */
+static PyObject *peak_live_list(const cj_plan *p)
+{
+    PyObject *list = PyList_New(0);
+    if (list == NULL || p->nbuffers <= 0)
+        return list;
+    int *idx = PyMem_Malloc((size_t)p->nbuffers * sizeof(int));
+    if (idx == NULL) {
+        Py_DECREF(list);
+        return PyErr_NoMemory();
+    }
+    int n = 0;
+    for (int i = 0; i < p->nbuffers; i++) {
+        const cj_buffer *b = &p->buffers[i];
+        if (b->first_use <= p->peak_kernel && p->peak_kernel <= b->last_use)
+            idx[n++] = i;
+    }
+    sort_plan = p;
+    qsort(idx, (size_t)n, sizeof(int), by_size_desc);
+    for (int k = 0; k < n; k++) {
+        PyObject *d = buffer_dict(p, &p->buffers[idx[k]]);
+        if (d == NULL || PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(d);
+    }
+    PyMem_Free(idx);
+    return list;
+}
+
+static PyObject *executable_memory_analysis(cj_py_executable *e, PyObject *unused)
+{
+    (void)unused;
+    if (e->x == NULL)
+        return released_error();
+    const cj_plan *p = cj_executable_plan(e->x);   /* borrowed, lives with e->x */
+    if (p == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "cjit internal error: the executable has no memory plan");
+        return NULL;
+    }
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    if (dict_set_steal(d, "argument_size_in_bytes", PyLong_FromLongLong(p->argument_bytes)) < 0
+        || dict_set_steal(d, "output_size_in_bytes", PyLong_FromLongLong(p->output_bytes)) < 0
+        || dict_set_steal(d, "alias_size_in_bytes", PyLong_FromLongLong(p->alias_bytes)) < 0
+        || dict_set_steal(d, "temp_size_in_bytes", PyLong_FromLongLong(p->temp_bytes)) < 0
+        || dict_set_steal(d, "peak_memory_in_bytes", PyLong_FromLongLong(p->peak_bytes)) < 0
+        || dict_set_steal(d, "num_kernels", PyLong_FromLong(p->nkernels)) < 0
+        || dict_set_steal(d, "peak_live", peak_live_list(p)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+static PyObject *executable_cost_analysis(cj_py_executable *e, PyObject *unused)
+{
+    (void)unused;
+    if (e->x == NULL)
+        return released_error();
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    if (dict_set_steal(d, "flops", PyLong_FromLongLong(cj_executable_flops(e->x))) < 0
+        || dict_set_steal(d, "bytes_accessed",
+                          PyLong_FromLongLong(cj_executable_bytes_accessed(e->x))) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* release(): frees the machine code now, or as soon as running calls end. */
+static PyObject *executable_release(cj_py_executable *e, PyObject *unused)
+{
+    (void)unused;
+    if (e->x != NULL) {
+        if (e->running > 0)
+            e->release_pending = true;   /* the last running call frees it */
+        else
+            executable_free_code(e);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *executable_get_code_bytes(cj_py_executable *e, void *c)
+{
+    (void)c;
+    if (e->x == NULL)
+        return released_error();
+    return PyLong_FromLongLong(cj_executable_code_bytes(e->x));
+}
+
+static PyObject *executable_get_nparams(cj_py_executable *e, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(e->nparams);
+}
+
+static PyObject *executable_get_noutputs(cj_py_executable *e, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(e->noutputs);
+}
+
+static PyObject *executable_get_out_shapes(cj_py_executable *e, void *c)
+{
+    (void)c;
+    PyObject *list = PyList_New(e->noutputs);
+    if (list == NULL)
+        return NULL;
+    for (int k = 0; k < e->noutputs; k++) {
+        PyObject *t = cj_py_shape_tuple(&e->out_shapes[k]);
+        if (t == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, k, t);   /* steals t */
+    }
+    return list;
+}
+
+static PyObject *executable_get_out_dtypes(cj_py_executable *e, void *c)
+{
+    (void)c;
+    PyObject *list = PyList_New(e->noutputs);
+    if (list == NULL)
+        return NULL;
+    for (int k = 0; k < e->noutputs; k++) {
+        PyObject *t = cj_py_dtype_object(e->out_dtypes[k]);
+        if (t == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, k, t);   /* steals t */
+    }
+    return list;
+}
+
+static PyGetSetDef executable_getset[] = {
+    {"code_bytes", (getter)executable_get_code_bytes, NULL, "bytes of machine code", NULL},
+    {"nparams", (getter)executable_get_nparams, NULL, "number of positional parameters", NULL},
+    {"noutputs", (getter)executable_get_noutputs, NULL, "number of outputs", NULL},
+    {"out_shapes", (getter)executable_get_out_shapes, NULL, "list of output shapes", NULL},
+    {"out_dtypes", (getter)executable_get_out_dtypes, NULL, "list of output dtypes", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef executable_methods[] = {
+    {"as_text", (PyCFunction)executable_as_text, METH_NOARGS,
+     "as_text($self, /)\n--\n\nThe fused kernels and the memory plan."},
+    {"memory_analysis", (PyCFunction)executable_memory_analysis, METH_NOARGS,
+     "memory_analysis($self, /)\n--\n\nSizes from the memory plan, and the buffers live at the peak."},
+    {"cost_analysis", (PyCFunction)executable_cost_analysis, METH_NOARGS,
+     "cost_analysis($self, /)\n--\n\nflops and bytes_accessed."},
+    {"release", (PyCFunction)executable_release, METH_NOARGS,
+     "release($self, /)\n--\n\nFrees the machine code now; later calls raise RuntimeError."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject cj_py_ExecutableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "cjit._cjit.Executable",
+    .tp_basicsize = sizeof(cj_py_executable),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "Compiled code for one graph; call it with a sequence of arrays.",
+    .tp_dealloc = (destructor)executable_dealloc,
+    .tp_traverse = (traverseproc)executable_traverse,
+    .tp_clear = (inquiry)executable_clear,
+    .tp_weaklistoffset = offsetof(cj_py_executable, weakrefs),
+    .tp_vectorcall_offset = offsetof(cj_py_executable, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_methods = executable_methods,
+    .tp_getset = executable_getset,
+};
+
+/* Readies Lowered and Executable and adds them to m.  0 or -1. */
+int cj_py_exec_init(PyObject *m)
+{
+    if (PyType_Ready(&cj_py_LoweredType) < 0 || PyType_Ready(&cj_py_ExecutableType) < 0)
+        return -1;
+    if (PyModule_AddObjectRef(m, "Lowered", (PyObject *)&cj_py_LoweredType) < 0
+        || PyModule_AddObjectRef(m, "Executable", (PyObject *)&cj_py_ExecutableType) < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,118 @@
+/* py_glue.h - private to the three files of the extension module
+ * (py_module.c, py_tracer.c, py_exec.c).  Only these files include
+ * Python.h and the NumPy headers; the core never sees a PyObject.
+ *
+ * Reference conventions in these files: a function returning PyObject *
+ * returns a NEW reference (NULL with an exception set) unless its comment
+ * says "borrowed". */
+#ifndef CJ_PY_GLUE_H
+#define CJ_PY_GLUE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* One NumPy C-API table shared by the three files: py_module.c fills it
+ * with import_array(), the others only use it. */
+#ifndef NPY_NO_DEPRECATED_API
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#endif
+#define PY_ARRAY_UNIQUE_SYMBOL cj_py_ARRAY_API
+#ifndef CJ_PY_IMPORT_ARRAY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+
+#include "graph.h"
+#include "pipeline.h"
+
+/* ---- process-wide state (py_module.c) -------------------------------
+ *
+ * These live in one static struct rather than in PEP 3121 module state:
+ * the number-protocol and rich-compare slots of the static Tracer type get
+ * no module argument, so they could not reach module state cheaply.  The
+ * module uses single-phase init and refuses a second initialisation, so
+ * the struct is filled exactly once.  Every PyObject here is a strong
+ * reference held until the process ends. */
+typedef struct {
+    PyObject *ConcretizationError;   /* TypeError subclass */
+    PyObject *TracerLeakError;       /* TypeError subclass */
+    PyObject *MemoryBudgetError;     /* ValueError subclass */
+    PyObject *CompileError;          /* RuntimeError subclass */
+    PyObject *package_dir;           /* str ending in a separator, or NULL */
+    PyObject *cnp;                   /* cjit.numpy, imported on first use, or NULL */
+} cj_py_state;
+
+extern cj_py_state cj_py;
+
+/* Sets the Python exception that matches err->status (TypeError,
+ * ValueError, MemoryError, RuntimeError, CompileError, MemoryBudgetError)
+ * with err->message.  Always returns NULL so callers can `return` it. */
+PyObject *cj_py_raise(const cj_error *err);
+
+/* The module cjit.numpy, imported on first use.  Returns a BORROWED
+ * reference (kept in cj_py.cnp), or NULL with an exception set. */
+PyObject *cj_py_numpy_module(void);
+
+/* ---- dtype and shape conversions (py_module.c) ----------------------- */
+
+/* The NumPy type number of a cjit dtype. */
+int cj_py_npy_type(cj_dtype dt);
+/* Maps a NumPy dtype to a cjit dtype: one of bool/int32/int64/float32/
+ * float64 in native byte order.  Returns false (no exception) otherwise. */
+bool cj_py_dtype_from_descr(PyArray_Descr *d, cj_dtype *out);
+/* Parses a dtype given as a name ("float32"), np.dtype or scalar type.
+ * Returns 0, or -1 with TypeError set (naming `what` and the dtype). */
+int cj_py_dtype_from_obj(PyObject *obj, cj_dtype *out, const char *what);
+/* A new np.dtype object for dt. */
+PyObject *cj_py_dtype_object(cj_dtype dt);
+/* A new tuple of Python ints for the shape. */
+PyObject *cj_py_shape_tuple(const cj_shape *s);
+/* Parses a shape (sequence of non-negative ints, or one int).  Returns 0,
+ * or -1 with TypeError/ValueError naming `what`. */
+int cj_py_shape_from_obj(PyObject *obj, cj_shape *out, const char *what);
+/* Writes "float32[2,3]" into buf; returns buf. */
+char *cj_py_aval_str(cj_dtype dt, const cj_shape *s, char *buf, size_t n);
+
+/* ---- tracing (py_tracer.c) ------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    cj_graph *graph;      /* owned; NULL once the trace has finished */
+    PyObject *arrays;     /* list: closed-over arrays (C-contiguous), slot order */
+    PyObject *array_ids;  /* dict: id(original) -> (original, node id) */
+    char **final_locs;    /* copies of the location strings, made at finish */
+    int nfinal_locs;
+    bool finished;
+    PyObject *weakrefs;   /* weak reference support */
+} cj_py_trace;
+
+typedef struct {
+    PyObject_HEAD
+    cj_py_trace *trace;   /* strong reference */
+    int id;               /* node id in trace->graph */
+    int loc;              /* the node's location id */
+    cj_dtype dtype;       /* copied from the node, so that shape/dtype/repr */
+    bool weak;            /*   keep working after the trace finished */
+    cj_shape shape;
+} cj_py_tracer;
+
+extern PyTypeObject cj_py_TraceType;
+extern PyTypeObject cj_py_TracerType;
+
+/* Readies Trace and Tracer and adds them to module m.  0 or -1. */
+int cj_py_tracer_init(PyObject *m);
+
+/* ---- lowered graphs and executables (py_exec.c) ----------------------- */
+
+extern PyTypeObject cj_py_LoweredType;
+extern PyTypeObject cj_py_ExecutableType;
+
+/* A new Lowered that takes ownership of g (freed with the Lowered, also
+ * when this fails) and holds a new reference to the list `arrays`. */
+PyObject *cj_py_lowered_new(cj_graph *g, PyObject *arrays);
+
+/* Readies Lowered and Executable and adds them to module m.  0 or -1. */
+int cj_py_exec_init(PyObject *m);
+
+#endif

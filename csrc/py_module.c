@@ -1,0 +1,378 @@
+/* py_module.c - the module cjit._cjit: its process-wide state, the
+ * exception types, the one place where a cj_status becomes a Python
+ * exception, dtype/shape conversions shared by py_tracer.c and py_exec.c,
+ * and the small module-level functions. */
+#define CJ_PY_IMPORT_ARRAY /* this file calls import_array() */
+#include "py_glue.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* See py_glue.h for why this is a static struct and not module state. */
+cj_py_state cj_py;
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Sets the exception matching err and returns NULL (see py_glue.h). */
+PyObject *cj_py_raise(const cj_error *err)
+{
+    PyObject *type = PyExc_RuntimeError;
+    const char *msg = err->message[0] ? err->message : "unknown error in cjit";
+    switch (err->status) {
+    case CJ_ERR_TYPE:
+        type = PyExc_TypeError;
+        break;
+    case CJ_ERR_VALUE:
+        type = PyExc_ValueError;
+        break;
+    case CJ_ERR_MEMORY:
+        type = PyExc_MemoryError;
+        break;
+    case CJ_ERR_INTERNAL:
+        type = PyExc_RuntimeError;
+        break;
+    case CJ_ERR_COMPILE:
+        type = cj_py.CompileError;
+        break;
+    case CJ_ERR_BUDGET:
+        type = cj_py.MemoryBudgetError;
+        break;
+    case CJ_OK:
+        /* A failure that recorded no error: a bug, but never a crash. */
+        type = PyExc_RuntimeError;
+        msg = "cjit internal error: an operation failed without a message";
+        break;
+    }
+    PyErr_SetString(type, msg);
+    return NULL;
+}
+
+/* ---- cjit.numpy, imported lazily ---------------------------------------- */
+
+/* Borrowed reference to cjit.numpy (see py_glue.h).  Imported on first
+ * use because cjit/__init__.py imports this module before cjit.numpy. */
+PyObject *cj_py_numpy_module(void)
+{
+    if (cj_py.cnp == NULL)
+        cj_py.cnp = PyImport_ImportModule("cjit.numpy");  /* new ref, kept */
+    return cj_py.cnp;
+}
+
+/* ---- dtypes and shapes -------------------------------------------------- */
+
+/* Returns the NumPy type number for dt (NPY_NOTYPE if invalid). */
+int cj_py_npy_type(cj_dtype dt)
+{
+    switch (dt) {
+    case CJ_BOOL:
+        return NPY_BOOL;
+    case CJ_INT32:
+        return NPY_INT32;
+    case CJ_INT64:
+        return NPY_INT64;
+    case CJ_FLOAT32:
+        return NPY_FLOAT32;
+    case CJ_FLOAT64:
+        return NPY_FLOAT64;
+    case CJ_NUM_DTYPES:
+        break;
+    }
+    return NPY_NOTYPE;
+}
+
+/* True, with *out set, when d is one of the five dtypes in native byte
+ * order.  Integer dtypes are matched by kind and size, so both C long and
+ * long long map to int64. */
+bool cj_py_dtype_from_descr(PyArray_Descr *d, cj_dtype *out)
+{
+    if (d == NULL || !PyArray_ISNBO(d->byteorder))
+        return false;
+    switch (d->type_num) {
+    case NPY_BOOL:
+        *out = CJ_BOOL;
+        return true;
+    case NPY_BYTE:
+    case NPY_SHORT:
+    case NPY_INT:
+    case NPY_LONG:
+    case NPY_LONGLONG:
+        if (PyDataType_ELSIZE(d) == 4) {
+            *out = CJ_INT32;
+            return true;
+        }
+        if (PyDataType_ELSIZE(d) == 8) {
+            *out = CJ_INT64;
+            return true;
+        }
+        return false;
+    case NPY_FLOAT:
+        *out = CJ_FLOAT32;
+        return true;
+    case NPY_DOUBLE:
+        *out = CJ_FLOAT64;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* 0 with *out set, or -1 with TypeError naming `what` and the dtype. */
+int cj_py_dtype_from_obj(PyObject *obj, cj_dtype *out, const char *what)
+{
+    if (PyUnicode_Check(obj)) {
+        const char *name = PyUnicode_AsUTF8(obj);
+        if (name == NULL)
+            return -1;
+        if (cj_dtype_from_name(name, out))
+            return 0;
+    }
+    PyArray_Descr *descr = NULL;
+    if (obj != Py_None && PyArray_DescrConverter(obj, &descr) == NPY_SUCCEED) {
+        bool ok = cj_py_dtype_from_descr(descr, out);
+        Py_DECREF(descr);
+        if (ok)
+            return 0;
+    }
+    PyErr_Clear();   /* the converter's own message is less helpful */
+    PyErr_Format(PyExc_TypeError,
+                 "%s: unsupported dtype %R; cjit supports bool, int32, int64, "
+                 "float32 and float64", what, obj);
+    return -1;
+}
+
+/* New reference to the np.dtype for dt. */
+PyObject *cj_py_dtype_object(cj_dtype dt)
+{
+    int type = cj_py_npy_type(dt);
+    if (type == NPY_NOTYPE) {
+        PyErr_SetString(PyExc_RuntimeError, "cjit internal error: invalid dtype");
+        return NULL;
+    }
+    return (PyObject *)PyArray_DescrFromType(type);
+}
+
+/* New tuple of ints. */
+PyObject *cj_py_shape_tuple(const cj_shape *s)
+{
+    PyObject *t = PyTuple_New(s->rank);
+    if (t == NULL)
+        return NULL;
+    for (int d = 0; d < s->rank; d++) {
+        PyObject *v = PyLong_FromLongLong(s->dims[d]);
+        if (v == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, d, v);   /* steals v */
+    }
+    return t;
+}
+
+/* 0 with *out filled, or -1 with an exception naming `what`. */
+int cj_py_shape_from_obj(PyObject *obj, cj_shape *out, const char *what)
+{
+    memset(out, 0, sizeof *out);
+    if (PyLong_Check(obj) || PyArray_IsScalar(obj, Integer)) {
+        long long v = PyLong_AsLongLong(obj);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (v < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: negative dimension %lld in shape", what, v);
+            return -1;
+        }
+        out->rank = 1;
+        out->dims[0] = v;
+        return 0;
+    }
+    PyObject *seq = PySequence_Fast(obj, "");   /* new ref */
+    if (seq == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s: shape must be a tuple of ints, got %.100s",
+                     what, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > CJ_MAX_RANK) {
+        PyErr_Format(PyExc_ValueError, "%s: rank %zd is more than cjit's limit of %d",
+                     what, n, CJ_MAX_RANK);
+        goto fail;
+    }
+    out->rank = (int)n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);   /* borrowed */
+        PyObject *idx = PyNumber_Index(item);                /* new ref */
+        if (idx == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s: shape entries must be ints, got %.100s",
+                         what, Py_TYPE(item)->tp_name);
+            goto fail;
+        }
+        long long v = PyLong_AsLongLong(idx);
+        Py_DECREF(idx);
+        if (v == -1 && PyErr_Occurred())
+            goto fail;
+        if (v < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: negative dimension %lld in shape", what, v);
+            goto fail;
+        }
+        out->dims[i] = v;
+    }
+    if (cj_shape_numel(out) < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: shape %R has too many elements", what, obj);
+        goto fail;
+    }
+    Py_DECREF(seq);
+    return 0;
+fail:
+    Py_DECREF(seq);
+    return -1;
+}
+
+/* "float32[2,3]" ("float32[]" for a scalar); returns buf. */
+char *cj_py_aval_str(cj_dtype dt, const cj_shape *s, char *buf, size_t n)
+{
+    size_t used = 0;
+    int k = snprintf(buf, n, "%s[", cj_dtype_name(dt));
+    if (k > 0)
+        used = (size_t)k;
+    for (int d = 0; d < s->rank && used < n; d++) {
+        k = snprintf(buf + used, n - used, "%s%lld", d ? "," : "", (long long)s->dims[d]);
+        if (k > 0)
+            used += (size_t)k;
+    }
+    if (used < n)
+        snprintf(buf + used, n - used, "]");
+    return buf;
+}
+
+/* ---- module functions --------------------------------------------------- */
+
+static PyObject *mod_set_package_dir(PyObject *self, PyObject *path)
+{
+    (void)self;
+    if (path == Py_None) {
+        Py_CLEAR(cj_py.package_dir);
+        Py_RETURN_NONE;
+    }
+    if (!PyUnicode_Check(path)) {
+        PyErr_Format(PyExc_TypeError, "_set_package_dir: expected str, got %.100s",
+                     Py_TYPE(path)->tp_name);
+        return NULL;
+    }
+    /* A trailing separator, so that ".../cjit" does not also match
+     * ".../cjit_examples/x.py". */
+    Py_ssize_t n = PyUnicode_GET_LENGTH(path);
+    Py_UCS4 last = n > 0 ? PyUnicode_READ_CHAR(path, n - 1) : 0;
+    PyObject *dir;
+    if (last == '/' || last == '\\') {
+        dir = Py_NewRef(path);
+    } else {
+        dir = PyUnicode_FromFormat("%U/", path);
+        if (dir == NULL)
+            return NULL;
+    }
+    Py_XSETREF(cj_py.package_dir, dir);   /* steals dir */
+    Py_RETURN_NONE;
+}
+
+static int dict_set_int(PyObject *d, const char *key, long long v)
+{
+    PyObject *o = PyLong_FromLongLong(v);
+    if (o == NULL)
+        return -1;
+    int rc = PyDict_SetItemString(d, key, o);
+    Py_DECREF(o);
+    return rc;
+}
+
+static PyObject *mod_runtime_stats(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    cj_runtime_stats st;
+    cj_runtime_stats_get(&st);
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    if (dict_set_int(d, "compiles", st.compiles) < 0
+        || dict_set_int(d, "code_bytes", st.code_bytes) < 0
+        || dict_set_int(d, "bytes_in_use", st.bytes_in_use) < 0
+        || dict_set_int(d, "peak_bytes_in_use", st.peak_bytes_in_use) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+static PyObject *mod_reset_peak(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    cj_runtime_reset_peak();
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_set_package_dir", mod_set_package_dir, METH_O,
+     "_set_package_dir($module, path, /)\n--\n\nFrames whose file starts with path are skipped when a "
+     "node takes the user's source file:line."},
+    {"runtime_stats", mod_runtime_stats, METH_NOARGS,
+     "runtime_stats($module, /)\n--\n\ncompiles, code_bytes, bytes_in_use, peak_bytes_in_use."},
+    {"reset_peak_memory_stats", mod_reset_peak, METH_NOARGS,
+     "reset_peak_memory_stats($module, /)\n--\n\nResets peak_bytes_in_use to bytes_in_use."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "cjit._cjit",
+    .m_doc = "The C core of cjit: tracing, compiling and running graphs.",
+    .m_size = -1,   /* single-phase init; state is the static cj_py */
+    .m_methods = module_methods,
+};
+
+/* Creates the exception once (a re-initialisation keeps the first one),
+ * and adds it to m under `attr`.  0 or -1. */
+static int add_exception(PyObject *m, PyObject **slot, const char *name, const char *attr,
+                         const char *doc, PyObject *base)
+{
+    if (*slot == NULL) {
+        *slot = PyErr_NewExceptionWithDoc(name, doc, base, NULL);   /* new ref, kept */
+        if (*slot == NULL)
+            return -1;
+    }
+    return PyModule_AddObjectRef(m, attr, *slot);
+}
+
+/* The module's entry point: returns the new module, or NULL with an
+ * exception set. */
+PyMODINIT_FUNC PyInit__cjit(void)
+{
+    import_array();   /* returns NULL from this function on failure */
+
+    PyObject *m = PyModule_Create(&module_def);
+    if (m == NULL)
+        return NULL;
+    /* The exceptions carry the public module name cjit.errors, which
+     * re-exports them, so tracebacks show the name users import. */
+    if (add_exception(m, &cj_py.ConcretizationError, "cjit.errors.ConcretizationError",
+                      "ConcretizationError",
+                      "A concrete value was needed from a traced value (bool(), int(), "
+                      "float(), an index, Python control flow).",
+                      PyExc_TypeError) < 0
+        || add_exception(m, &cj_py.TracerLeakError, "cjit.errors.TracerLeakError",
+                         "TracerLeakError",
+                         "A traced value was used after the trace that made it ended.",
+                         PyExc_TypeError) < 0
+        || add_exception(m, &cj_py.MemoryBudgetError, "cjit.errors.MemoryBudgetError",
+                         "MemoryBudgetError", "The memory_budget cannot be met.",
+                         PyExc_ValueError) < 0
+        || add_exception(m, &cj_py.CompileError, "cjit.errors.CompileError", "CompileError",
+                         "Compiling failed inside cjit (LLVM or a pass): a bug in cjit.",
+                         PyExc_RuntimeError) < 0)
+        goto fail;
+    if (cj_py_tracer_init(m) < 0 || cj_py_exec_init(m) < 0)
+        goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

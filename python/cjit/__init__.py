@@ -1,0 +1,53 @@
+"""cjit: a JIT compiler for numerical Python (LLVM on the CPU).
+
+    import cjit
+    import cjit.numpy as cnp
+
+    @cjit.jit
+    def f(x, y):
+        return cnp.tanh(x @ y).sum(axis=1)
+
+The public contract is SPEC.md; names follow JAX where JAX has the idea.
+"""
+import os as _os
+
+from . import _cjit
+
+_cjit._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))
+
+from . import errors  # noqa: E402
+from .api import (  # noqa: E402
+    Array,
+    Compiled,
+    Device,
+    Jitted,
+    Lowered,
+    MemoryAnalysis,
+    ShapeDtypeStruct,
+    cache_info,
+    checkpoint,
+    checkpoint_name,
+    checkpoint_policies,
+    clear_caches,
+    device_put,
+    devices,
+    grad,
+    jit,
+    memory_stats,
+    remat,
+    reset_peak_memory_stats,
+    saved_residuals,
+    value_and_grad,
+    vjp,
+)
+from . import numpy  # noqa: E402
+from . import nn  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "jit", "grad", "value_and_grad", "vjp", "checkpoint", "remat", "checkpoint_name",
+    "checkpoint_policies", "saved_residuals", "clear_caches", "cache_info", "memory_stats",
+    "reset_peak_memory_stats", "devices", "device_put", "ShapeDtypeStruct", "Array", "Device",
+    "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn",
+]

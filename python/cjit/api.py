@@ -1,0 +1,1082 @@
+"""jit and its companions: the Python side of tracing and caching.
+
+Python decides *what* to trace: it splits static from dynamic arguments,
+flattens pytrees, converts leaves to arrays and keys the cache by the
+abstract signature (treedef, static values, dtype/shape/weak per leaf).
+C (cjit._cjit) records the graph, compiles it and runs it.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import threading
+import weakref
+from collections import namedtuple
+
+import numpy as np
+
+from . import _cjit
+from . import _tree
+from ._cjit import Tracer
+
+__all__ = [
+    "jit", "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "ShapeDtypeStruct",
+    "grad", "value_and_grad", "vjp", "checkpoint", "remat", "checkpoint_name",
+    "checkpoint_policies", "saved_residuals", "clear_caches", "cache_info",
+    "memory_stats", "reset_peak_memory_stats", "devices", "device_put", "Device", "Array",
+]
+
+# ---------------------------------------------------------------------------
+# dtypes
+
+_SUPPORTED_DTYPES = tuple(np.dtype(n) for n in ("bool", "int32", "int64", "float32", "float64"))
+_SUPPORTED = frozenset(_SUPPORTED_DTYPES)
+_BOOL, _I32, _I64, _F32, _F64 = _SUPPORTED_DTYPES
+_SUPPORTED_NAMES = "bool, int32, int64, float32, float64"
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def canonical_dtype(dtype, what="dtype"):
+    """np.dtype for a supported dtype given as a dtype, type or string;
+    TypeError for anything else."""
+    if isinstance(dtype, np.dtype) and dtype in _SUPPORTED:
+        return dtype
+    prefix = "" if what.startswith("cjit") else "cjit: "
+    try:
+        dt = np.dtype(dtype)
+    except Exception:
+        raise TypeError(f"{prefix}{what} {dtype!r} is not a dtype; supported dtypes are "
+                        f"{_SUPPORTED_NAMES}") from None
+    if dt not in _SUPPORTED:
+        native = dt.newbyteorder("=") if dt.byteorder not in ("=", "|") else dt
+        if native in _SUPPORTED:
+            return native
+        raise TypeError(f"{prefix}{what} {dt} is not supported; supported dtypes are "
+                        f"{_SUPPORTED_NAMES}")
+    return dt
+
+
+def _aval_str(aval):
+    dt, shape, weak = aval
+    s = f"{dt.name}[{','.join(str(d) for d in shape)}]"
+    return s + " (weak)" if weak else s
+
+
+# ---------------------------------------------------------------------------
+# the trace in progress on this thread
+
+_tls = threading.local()
+
+
+def current_trace():
+    """The innermost trace in progress on this thread, or None."""
+    stack = getattr(_tls, "stack", None)
+    return stack[-1] if stack else None
+
+
+def _push_trace(trace):
+    stack = getattr(_tls, "stack", None)
+    if stack is None:
+        stack = _tls.stack = []
+    stack.append(trace)
+
+
+def _pop_trace():
+    _tls.stack.pop()
+
+
+_FALSE = frozenset(("", "0", "false", "False", "no", "off"))
+_FALSE_B = frozenset(v.encode() for v in _FALSE)
+# os.environ.get costs a raised-and-caught KeyError per missing variable
+# (about 1 us); the flags are read on every call, so on CPython the mapping's
+# encoded dict is read directly (it is what os.environ itself reads).
+_env_data = getattr(os.environ, "_data", None)
+_env_encode = getattr(os.environ, "encodekey", None)
+if not isinstance(_env_data, dict) or _env_encode is None:
+    _env_data = None
+
+
+def _env_flag(name):
+    if _env_data is not None:
+        v = _env_data.get(_env_encode(name))
+        return v is not None and v not in _FALSE_B
+    return os.environ.get(name, "0") not in _FALSE
+
+
+_K_DISABLE_JIT = "CJIT_DISABLE_JIT"
+
+
+# ---------------------------------------------------------------------------
+# leaf conversion
+
+class _LeafError(Exception):
+    """A leaf could not be converted; the caller names the argument."""
+
+    def __init__(self, index, exc_type, message):
+        super().__init__(message)
+        self.index = index
+        self.exc_type = exc_type
+        self.message = message  # contains '{arg}' where the argument's name goes
+
+
+class _Inline(Exception):
+    """A leaf is a Tracer: the call must be inlined into the current trace."""
+
+
+def _convert_leaf_slow(i, x, allow_sds=False):
+    """Returns (array, aval) for a leaf the fast loop did not handle."""
+    if isinstance(x, Tracer):
+        raise _Inline()
+    if allow_sds and isinstance(x, ShapeDtypeStruct):
+        return None, (x.dtype, x.shape, False)
+    if isinstance(x, np.ndarray):
+        dt = x.dtype
+        if dt not in _SUPPORTED:
+            try:
+                dt = canonical_dtype(dt)
+            except TypeError:
+                raise _LeafError(i, TypeError,
+                                 f"cjit: argument {{arg}} is an array of dtype {x.dtype}, which "
+                                 f"cjit does not support (supported: {_SUPPORTED_NAMES})") from None
+        a = np.ascontiguousarray(x, dtype=dt)
+        if type(a) is not np.ndarray:
+            a = np.array(a, dtype=dt, copy=True, subok=False)
+        return a, (dt, a.shape, False)
+    if isinstance(x, np.generic):
+        dt = x.dtype
+        if dt not in _SUPPORTED:
+            raise _LeafError(i, TypeError,
+                             f"cjit: argument {{arg}} is a NumPy scalar of dtype {dt}, which cjit "
+                             f"does not support (supported: {_SUPPORTED_NAMES})")
+        return np.asarray(x), (dt, (), False)
+    if isinstance(x, bool):
+        return np.asarray(bool(x)), (_BOOL, (), True)
+    if isinstance(x, int):
+        if not _INT64_MIN <= x <= _INT64_MAX:
+            raise _LeafError(i, OverflowError,
+                             f"cjit: argument {{arg}} = {int(x)} does not fit in int64")
+        return np.asarray(int(x), dtype=_I64), (_I64, (), True)
+    if isinstance(x, float):
+        return np.asarray(float(x), dtype=_F64), (_F64, (), True)
+    if isinstance(x, Array):
+        raise _LeafError(i, TypeError, "cjit: argument {arg} is a cjit.Array, which needs the "
+                         "CUDA backend (not built yet)")
+    if isinstance(x, ShapeDtypeStruct):
+        raise _LeafError(i, TypeError, "cjit: argument {arg} is a ShapeDtypeStruct; those are only "
+                         "accepted by Jitted.lower(), not when calling")
+    raise _LeafError(i, TypeError,
+                     f"cjit: argument {{arg}} has type {type(x).__name__}; cjit accepts NumPy "
+                     f"arrays and scalars, Python bool/int/float and None, nested in tuples, "
+                     f"lists and dicts")
+
+
+_WEAK_BOOL = (_BOOL, (), True)
+_WEAK_INT = (_I64, (), True)
+_WEAK_FLOAT = (_F64, (), True)
+
+
+def _convert_leaves(leaves):
+    """Returns (arrays, avals).  Raises _LeafError or _Inline."""
+    arrays = []
+    avals = []
+    for i, x in enumerate(leaves):
+        t = type(x)
+        if t is np.ndarray:
+            dt = x.dtype
+            if dt in _SUPPORTED:
+                if not x.flags.c_contiguous:
+                    x = np.ascontiguousarray(x)
+                arrays.append(x)
+                avals.append((dt, x.shape, False))
+                continue
+        elif t is float:
+            arrays.append(np.asarray(x, dtype=_F64))
+            avals.append(_WEAK_FLOAT)
+            continue
+        elif t is int:
+            if _INT64_MIN <= x <= _INT64_MAX:
+                arrays.append(np.asarray(x, dtype=_I64))
+                avals.append(_WEAK_INT)
+                continue
+        elif t is bool:
+            arrays.append(np.asarray(x, dtype=_BOOL))
+            avals.append(_WEAK_BOOL)
+            continue
+        a, aval = _convert_leaf_slow(i, x)
+        arrays.append(a)
+        avals.append(aval)
+    return arrays, avals
+
+
+def _abstract_leaves(leaves):
+    """Avals only (for lower): arrays, scalars or ShapeDtypeStruct."""
+    avals = []
+    for i, x in enumerate(leaves):
+        _, aval = _convert_leaf_slow(i, x, allow_sds=True)
+        avals.append(aval)
+    return avals
+
+
+def _tracer_desc(t):
+    return f"{t.dtype.name}[{','.join(str(d) for d in t.shape)}]"
+
+
+def user_location():
+    """'file:line' of the innermost frame outside the cjit package."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_PKG_DIR):
+            return f"{fn}:{f.f_lineno}"
+        f = f.f_back
+    return "?"
+
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _output_tracer(trace, x, describe):
+    """A Tracer for one output leaf of a traced function."""
+    if isinstance(x, Tracer):
+        if x.trace is not trace:
+            if x.trace.finished:
+                raise _cjit.TracerLeakError(
+                    f"cjit: output {describe()} is a {_tracer_desc(x)} traced value of a trace "
+                    f"that already ended (a leaked tracer, kept from an earlier trace in a "
+                    f"global, closure or attribute); return values computed from this call's "
+                    f"arguments instead")
+            raise TypeError(f"cjit: output {describe()} is a {_tracer_desc(x)} traced value of "
+                            f"another trace that is still running")
+        return x
+    if isinstance(x, np.ndarray):
+        dt = canonical_dtype(x.dtype, f"the dtype of output {describe()},")
+        return trace.array(np.ascontiguousarray(x, dtype=dt))
+    if isinstance(x, np.generic):
+        dt = canonical_dtype(x.dtype, f"the dtype of output {describe()},")
+        return trace.apply("constant", value=x.item(), dtype=dt.name, shape=(), weak=False)
+    if isinstance(x, bool):
+        return trace.apply("constant", value=bool(x), dtype="bool", shape=(), weak=True)
+    if isinstance(x, int):
+        if not _INT64_MIN <= x <= _INT64_MAX:
+            raise OverflowError(f"cjit: output {describe()} = {x} does not fit in int64")
+        return trace.apply("constant", value=int(x), dtype="int64", shape=(), weak=True)
+    if isinstance(x, float):
+        return trace.apply("constant", value=float(x), dtype="float64", shape=(), weak=True)
+    raise TypeError(f"cjit: output {describe()} has type {type(x).__name__}; a jitted function "
+                    f"must return arrays or scalars nested in tuples, lists and dicts (or None)")
+
+
+# ---------------------------------------------------------------------------
+# static / dynamic argument split
+
+class _ArgSpec:
+    """How one function's arguments split into static and dynamic ones."""
+
+    def __init__(self, fun, static_argnums, static_argnames):
+        if static_argnums is None:
+            static_argnums = ()
+        elif isinstance(static_argnums, int):
+            static_argnums = (static_argnums,)
+        if static_argnames is None:
+            static_argnames = ()
+        elif isinstance(static_argnames, str):
+            static_argnames = (static_argnames,)
+        static_argnums = tuple(static_argnums)
+        static_argnames = tuple(static_argnames)
+        for n in static_argnums:
+            if not isinstance(n, int) or isinstance(n, bool):
+                raise TypeError(f"cjit.jit: static_argnums must be ints, got {n!r}")
+        for n in static_argnames:
+            if not isinstance(n, str):
+                raise TypeError(f"cjit.jit: static_argnames must be strings, got {n!r}")
+
+        try:
+            sig = inspect.signature(fun)
+        except (TypeError, ValueError):
+            sig = None
+        self.positional_names = []     # names of parameters that can be given by position
+        self.varargs_name = None
+        self.keyword_names = set()     # names that can be given by keyword
+        has_varkw = False
+        if sig is not None:
+            for p in sig.parameters.values():
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                    self.positional_names.append(p.name)
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                    self.keyword_names.add(p.name)
+                if p.kind == p.VAR_POSITIONAL:
+                    self.varargs_name = p.name
+                if p.kind == p.VAR_KEYWORD:
+                    has_varkw = True
+            # As in JAX: names and positions given on one side are mapped
+            # to the other through the signature, when only one is given.
+            if static_argnums and not static_argnames:
+                names = []
+                for n in static_argnums:
+                    if 0 <= n < len(self.positional_names):
+                        name = self.positional_names[n]
+                        if name in self.keyword_names:
+                            names.append(name)
+                static_argnames = tuple(names)
+            elif static_argnames and not static_argnums:
+                nums = []
+                for name in static_argnames:
+                    if name in self.positional_names and name in self.keyword_names:
+                        nums.append(self.positional_names.index(name))
+                static_argnums = tuple(nums)
+            if not has_varkw:
+                for name in static_argnames:
+                    if name not in self.keyword_names:
+                        raise ValueError(f"cjit.jit: static_argnames names {name!r}, which is "
+                                         f"not a keyword parameter of {_fun_name(fun)}")
+        self.static_argnums = tuple(sorted(set(static_argnums)))
+        self.static_argnames = frozenset(static_argnames)
+        self.has_statics = bool(self.static_argnums or self.static_argnames)
+
+    def positional_name(self, pos):
+        if pos < len(self.positional_names):
+            return self.positional_names[pos]
+        if self.varargs_name is not None:
+            return f"{self.varargs_name}[{pos - len(self.positional_names)}]"
+        return f"args[{pos}]"
+
+    def static_positions(self, nargs):
+        out = set()
+        for n in self.static_argnums:
+            p = n + nargs if n < 0 else n
+            if 0 <= p < nargs:
+                out.add(p)
+        return out
+
+    def split(self, args, kwargs):
+        """Returns (dyn_args, dyn_kwargs, statics, call).
+
+        statics is the hashable cache-key part: (name, type, value) per static
+        argument, sorted, where name is the parameter's name when it has one
+        (so f(x, 3) and f(x, n=3) share an entry) and its position otherwise.
+        call = (dyn_positions, static_pos, static_kw) rebuilds the call:
+        dyn_positions maps dynamic positional index -> original position (None
+        when no positional argument is static)."""
+        if not self.has_statics:
+            return args, kwargs, (), _NO_STATICS
+        spos = self.static_positions(len(args))
+        statics = []
+        static_pos = []
+        static_kw = {}
+        if spos:
+            dyn = []
+            dyn_positions = []
+            names = self.positional_names
+            for i, a in enumerate(args):
+                if i in spos:
+                    static_pos.append((i, a))
+                    name = names[i] if i < len(names) and names[i] in self.keyword_names else i
+                    statics.append((name, type(a), a))
+                else:
+                    dyn.append(a)
+                    dyn_positions.append(i)
+            dyn_args = tuple(dyn)
+        else:
+            dyn_args = args
+            dyn_positions = None
+        if kwargs and self.static_argnames:
+            dyn_kwargs = {}
+            for k, v in kwargs.items():
+                if k in self.static_argnames:
+                    static_kw[k] = v
+                    statics.append((k, type(v), v))
+                else:
+                    dyn_kwargs[k] = v
+        else:
+            dyn_kwargs = kwargs
+        statics.sort(key=lambda s: str(s[0]))
+        statics = tuple(statics)
+        try:
+            hash(statics)
+        except TypeError:
+            for where, _, v in statics:
+                try:
+                    hash(v)
+                except TypeError:
+                    raise TypeError(
+                        f"cjit: static argument {self.static_name(where)!r} must be hashable, "
+                        f"got a value of type {type(v).__name__}; pass a tuple instead of a "
+                        f"list, or make it a dynamic argument") from None
+            raise
+        return dyn_args, dyn_kwargs, statics, (dyn_positions, tuple(static_pos), static_kw)
+
+    @staticmethod
+    def merge(dyn_args, dyn_kwargs, call):
+        """Rebuilds (args, kwargs) for calling the function."""
+        _, static_pos, static_kw = call
+        kw = dict(dyn_kwargs)
+        kw.update(static_kw)
+        if not static_pos:
+            return tuple(dyn_args), kw
+        pos = dict(static_pos)
+        args = []
+        it = iter(dyn_args)
+        for i in range(len(dyn_args) + len(pos)):
+            args.append(pos[i] if i in pos else next(it))
+        return tuple(args), kw
+
+    def leaf_name(self, treedef, index, dyn_positions):
+        """The Python-syntax name of dynamic leaf `index` of (args, kwargs)."""
+        path = _tree.leaf_keypaths(treedef)[index]
+        if not path:
+            return "?"
+        (_, top), rest = path[0], path[1:]
+        if top == 0:   # positional
+            j = rest[0][1]
+            pos = dyn_positions[j] if dyn_positions is not None else j
+            return _tree.format_keypath(rest[1:], self.positional_name(pos))
+        return _tree.format_keypath(rest[1:], str(rest[0][1]))
+
+    def static_name(self, where):
+        return self.positional_name(where) if isinstance(where, int) else where
+
+
+_NO_STATICS = (None, (), {})
+
+
+def _fun_name(fun):
+    return getattr(fun, "__name__", None) or getattr(fun, "__qualname__", None) or repr(fun)
+
+
+# ---------------------------------------------------------------------------
+# process-wide bookkeeping
+
+_all_jitted = weakref.WeakSet()
+_stats_lock = threading.Lock()
+_stats = {"hits": 0, "misses": 0, "compiles": 0}
+
+
+def _count(name, n=1):
+    with _stats_lock:
+        _stats[name] += n
+
+
+def _check_device(device, who):
+    if device is None or isinstance(device, Device):
+        return
+    if isinstance(device, str):
+        d = device.lower()
+        if d == "cpu" or d == "cpu:0":
+            return
+        if d in ("cuda", "gpu") or d.startswith("cuda:") or d.startswith("gpu:"):
+            raise RuntimeError(f"cjit: no CUDA device: the CUDA backend is not built yet "
+                               f"({who}(device={device!r}))")
+    raise ValueError(f"cjit: unknown device {device!r}; known devices: 'cpu' (and 'cuda' once "
+                     f"the CUDA backend is built)")
+
+
+# ---------------------------------------------------------------------------
+# jit
+
+def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=None, device=None):
+    """Compiles `fun` for the abstract signature of its arguments.
+
+    Usable bare (`@jit`) or with options (`@jit(static_argnums=1)`).  Returns
+    a `Jitted`: calling it traces `fun` on a cache miss, compiles the graph
+    and runs it; later calls with the same shapes, dtypes and static values
+    run the cached code.
+    """
+    _check_device(device, "jit")
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, donate_argnums=donate_argnums,
+                                 device=device)
+    if not callable(fun):
+        raise TypeError(f"cjit.jit: expected a callable, got {type(fun).__name__}")
+    return Jitted(fun, static_argnums=static_argnums, static_argnames=static_argnames,
+                  donate_argnums=donate_argnums, device=device)
+
+
+class _Entry:
+    __slots__ = ("exe", "out_treedef")
+
+    def __init__(self, exe, out_treedef):
+        self.exe = exe
+        self.out_treedef = out_treedef
+
+
+class Jitted:
+    """A function compiled per abstract signature; see `cjit.jit`."""
+
+    def __init__(self, fun, *, static_argnums=None, static_argnames=None, donate_argnums=None,
+                 device=None, _internal=False):
+        self._fun = fun
+        self._spec = _ArgSpec(fun, static_argnums, static_argnames)
+        if donate_argnums is None:
+            donate_argnums = ()
+        elif isinstance(donate_argnums, int):
+            donate_argnums = (donate_argnums,)
+        self._donate_argnums = tuple(donate_argnums)   # for the memory planner (later)
+        self._device = device
+        self._internal = _internal    # eager-op jits ignore CJIT_DISABLE_JIT
+        self._cache = {}
+        self._lock = threading.RLock()
+        self._hits = 0
+        self._misses = 0
+        self._last_key = None
+        self._name = _fun_name(fun)
+        functools.update_wrapper(self, fun, updated=())
+        _all_jitted.add(self)
+
+    def __repr__(self):
+        return f"<cjit.Jitted {self._name}>"
+
+    def __get__(self, obj, objtype=None):
+        # Decorating a method: bind `self` as the first (dynamic) argument.
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    @property
+    def static_argnums(self):
+        return self._spec.static_argnums
+
+    @property
+    def static_argnames(self):
+        return tuple(sorted(self._spec.static_argnames))
+
+    @property
+    def donate_argnums(self):
+        return self._donate_argnums
+
+    def __call__(self, *args, **kwargs):
+        if current_trace() is not None:
+            # jit inside jit (or a jitted function called while tracing):
+            # trace the body into the enclosing graph.
+            return self._fun(*args, **kwargs)
+        if not self._internal and _env_flag(_K_DISABLE_JIT):
+            return self._fun(*args, **kwargs)
+        spec = self._spec
+        dyn_args, dyn_kwargs, statics, call = spec.split(args, kwargs)
+        leaves, node = _tree.flatten_args(dyn_args, dyn_kwargs)
+        try:
+            arrays, avals = _convert_leaves(leaves)
+        except _Inline:
+            # A Tracer with no trace in progress here: a leaked one (or
+            # another thread's).  Calling the function reports it.
+            return self._fun(*args, **kwargs)
+        except _LeafError as e:
+            raise e.exc_type(e.message.format(arg=self._arg_desc(
+                spec.leaf_name(_tree.treedef_of(node), e.index, call[0])))) from None
+        key = (node, statics, tuple(avals))
+        entry = self._cache.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is None:
+                    entry = self._compile(key, call, avals)
+                else:
+                    self._hits += 1
+                    _stats["hits"] += 1
+        else:
+            # Unlocked: under the GIL a lost update needs a thread switch
+            # inside `+=`, and these counters are statistics.
+            self._hits += 1
+            _stats["hits"] += 1
+        return _tree.unflatten(entry.out_treedef, entry.exe(arrays))
+
+    # -- the slow path ------------------------------------------------------
+
+    def _arg_desc(self, name):
+        return f"'{name}' of {self._name}"
+
+    def _trace(self, treedef, call, avals):
+        """Traces the function on abstract arguments; returns (C Lowered,
+        output treedef, [(shape, dtype)] per output leaf)."""
+        trace = _cjit.Trace()
+        _push_trace(trace)
+        try:
+            params = [trace.param(shape, dt.name, weak) for dt, shape, weak in avals]
+            dyn_args, dyn_kwargs = _tree.unflatten(treedef, params)
+            args, kwargs = _ArgSpec.merge(dyn_args, dyn_kwargs, call)
+            result = self._fun(*args, **kwargs)
+            out_leaves, out_treedef = _tree.flatten(result)
+
+            def describe_at(i):
+                return lambda: repr(_tree.format_keypath(_tree.leaf_keypaths(out_treedef)[i],
+                                                         "result"))
+
+            outs = [_output_tracer(trace, x, describe_at(i)) for i, x in enumerate(out_leaves)]
+            out_avals = [(tuple(t.shape), t.dtype) for t in outs]
+            lowered = trace.finish(outs)
+        except BaseException:
+            # finish() may itself have raised after ending the trace; either
+            # way the trace must end and the original error must surface.
+            try:
+                trace.finish_error()
+            except Exception:
+                pass
+            raise
+        finally:
+            _pop_trace()
+        return lowered, out_treedef, out_avals
+
+    def _compile(self, key, call, avals):
+        """Traces, compiles and caches one entry (the caller holds the lock).
+        The cache is only touched once everything succeeded."""
+        self._misses += 1
+        _count("misses")
+        if _env_flag("CJIT_LOG_COMPILES"):
+            reason = self._miss_reason(key, call[0])
+            print(f"cjit: compiling {self._name}: {reason}", file=sys.stderr, flush=True)
+        lowered, out_treedef, _ = self._trace(_tree.treedef_of(key[0]), call, avals)
+        exe = lowered.compile()
+        _count("compiles")
+        entry = _Entry(exe, out_treedef)
+        self._cache[key] = entry
+        self._last_key = key
+        return entry
+
+    def _miss_reason(self, key, dyn_positions):
+        last = self._last_key
+        if last is None:
+            return "first call" if not self._cache else "cache miss"
+        node, statics, avals = key
+        onode, ostatics, oavals = last
+        spec = self._spec
+        if node != onode:
+            return (f"argument structure changed: {_tree.treedef_of(onode)} -> "
+                    f"{_tree.treedef_of(node)}")
+        if statics != ostatics:
+            old = {w: v for w, _, v in ostatics}
+            new = {w: v for w, _, v in statics}
+            for w in sorted(set(old) | set(new), key=str):
+                if w not in old or w not in new or old[w] != new[w] or \
+                        type(old[w]) is not type(new[w]):
+                    o = repr(old[w]) if w in old else "(not given)"
+                    n = repr(new[w]) if w in new else "(not given)"
+                    return f"static argument {spec.static_name(w)!r} changed: {o} -> {n}"
+            return "static arguments changed"
+        for i, (a, b) in enumerate(zip(oavals, avals)):
+            if a != b:
+                name = spec.leaf_name(_tree.treedef_of(node), i, dyn_positions)
+                return f"argument '{name}' changed: {_aval_str(a)} -> {_aval_str(b)}"
+        return "cache miss"
+
+    # -- introspection -------------------------------------------------------
+
+    def lower(self, *args, **kwargs):
+        """Traces only.  Arguments may be arrays, scalars or ShapeDtypeStruct."""
+        spec = self._spec
+        dyn_args, dyn_kwargs, statics, call = spec.split(args, kwargs)
+        leaves, treedef = _tree.flatten((dyn_args, dyn_kwargs))
+        try:
+            avals = _abstract_leaves(leaves)
+        except _Inline:
+            raise TypeError("cjit: Jitted.lower() was given a traced value; call it outside "
+                            "jit") from None
+        except _LeafError as e:
+            raise e.exc_type(e.message.format(
+                arg=self._arg_desc(spec.leaf_name(treedef, e.index, call[0])))) from None
+        lowered, out_treedef, out_avals = self._trace(treedef, call, avals)
+        return Lowered(lowered, self, treedef, statics, tuple(avals), call[0], out_treedef,
+                       out_avals)
+
+    def eval_shape(self, *args, **kwargs):
+        """ShapeDtypeStructs of the outputs (traces, compiles nothing)."""
+        low = self.lower(*args, **kwargs)
+        return low.out_info
+
+    def cache_info(self):
+        return {"hits": self._hits, "misses": self._misses, "entries": len(self._cache)}
+
+    def clear_cache(self):
+        with self._lock:
+            entries = list(self._cache.values())
+            self._cache.clear()
+            self._last_key = None
+        for e in entries:
+            try:
+                e.exe.release()
+            except Exception:
+                pass
+
+
+# ---------------------------------------------------------------------------
+# Lowered / Compiled
+
+class ShapeDtypeStruct:
+    """An abstract array: shape and dtype, no data (for Jitted.lower)."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        if isinstance(shape, int):
+            shape = (shape,)
+        try:
+            shape = tuple(int(d) for d in shape)
+        except TypeError:
+            raise TypeError(f"cjit.ShapeDtypeStruct: shape must be a tuple of ints, "
+                            f"got {shape!r}") from None
+        if any(d < 0 for d in shape):
+            raise ValueError(f"cjit.ShapeDtypeStruct: negative dimension in {shape}")
+        self.shape = shape
+        self.dtype = canonical_dtype(dtype)
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self):
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+    def __eq__(self, other):
+        if not isinstance(other, ShapeDtypeStruct):
+            return NotImplemented
+        return (self.shape, self.dtype, self.weak_type) == \
+            (other.shape, other.dtype, other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
+
+class Lowered:
+    """A traced graph, not compiled yet (see Jitted.lower)."""
+
+    def __init__(self, lowered, jitted, in_treedef, statics, in_avals, dyn_positions, out_treedef,
+                 out_avals):
+        self._out_avals = out_avals
+        self._lowered = lowered
+        self._jitted = jitted
+        self._in_treedef = in_treedef
+        self._statics = statics
+        self._in_avals = in_avals
+        self._dyn_positions = dyn_positions
+        self._out_treedef = out_treedef
+
+    def as_text(self):
+        return self._lowered.as_text()
+
+    @property
+    def in_avals(self):
+        return [ShapeDtypeStruct(s, d, w) for d, s, w in self._in_avals]
+
+    @property
+    def out_info(self):
+        """ShapeDtypeStructs of the outputs, in the output pytree."""
+        infos = [ShapeDtypeStruct(s, d) for s, d in self._out_avals]
+        return _tree.unflatten(self._out_treedef, infos)
+
+    def compile(self):
+        exe = self._lowered.compile()
+        _count("compiles")
+        return Compiled(exe, self)
+
+    def __repr__(self):
+        return f"<cjit.Lowered {self._jitted._name}>"
+
+
+_BufferInfo = namedtuple("BufferInfo", "size op source shape dtype kind")
+_BufferInfo.__new__.__defaults__ = (None, None, None, None, None, None)
+
+
+class MemoryAnalysis:
+    """The memory plan of a compiled function, in bytes (exact, not an
+    estimate).  `peak_live` lists the buffers live at the peak."""
+
+    _FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+               "temp_size_in_bytes", "peak_memory_in_bytes", "num_kernels")
+
+    def __init__(self, d):
+        for f in self._FIELDS:
+            setattr(self, f, int(d.get(f, 0)))
+        live = []
+        for b in d.get("peak_live", ()) or ():
+            if isinstance(b, dict):
+                live.append(_BufferInfo(**{k: b.get(k) for k in _BufferInfo._fields}))
+            else:
+                live.append(b)
+        self.peak_live = live
+        self._raw = d
+
+    def __getitem__(self, name):
+        return getattr(self, name)
+
+    def __repr__(self):
+        lines = ["MemoryAnalysis("]
+        for f in self._FIELDS:
+            lines.append(f"  {f}={getattr(self, f)},")
+        if self.peak_live:
+            lines.append("  peak_live=[")
+            for b in self.peak_live:
+                desc = f"{b.size} bytes"
+                if b.dtype is not None and b.shape is not None:
+                    dt = getattr(b.dtype, "name", b.dtype)
+                    desc += f" {dt}{list(b.shape)}"
+                if b.kind:
+                    desc += f" {b.kind}"
+                if b.op:
+                    desc += f" from {b.op}"
+                if b.source:
+                    desc += f" at {b.source}"
+                lines.append(f"    {desc},")
+            lines.append("  ],")
+        else:
+            lines.append("  peak_live=[],")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+class Compiled:
+    """A compiled function for one abstract signature (see Lowered.compile)."""
+
+    def __init__(self, exe, lowered):
+        self._exe = exe
+        self._low = lowered
+
+    def _signature_error(self, msg):
+        return TypeError(f"cjit: Compiled {self._low._jitted._name} called with a different "
+                         f"signature than it was lowered for: {msg}")
+
+    def __call__(self, *args, **kwargs):
+        low = self._low
+        spec = low._jitted._spec
+        leaves, treedef = _tree.flatten((args, kwargs))
+        dyn_positions = low._dyn_positions
+        if treedef != low._in_treedef:
+            # Called with the static arguments too, as the Jitted was.
+            dyn_args, dyn_kwargs, statics, call = spec.split(args, kwargs)
+            dyn_positions = call[0]
+            if statics and statics != low._statics:
+                raise self._signature_error(
+                    f"static arguments {[(spec.static_name(w), v) for w, _, v in statics]} "
+                    f"differ from {[(spec.static_name(w), v) for w, _, v in low._statics]}")
+            leaves, treedef = _tree.flatten((dyn_args, dyn_kwargs))
+            if treedef != low._in_treedef:
+                raise self._signature_error(
+                    f"argument structure {treedef} differs from {low._in_treedef}")
+        try:
+            arrays, avals = _convert_leaves(leaves)
+        except _Inline:
+            raise TypeError("cjit: a Compiled function cannot be called on traced values; "
+                            "call the Jitted instead") from None
+        except _LeafError as e:
+            raise e.exc_type(e.message.format(
+                arg=low._jitted._arg_desc(spec.leaf_name(treedef, e.index, dyn_positions)))) \
+                from None
+        for i, (a, b) in enumerate(zip(avals, low._in_avals)):
+            if a[0] != b[0] or a[1] != b[1]:
+                name = spec.leaf_name(treedef, i, dyn_positions)
+                raise self._signature_error(
+                    f"argument '{name}' is {_aval_str(a)}, lowered for {_aval_str(b)}")
+        outs = self._exe(arrays)
+        return _tree.unflatten(low._out_treedef, outs)
+
+    def as_text(self):
+        return self._exe.as_text()
+
+    def memory_analysis(self):
+        return MemoryAnalysis(self._exe.memory_analysis())
+
+    def cost_analysis(self):
+        return dict(self._exe.cost_analysis())
+
+    @property
+    def code_bytes(self):
+        return self._exe.code_bytes
+
+    def __repr__(self):
+        return f"<cjit.Compiled {self._low._jitted._name}>"
+
+
+# ---------------------------------------------------------------------------
+# process-wide caches and memory
+
+def clear_caches():
+    """Drops every cached executable (every Jitted, the eager-op kernels)
+    and frees their machine code."""
+    for j in list(_all_jitted):
+        j.clear_cache()
+
+
+def cache_info():
+    """Process-wide: entries, hits, misses, compiles, code_bytes."""
+    entries = 0
+    code = 0
+    for j in list(_all_jitted):
+        cache = list(j._cache.values())
+        entries += len(cache)
+        for e in cache:
+            try:
+                code += e.exe.code_bytes
+            except Exception:
+                pass
+    with _stats_lock:
+        out = {"entries": entries, "hits": _stats["hits"], "misses": _stats["misses"],
+               "compiles": _stats["compiles"], "code_bytes": code}
+    return out
+
+
+def memory_stats():
+    """bytes_in_use and peak_bytes_in_use, as the runtime counts them."""
+    s = _cjit.runtime_stats()
+    return {"bytes_in_use": int(s["bytes_in_use"]),
+            "peak_bytes_in_use": int(s["peak_bytes_in_use"])}
+
+
+def reset_peak_memory_stats():
+    _cjit.reset_peak_memory_stats()
+
+
+# ---------------------------------------------------------------------------
+# devices
+
+class Device:
+    """A device cjit can run on.  Only the CPU exists until the CUDA backend."""
+
+    __slots__ = ("platform", "id")
+
+    def __init__(self, platform="cpu", id=0):
+        self.platform = platform
+        self.id = id
+
+    def __repr__(self):
+        return f"CpuDevice(id={self.id})" if self.platform == "cpu" else \
+            f"CudaDevice(id={self.id})"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+
+    def __hash__(self):
+        return hash((self.platform, self.id))
+
+
+_CPU = Device("cpu", 0)
+
+
+def devices(backend=None):
+    """The devices of `backend` (default: all there are): [CpuDevice(id=0)]."""
+    if backend is not None:
+        _check_device(backend, "devices")
+    return [_CPU]
+
+
+def device_put(x, device=None):
+    """Places x (a pytree) on `device`.  On the CPU: fresh C-contiguous
+    NumPy copies of the leaves."""
+    _check_device(device, "device_put")
+    return _tree.tree_map(lambda a: np.array(a, copy=True, order="C"), x)
+
+
+class Array:
+    """An array in GPU memory (shape, dtype, device, block_until_ready()).
+
+    Only the CUDA backend makes these; it is not built yet, so on this
+    build no cjit.Array exists and constructing one raises RuntimeError.
+    On the CPU, cjit returns plain numpy.ndarrays."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("cjit: no CUDA device: the CUDA backend is not built yet "
+                           "(cjit.Array holds GPU memory)")
+
+
+# ---------------------------------------------------------------------------
+# autodiff and checkpointing (not built yet)
+
+_AUTODIFF_LATER = "reverse-mode autodiff lands with the autodiff work"
+_REMAT_LATER = "gradient checkpointing lands with the autodiff work"
+
+
+def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
+    """Reverse-mode gradient (not implemented yet)."""
+    raise NotImplementedError(f"cjit.grad is not implemented yet: {_AUTODIFF_LATER}")
+
+
+def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
+    """(value, gradient) (not implemented yet)."""
+    raise NotImplementedError(f"cjit.value_and_grad is not implemented yet: {_AUTODIFF_LATER}")
+
+
+def vjp(fun, *primals, has_aux=False):
+    """(out, vjp_fn) (not implemented yet)."""
+    raise NotImplementedError(f"cjit.vjp is not implemented yet: {_AUTODIFF_LATER}")
+
+
+def checkpoint(fun=None, *, policy=None, static_argnums=(), prevent_cse=True):
+    """Gradient checkpointing of a region (not implemented yet)."""
+    raise NotImplementedError(f"cjit.checkpoint is not implemented yet: {_REMAT_LATER}")
+
+
+def remat(fun=None, *, policy=None, static_argnums=(), prevent_cse=True):
+    """Alias of checkpoint (not implemented yet)."""
+    raise NotImplementedError(f"cjit.remat is not implemented yet: {_REMAT_LATER}")
+
+
+def saved_residuals(fun, *args, **kwargs):
+    """What the gradient of fun keeps (not implemented yet)."""
+    raise NotImplementedError(f"cjit.saved_residuals is not implemented yet: {_AUTODIFF_LATER}")
+
+
+def checkpoint_name(x, name):
+    """Names a value for the name-based checkpoint policies; the identity
+    otherwise (also on concrete arrays)."""
+    if not isinstance(name, str):
+        raise TypeError(f"cjit.checkpoint_name: name must be a str, got {type(name).__name__}")
+
+    def tag(v):
+        if isinstance(v, Tracer):
+            return v.trace.apply("name", v, name=name)
+        return v
+    return _tree.tree_map(tag, x)
+
+
+class _Policy:
+    """A checkpoint policy: which values of a region the backward keeps."""
+
+    __slots__ = ("kind", "names")
+
+    def __init__(self, kind, names=()):
+        self.kind = kind
+        self.names = tuple(names)
+
+    def __repr__(self):
+        if self.names:
+            return f"checkpoint_policies.{self.kind}({', '.join(map(repr, self.names))})"
+        return f"checkpoint_policies.{self.kind}"
+
+    def __eq__(self, other):
+        return isinstance(other, _Policy) and (self.kind, self.names) == (other.kind, other.names)
+
+    def __hash__(self):
+        return hash((self.kind, self.names))
+
+
+def _names_policy(kind, names):
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"cjit.checkpoint_policies.{kind}: names must be str, got {n!r}")
+    return _Policy(kind, names)
+
+
+class checkpoint_policies:
+    """The policies of SPEC section 5 (used once checkpointing lands)."""
+
+    everything_saveable = _Policy("everything_saveable")
+    nothing_saveable = _Policy("nothing_saveable")
+    dots_saveable = _Policy("dots_saveable")
+
+    @staticmethod
+    def save_only_these_names(*names):
+        return _names_policy("save_only_these_names", names)
+
+    @staticmethod
+    def save_anything_except_these_names(*names):
+        return _names_policy("save_anything_except_these_names", names)
+
+    def __init__(self):
+        raise TypeError("cjit.checkpoint_policies is a namespace")

@@ -1,0 +1,116 @@
+"""cjit.nn: activation functions and friends, built from cjit.numpy.
+
+Each works on traced values inside jit and eagerly on arrays outside it
+(an eager call compiles one small kernel per signature, as cjit.numpy).
+"""
+from __future__ import annotations
+
+import math
+
+from . import numpy as cnp
+from .api import canonical_dtype
+from .numpy import _lift, _norm_axes, _op, _operand, _reshape_t
+
+__all__ = ["relu", "sigmoid", "softmax", "log_softmax", "logsumexp", "gelu", "one_hot"]
+
+
+@_op("x")
+def relu(x):
+    """max(x, 0), elementwise."""
+    return cnp.maximum(_operand(x, "relu"), 0)
+
+
+@_op("x")
+def sigmoid(x):
+    """1 / (1 + exp(-x)), computed without overflow: with e = exp(-|x|),
+    1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0."""
+    x = _lift(_operand(x, "sigmoid"))
+    e = cnp.exp(cnp.negative(cnp.abs(x)))
+    d = cnp.add(e, 1.0)
+    return cnp.where(cnp.greater_equal(x, 0), cnp.divide(1.0, d), cnp.divide(e, d))
+
+
+def _stable_max(x, axes):
+    """The max over axes (kept as size-1 dims), with infinities replaced by 0
+    so that x - max never computes inf - inf."""
+    m = cnp.max(x, axis=axes, keepdims=True)
+    return cnp.where(cnp.isfinite(m), m, 0.0)
+
+
+def _float(x, who):
+    x = _lift(_operand(x, who))
+    if x.dtype.kind != "f":
+        x = cnp.astype(x, "float64")
+    return x
+
+
+@_op("x")
+def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along axis (an int or a tuple), with the max
+    subtracted first."""
+    x = _float(x, "softmax")
+    axes = _norm_axes(axis, x.ndim)
+    e = cnp.exp(cnp.subtract(x, _stable_max(x, axes)))
+    return cnp.divide(e, cnp.sum(e, axis=axes, keepdims=True))
+
+
+@_op("x")
+def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along axis, computed stably."""
+    x = _float(x, "log_softmax")
+    axes = _norm_axes(axis, x.ndim)
+    s = cnp.subtract(x, _stable_max(x, axes))
+    return cnp.subtract(s, cnp.log(cnp.sum(cnp.exp(s), axis=axes, keepdims=True)))
+
+
+@_op("a")
+def logsumexp(a, axis=None, keepdims=False):
+    """log(sum(exp(a))) over axis (None: all), with the max subtracted first."""
+    x = _float(a, "logsumexp")
+    axes = _norm_axes(axis, x.ndim)
+    m = _stable_max(x, axes)
+    s = cnp.sum(cnp.exp(cnp.subtract(x, m)), axis=axes, keepdims=True)
+    r = cnp.add(cnp.log(s), m)
+    if not keepdims:
+        r = _reshape_t(r, tuple(d for i, d in enumerate(x.shape) if i not in axes))
+    return r
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+@_op("x")
+def gelu(x, approximate=True):
+    """Gaussian error linear unit, tanh form:
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).  approximate=False
+    (the erf form) raises NotImplementedError until cjit has erf."""
+    if not approximate:
+        raise NotImplementedError("cjit.nn.gelu(approximate=False) needs erf, which cjit does "
+                                  "not have yet; use approximate=True (the tanh form)")
+    x = _float(x, "gelu")
+    inner = cnp.multiply(cnp.add(x, cnp.multiply(0.044715, cnp.multiply(x, cnp.multiply(x, x)))),
+                         _SQRT_2_OVER_PI)
+    return cnp.multiply(cnp.multiply(x, 0.5), cnp.add(cnp.tanh(inner), 1.0))
+
+
+@_op("x")
+def one_hot(x, num_classes, *, dtype="float64", axis=-1):
+    """An array with a new axis of length num_classes that is 1 where the
+    index equals x and 0 elsewhere (out-of-range indices give all zeros)."""
+    dt = canonical_dtype(dtype)
+    num_classes = int(num_classes)
+    if num_classes < 0:
+        raise ValueError(f"cjit.nn.one_hot: num_classes must be >= 0, got {num_classes}")
+    x = _lift(_operand(x, "one_hot"))
+    out_ndim = x.ndim + 1
+    ax = axis + out_ndim if axis < 0 else axis
+    if not 0 <= ax < out_ndim:
+        raise ValueError(f"cjit.nn.one_hot: axis {axis} out of range for a result of rank "
+                         f"{out_ndim}")
+    shape = tuple(x.shape)
+    out_shape = shape[:ax] + (num_classes,) + shape[ax:]
+    xk = _reshape_t(x, shape[:ax] + (1,) + shape[ax:])
+    t = x.trace
+    idx = t.apply("iota", shape=out_shape, axis=ax, dtype="int64")
+    hit = t.apply("eq", xk, idx)
+    return t.apply("cast", hit, dtype=dt.name)
