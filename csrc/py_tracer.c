@@ -6,6 +6,7 @@
  * trace finishes, the graph moves to a Lowered (or is freed) and every
  * Tracer of it raises TracerLeakError when used; shape, dtype and repr are
  * copied into the Tracer so that they keep working. */
+#include "autodiff.h"
 #include "py_glue.h"
 
 #include <stdio.h>
@@ -1053,6 +1054,93 @@ static PyObject *trace_finish_error(cj_py_trace *tr, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* Collects the node ids of a sequence of Tracers of `tr` into a new
+ * PyMem array (*ids, caller frees); returns the count or -1 with an
+ * exception set. */
+static Py_ssize_t tracer_ids(cj_py_trace *tr, PyObject *obj, const char *what, int **ids)
+{
+    PyObject *seq = PySequence_Fast(obj, "Trace.vjp: expected a sequence of traced values");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    *ids = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    if (*ids == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i); /* borrowed */
+        if (!Tracer_Check(o) || ((cj_py_tracer *)o)->trace != tr) {
+            PyErr_Format(PyExc_TypeError, "Trace.vjp: %s %zd is not a traced value of this trace", what, i);
+            PyMem_Free(*ids);
+            *ids = NULL;
+            Py_DECREF(seq);
+            return -1;
+        }
+        (*ids)[i] = ((cj_py_tracer *)o)->id;
+    }
+    Py_DECREF(seq);
+    return n;
+}
+
+/* Trace.mark() -> int: the id the next node will get (see Trace.vjp). */
+static PyObject *trace_mark(cj_py_trace *tr, PyObject *unused)
+{
+    (void)unused;
+    if (trace_check_live(tr, "mark") < 0)
+        return NULL;
+    return PyLong_FromLong(tr->graph->nnodes);
+}
+
+/* Trace.vjp(outputs, cotangents, wrt, first) -> list of Tracers: appends
+ * the reverse-mode gradient (csrc/autodiff.c); nodes older than `first`
+ * are constants. */
+static PyObject *trace_vjp(cj_py_trace *tr, PyObject *args)
+{
+    PyObject *outs_obj, *cts_obj, *wrt_obj;
+    int first;
+    if (!PyArg_ParseTuple(args, "OOOi:vjp", &outs_obj, &cts_obj, &wrt_obj, &first))
+        return NULL;
+    if (trace_check_live(tr, "vjp") < 0)
+        return NULL;
+    int *outs = NULL, *cts = NULL, *wrt = NULL, *grads = NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nouts = tracer_ids(tr, outs_obj, "output", &outs);
+    Py_ssize_t ncts = nouts < 0 ? -1 : tracer_ids(tr, cts_obj, "cotangent", &cts);
+    Py_ssize_t nwrt = ncts < 0 ? -1 : tracer_ids(tr, wrt_obj, "input", &wrt);
+    if (nwrt < 0)
+        goto done;
+    if (ncts != nouts) {
+        PyErr_Format(PyExc_ValueError, "Trace.vjp: %zd outputs but %zd cotangents", nouts, ncts);
+        goto done;
+    }
+    grads = PyMem_Malloc((size_t)(nwrt > 0 ? nwrt : 1) * sizeof(int));
+    if (grads == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    cj_error err = {0};
+    if (cj_autodiff_vjp(tr->graph, first, outs, cts, (int)nouts, wrt, (int)nwrt, grads, &err) != CJ_OK) {
+        cj_py_raise(&err);
+        goto done;
+    }
+    result = PyList_New(nwrt);
+    for (Py_ssize_t i = 0; result != NULL && i < nwrt; i++) {
+        PyObject *t = tracer_wrap(tr, grads[i]);
+        if (t == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, t); /* steals t */
+    }
+done:
+    PyMem_Free(outs);
+    PyMem_Free(cts);
+    PyMem_Free(wrt);
+    PyMem_Free(grads);
+    return result;
+}
+
 static PyMethodDef trace_methods[] = {
     {"param", (PyCFunction)(void (*)(void))trace_param, METH_VARARGS | METH_KEYWORDS,
      "param($self, /, shape, dtype, weak=False)\n--\n\nAdds the next positional parameter."},
@@ -1062,6 +1150,10 @@ static PyMethodDef trace_methods[] = {
      "apply($self, op, /, *args, **attrs)\n--\n\nAppends one primitive."},
     {"finish", (PyCFunction)trace_finish, METH_O,
      "finish($self, outputs, /)\n--\n\nEnds the trace; returns a Lowered."},
+    {"mark", (PyCFunction)trace_mark, METH_NOARGS,
+     "mark($self, /)\n--\n\nThe id the next node will get."},
+    {"vjp", (PyCFunction)trace_vjp, METH_VARARGS,
+     "vjp($self, outputs, cotangents, wrt, first, /)\n--\n\nAppends the reverse-mode gradient."},
     {"finish_error", (PyCFunction)trace_finish_error, METH_NOARGS,
      "finish_error($self, /)\n--\n\nEnds the trace without outputs."},
     {NULL, NULL, 0, NULL},

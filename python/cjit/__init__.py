@@ -31,15 +31,13 @@ from .api import (  # noqa: E402
     clear_caches,
     device_put,
     devices,
-    grad,
     jit,
     memory_stats,
     remat,
     reset_peak_memory_stats,
     saved_residuals,
-    value_and_grad,
-    vjp,
 )
+from ._autodiff import grad, value_and_grad, vjp  # noqa: E402
 from . import numpy  # noqa: E402
 from . import nn  # noqa: E402
 

@@ -38,6 +38,14 @@ class Trace:
     def finish(self, outputs: Sequence["Tracer"]) -> "Lowered":
         """Ends the trace: every Tracer of it now raises TracerLeakError when
         used.  Returns the graph with these outputs (after simplification)."""
+    def mark(self) -> int:
+        """The id the next node will get: nodes before it are constants for
+        a vjp started here."""
+    def vjp(self, outputs: Sequence["Tracer"], cotangents: Sequence["Tracer"],
+            wrt: Sequence["Tracer"], first: int) -> list["Tracer"]:
+        """Appends the reverse-mode gradient (csrc/autodiff.c): for each wrt
+        node, sum over outputs of cotangent . d output / d wrt, differentiating
+        only through nodes with ids >= first."""
     def finish_error(self) -> None:
         """Ends the trace without outputs (tracing raised)."""
 

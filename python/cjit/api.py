@@ -986,25 +986,13 @@ class Array:
 
 
 # ---------------------------------------------------------------------------
-# autodiff and checkpointing (not built yet)
+# checkpointing (not built yet; grad, value_and_grad and vjp live in _autodiff.py)
 
 _AUTODIFF_LATER = "reverse-mode autodiff lands with the autodiff work"
 _REMAT_LATER = "gradient checkpointing lands with the autodiff work"
 
 
-def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
-    """Reverse-mode gradient (not implemented yet)."""
-    raise NotImplementedError(f"cjit.grad is not implemented yet: {_AUTODIFF_LATER}")
 
-
-def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
-    """(value, gradient) (not implemented yet)."""
-    raise NotImplementedError(f"cjit.value_and_grad is not implemented yet: {_AUTODIFF_LATER}")
-
-
-def vjp(fun, *primals, has_aux=False):
-    """(out, vjp_fn) (not implemented yet)."""
-    raise NotImplementedError(f"cjit.vjp is not implemented yet: {_AUTODIFF_LATER}")
 
 
 def checkpoint(fun=None, *, policy=None, static_argnums=(), prevent_cse=True):
