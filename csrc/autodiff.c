@@ -113,12 +113,21 @@ static int pad_dim(vjp_ctx *c, int x, int k, int64_t before, int64_t after) {
 /* The VJP of a slice along dim k: put the n cotangent elements back at
  * positions start, start+step, ... of a zero dim of length `len`. */
 static int unslice_dim(vjp_ctx *c, int ct, int k, int64_t len, int64_t start, int64_t step) {
+    if (ct < 0) return -1;
     cj_node n = node(c, ct);
     int64_t count = n.shape.dims[k];
     if (count == 0) {
         cj_shape s = n.shape;
         s.dims[k] = len;
         return zeros(c, &s, n.dtype);
+    }
+    if ((step > 1 || step < -1) && n.shape.rank + 1 > CJ_MAX_RANK) {
+        /* no room for the extra dim below: work on (dims before k, k, dims after k) */
+        cj_shape three = {3, {1, count, 1}}, back = n.shape;
+        for (int d = 0; d < n.shape.rank; d++)
+            if (d != k) three.dims[d < k ? 0 : 2] *= n.shape.dims[d];
+        back.dims[k] = len;
+        return reshape(c, unslice_dim(c, reshape(c, ct, &three), 1, len, start, step), &back);
     }
     if (step < 0) { /* reverse, so positions increase */
         int64_t st[CJ_MAX_RANK], sp[CJ_MAX_RANK], sd[CJ_MAX_RANK];
@@ -136,7 +145,6 @@ static int unslice_dim(vjp_ctx *c, int ct, int k, int64_t len, int64_t start, in
         for (int d = s.rank; d > k + 1; d--) split.dims[d] = s.dims[d - 1];
         split.rank = s.rank + 1;
         split.dims[k + 1] = 1;
-        if (split.rank > CJ_MAX_RANK) return cj_error_set(c->err, CJ_ERR_VALUE, "slice gradient: rank too large"), -1;
         int x = reshape(c, ct, &split);
         int parts[2] = {x, -1};
         cj_shape zs = split;
@@ -277,11 +285,24 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
         cj_shape in = node(c, x).shape;
         return !WANTS(0) || accumulate(c, x, expand_reduced(c, g, &in, n.attrs.axes));
     }
-    case CJ_OP_REDUCE_PROD: { /* g * out / x (undefined at zeros, as a plain quotient) */
+    case CJ_OP_REDUCE_PROD: {
+        /* g times the product of the other elements, exact at zeros too (as JAX):
+         * with nz = x where x != 0 and 1 where x == 0, p = prod(nz) and zeros = the
+         * number of zeros in the reduced group, the others' product is p / nz when
+         * none of the others is zero, else 0.  (Away from zeros this is g out / x;
+         * higher derivatives at an exact zero are those of this piecewise form.) */
         if (!WANTS(0)) return true;
         cj_shape in = node(c, x).shape;
-        int gb = expand_reduced(c, g, &in, n.attrs.axes), ob = expand_reduced(c, id, &in, n.attrs.axes);
-        return accumulate(c, x, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, gb, ob), x));
+        uint32_t axes = n.attrs.axes;
+        int is0 = bin(c, CJ_OP_EQ, x, cst(c, 0));
+        int nz = is0 < 0 ? -1 : cj_build_select(c->g, is0, cst(c, 1), x, c->loc, c->err);
+        int p = nz < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_PROD, nz, axes, c->loc, c->err);
+        int z = cast(c, is0, n.dtype);
+        int count = z < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, z, axes, c->loc, c->err);
+        int others0 = bin(c, CJ_OP_EQ, bin(c, CJ_OP_SUB, expand_reduced(c, count, &in, axes), z), cst(c, 0));
+        int rest = bin(c, CJ_OP_DIV, expand_reduced(c, p, &in, axes), nz);
+        int r = others0 < 0 || rest < 0 ? -1 : cj_build_select(c->g, others0, rest, cst(c, 0), c->loc, c->err);
+        return accumulate(c, x, bin(c, CJ_OP_MUL, expand_reduced(c, g, &in, axes), r));
     }
     case CJ_OP_REDUCE_MAX:
     case CJ_OP_REDUCE_MIN: { /* shared equally by the elements equal to the result */

@@ -1,11 +1,16 @@
-/* codegen.c - fused kernels to LLVM IR.
+/* codegen.c - fused kernels to LLVM IR, for the CPU or for NVPTX.
  *
- * Each kernel becomes `void k(i64 start, i64 end, ptr buffers)`: a loop
- * nest over the kernel's dims (the outermost from start to end, so that a
- * thread pool can split it), whose innermost body evaluates the expression
- * DAG and stores or accumulates the result.  All shapes are compile-time
- * constants, so every offset is an affine function of the loop counters
- * with constant strides, which LLVM's vectorizer understands.
+ * On the CPU each kernel becomes `void k(i64 start, i64 end, ptr buffers)`:
+ * a loop nest over the kernel's dims (the outermost from start to end, so
+ * that a thread pool can split it), whose innermost body evaluates the
+ * expression DAG and stores or accumulates the result.  All shapes are
+ * compile-time constants, so every offset is an affine function of the loop
+ * counters with constant strides, which LLVM's vectorizer understands.
+ *
+ * On NVPTX the same body (emit_exprs and everything below it is shared) is
+ * wrapped differently, see emit_kernel_nvptx: the kernel takes the buffers
+ * it touches as separate pointer parameters and gets its index from
+ * blockIdx.x * blockDim.x + threadIdx.x, in a grid-stride loop.
  *
  * Values are kept in registers as i1 (bool), i32, i64, float or double;
  * bools are i8 in memory. */
@@ -22,6 +27,7 @@ typedef struct {
     LLVMBuilderRef b;
     const cj_plan *plan;
     const cj_kernel *k;
+    cj_target target;
     cj_error *err;
     LLVMValueRef fn;
     LLVMValueRef *buf_ptr;              /* per plan buffer, loaded in the entry block */
@@ -152,11 +158,56 @@ static LLVMValueRef emit_float_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, L
     return LLVMBuildSelect(c->b, y_zero, q, res, "ffdiv");
 }
 
+/* The body of cj_rt_ipow (jit_cpu.c) in IR, for targets that cannot call
+ * back into the host: square-and-multiply, wrapping like NumPy; a negative
+ * exponent gives the integer part of the true result. */
+static void define_ipow(cg *c, LLVMValueRef fn) {
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->ctx);
+    LLVMValueRef base = LLVMGetParam(fn, 0), ex = LLVMGetParam(fn, 1);
+    LLVMTypeRef t = c->i64;
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0), minus1 = LLVMConstAllOnes(t);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
+    LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(c->ctx, fn, "negative");
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c->ctx, fn, "loop");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, fn, "step");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, fn, "done");
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, ex, zero, "eneg"), neg, loop);
+    LLVMPositionBuilderAtEnd(b, neg);
+    LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, ex, one, "e1"), zero, "odd");
+    LLVMValueRef m1 = LLVMBuildSelect(b, odd, minus1, one, "pm1");
+    LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, base, minus1, "bm1"), m1, zero, "r");
+    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, base, one, "b1"), one, r, "rneg");
+    LLVMBuildRet(b, r);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef res = LLVMBuildPhi(b, t, "res"), bb = LLVMBuildPhi(b, t, "b"), ee = LLVMBuildPhi(b, t, "e");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, ee, zero, "edone"), done, body);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef bit = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, ee, one, "ebit"), zero, "bit");
+    LLVMValueRef res2 = LLVMBuildSelect(b, bit, LLVMBuildMul(b, res, bb, "rb"), res, "res2");
+    LLVMValueRef bb2 = LLVMBuildMul(b, bb, bb, "b2");
+    LLVMValueRef ee2 = LLVMBuildLShr(b, ee, one, "e2");
+    LLVMBuildBr(b, loop);
+    LLVMValueRef res_in[2] = {one, res2}, bb_in[2] = {base, bb2}, ee_in[2] = {ex, ee2};
+    LLVMBasicBlockRef from[2] = {entry, body};
+    LLVMAddIncoming(res, res_in, from, 2);
+    LLVMAddIncoming(bb, bb_in, from, 2);
+    LLVMAddIncoming(ee, ee_in, from, 2);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMBuildRet(b, res);
+    LLVMDisposeBuilder(b);
+}
+
 static LLVMValueRef emit_int_pow(cg *c, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
     LLVMTypeRef params[2] = {c->i64, c->i64};
     LLVMTypeRef fty = LLVMFunctionType(c->i64, params, 2, 0);
     LLVMValueRef fn = LLVMGetNamedFunction(c->mod, "cj_rt_ipow");
-    if (!fn) fn = LLVMAddFunction(c->mod, "cj_rt_ipow", fty);
+    if (!fn) {
+        fn = LLVMAddFunction(c->mod, "cj_rt_ipow", fty);
+        /* the CPU JIT links runtime.c's helper; a GPU module carries its own */
+        if (c->target == CJ_TARGET_NVPTX) define_ipow(c, fn);
+    }
     LLVMValueRef args[2] = {emit_cast(c, x, dt, CJ_INT64), emit_cast(c, y, dt, CJ_INT64)};
     LLVMValueRef r = LLVMBuildCall2(c->b, fty, fn, args, 2, "ipow");
     return emit_cast(c, r, CJ_INT64, dt);
@@ -453,13 +504,226 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     return true;
 }
 
+/* ---- NVPTX ----------------------------------------------------------------- */
+
 /* See codegen.h. */
-cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, cj_error *err) {
+int cj_codegen_kernel_buffers(const cj_kernel *k, int *bufs) {
+    int n = 0;
+    bufs[n++] = k->out_buffer;
+    for (int e = 0; e < k->nexprs; e++) {
+        if (k->exprs[e].kind != CJ_EX_LOAD) continue;
+        bool seen = false;
+        for (int j = 0; j < n; j++) seen |= bufs[j] == k->exprs[e].buffer;
+        if (!seen) bufs[n++] = k->exprs[e].buffer;
+    }
+    return n;
+}
+
+/* Do the non-reduced dims of k store to distinct elements (strides that
+ * nest without overlap)?  Size-1 dims do not matter. */
+static bool stores_disjoint(const cj_kernel *k) {
+    int order[CJ_MAX_RANK], n = 0;
+    for (int d = 0; d < k->rank; d++) {
+        if ((k->reduced & (1u << d)) || k->dims[d] <= 1) continue;
+        int64_t s = k->out_index.stride[d];
+        if (s <= 0) return false;
+        int j = n++;
+        while (j > 0 && k->out_index.stride[order[j - 1]] > s) order[j] = order[j - 1], j--;
+        order[j] = d;
+    }
+    for (int j = 1; j < n; j++)
+        if (k->out_index.stride[order[j]] < k->out_index.stride[order[j - 1]] * k->dims[order[j - 1]])
+            return false;
+    return true;
+}
+
+/* See codegen.h. */
+int64_t cj_codegen_gpu_points(const cj_plan *plan, int ki, bool *serial) {
+    const cj_kernel *k = &plan->kernels[ki];
+    int64_t points = 1;
+    bool ok = stores_disjoint(k);
+    for (int d = 0; d < k->rank; d++) {
+        bool red = k->reduced & (1u << d);
+        if (red && k->dims[d] > 1 && k->out_index.stride[d] != 0) ok = false;
+        if (!red) points *= k->dims[d];
+    }
+    /* a kernel that reads its own output elsewhere than where it writes */
+    for (int e = 0; ok && e < k->nexprs; e++) {
+        const cj_expr *x = &k->exprs[e];
+        if (x->kind == CJ_EX_LOAD && x->buffer == k->out_buffer &&
+            memcmp(&x->index, &k->out_index, sizeof x->index) != 0)
+            ok = false;
+    }
+    *serial = !ok;
+    return ok ? points : (points > 0 ? 1 : 0);
+}
+
+static LLVMValueRef read_sreg(cg *c, const char *name) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, NULL, 0);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, NULL, 0);
+    return LLVMBuildZExt(c->b, LLVMBuildCall2(c->b, fty, fn, NULL, 0, name + 24), c->i64, "sreg");
+}
+
+/* A PTX kernel "name" whose parameters are the data pointers of the plan
+ * buffers bufs[0..n) (generic pointers; NVPTX assumes kernel pointer
+ * parameters point to global memory).  Leaves the builder in its entry. */
+static void new_gpu_function(cg *c, const char *name, const int *bufs, int n) {
+    LLVMTypeRef *params = calloc((size_t)n + 1, sizeof(LLVMTypeRef));
+    for (int i = 0; params && i < n; i++) params[i] = c->ptr;
+    LLVMValueRef fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(c->void_t, params, (unsigned)n, 0));
+    free(params);
+    LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, nounwind, 0));
+    memset(c->buf_ptr, 0, sizeof(LLVMValueRef) * ((size_t)c->plan->nbuffers + 1));
+    for (int i = 0; i < n; i++) {
+        char pname[32];
+        snprintf(pname, sizeof pname, "buf%d", bufs[i]);
+        LLVMValueRef p = LLVMGetParam(fn, (unsigned)i);
+        LLVMSetValueName2(p, pname, strlen(pname));
+        c->buf_ptr[bufs[i]] = p;
+    }
+    LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(c->ctx, fn, "entry"));
+    c->fn = fn;
+}
+
+/* for (t = gid; t < n; t += gridDim.x * blockDim.x): the phi is *t. */
+static void grid_loop_begin(cg *c, loop_state *L, LLVMValueRef n, LLVMValueRef *t, LLVMValueRef *step) {
+    LLVMValueRef block = read_sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+    LLVMValueRef width = read_sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");
+    LLVMValueRef gid = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, block, width, "base"),
+                                    read_sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x"), "gid");
+    *step = LLVMBuildMul(c->b, read_sreg(c, "llvm.nvvm.read.ptx.sreg.nctaid.x"), width, "gstride");
+    loop_begin(c, L, gid, n, "t");
+    *t = L->phi;
+}
+
+static void grid_loop_end(cg *c, loop_state *L, LLVMValueRef step) {
+    LLVMValueRef next = LLVMBuildAdd(c->b, L->phi, step, "tnext");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMAddIncoming(L->phi, &next, &latch, 1);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, next, L->hi, "more"), L->body, L->exit);
+    LLVMPositionBuilderAtEnd(c->b, L->exit);
+}
+
+/* Inside one thread: the reduced dims from d on, in order, accumulating
+ * into the register slot. */
+static bool emit_reduced_loops(cg *c, int d) {
+    const cj_kernel *k = c->k;
+    while (d < k->rank && !(k->reduced & (1u << d))) d++;
+    if (d == k->rank) {
+        LLVMValueRef v = emit_exprs(c);
+        if (!v) return false;
+        LLVMValueRef slot = c->buf_ptr[c->plan->nbuffers];
+        cj_dtype dt = c->plan->buffers[k->out_buffer].dtype;
+        LLVMValueRef acc = LLVMBuildLoad2(c->b, reg_type(c, dt), slot, "acc");
+        LLVMValueRef r = reduce_combine(c, k->reduce_op, acc, v, dt);
+        if (!r) return false;
+        LLVMBuildStore(c->b, r, slot);
+        return true;
+    }
+    char name[16];
+    snprintf(name, sizeof name, "r%d", d);
+    loop_state L;
+    loop_begin(c, &L, LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)k->dims[d], 0), name);
+    c->idx[d] = L.phi;
+    if (!emit_reduced_loops(c, d + 1)) return false;
+    loop_end(c, &L);
+    return true;
+}
+
+/* One point of the parallel (non-reduced) dims, flat index t: split t into
+ * the loop indices, then store the value, or run the reduced dims in this
+ * thread and store the total. */
+static bool emit_gpu_point(cg *c, LLVMValueRef t) {
+    const cj_kernel *k = c->k;
+    int outermost = -1;
+    for (int d = 0; d < k->rank && outermost < 0; d++)
+        if (!(k->reduced & (1u << d))) outermost = d;
+    LLVMValueRef rest = t;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        if (k->reduced & (1u << d) || k->dims[d] == 1) {
+            c->idx[d] = LLVMConstInt(c->i64, 0, 0);
+        } else if (d == outermost) {
+            c->idx[d] = rest;
+        } else {
+            LLVMValueRef n = LLVMConstInt(c->i64, (unsigned long long)k->dims[d], 0);
+            c->idx[d] = LLVMBuildURem(c->b, rest, n, "idx");
+            rest = LLVMBuildUDiv(c->b, rest, n, "rest");
+        }
+    }
+    if (!k->reduced) {
+        LLVMValueRef v = emit_exprs(c);
+        if (!v) return false;
+        store_value(c, k->out_buffer, &k->out_index, v);
+        return true;
+    }
+    /* reduced indices are 0 here, and the output offset does not use them */
+    LLVMValueRef slot = c->buf_ptr[c->plan->nbuffers];
+    LLVMBuildStore(c->b, load_value(c, k->out_buffer, &k->out_index), slot);
+    if (!emit_reduced_loops(c, 0)) return false;
+    for (int d = 0; d < k->rank; d++)
+        if (k->reduced & (1u << d)) c->idx[d] = LLVMConstInt(c->i64, 0, 0);
+    cj_dtype dt = c->plan->buffers[k->out_buffer].dtype;
+    store_value(c, k->out_buffer, &k->out_index, LLVMBuildLoad2(c->b, reg_type(c, dt), slot, "acc.final"));
+    return true;
+}
+
+/* The PTX form of kernel ki ("<prefix>_k<i>", and "<prefix>_k<i>_init" for
+ * reductions): parameters are the buffers of cj_codegen_kernel_buffers; the
+ * threads share out the cj_codegen_gpu_points points in a grid-stride loop.
+ * A kernel that cannot be split that way runs the CPU loop nest in thread 0. */
+static bool emit_kernel_nvptx(cg *c, int ki, const char *prefix) {
+    const cj_kernel *k = &c->plan->kernels[ki];
+    c->k = k;
+    int *bufs = calloc((size_t)k->nexprs + 2, sizeof(int));
+    if (!bufs) return cj_error_set(c->err, CJ_ERR_MEMORY, "codegen: out of memory"), false;
+    int nbufs = cj_codegen_kernel_buffers(k, bufs);
+    char name[128];
+    snprintf(name, sizeof name, "%s_k%d", prefix, ki);
+    new_gpu_function(c, name, bufs, nbufs);
+    free(bufs);
+    c->buf_ptr[c->plan->nbuffers] =
+        LLVMBuildAlloca(c->b, reg_type(c, c->plan->buffers[k->out_buffer].dtype), "acc.slot");
+    bool serial;
+    int64_t points = cj_codegen_gpu_points(c->plan, ki, &serial);
+    LLVMValueRef t, step;
+    loop_state L;
+    grid_loop_begin(c, &L, LLVMConstInt(c->i64, (unsigned long long)points, 0), &t, &step);
+    if (serial) {
+        /* thread 0 (the only point) runs the whole nest, as on the CPU */
+        LLVMValueRef zero = LLVMConstInt(c->i64, 0, 0);
+        if (!emit_loops(c, 0, zero, LLVMConstInt(c->i64, (unsigned long long)k->dims[0], 0))) return false;
+    } else if (!emit_gpu_point(c, t)) {
+        return false;
+    }
+    grid_loop_end(c, &L, step);
+    LLVMBuildRetVoid(c->b);
+
+    if (k->reduced) {
+        const cj_buffer *out = &c->plan->buffers[k->out_buffer];
+        snprintf(name, sizeof name, "%s_k%d_init", prefix, ki);
+        new_gpu_function(c, name, &k->out_buffer, 1);
+        grid_loop_begin(c, &L, LLVMConstInt(c->i64, (unsigned long long)cj_shape_numel(&out->shape), 0), &t, &step);
+        LLVMValueRef v = reduce_identity(c, k->reduce_op, out->dtype);
+        if (out->dtype == CJ_BOOL) v = LLVMBuildZExt(c->b, v, c->i8, "b");
+        LLVMBuildStore(c->b, v, LLVMBuildInBoundsGEP2(c->b, mem_type(c, out->dtype), c->buf_ptr[k->out_buffer], &t, 1, "addr"));
+        grid_loop_end(c, &L, step);
+        LLVMBuildRetVoid(c->b);
+    }
+    return true;
+}
+
+/* See codegen.h. */
+cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const char *prefix,
+                                   cj_target target, cj_error *err) {
     cg c;
     memset(&c, 0, sizeof c);
     c.ctx = LLVMGetModuleContext(mod);
     c.mod = mod;
     c.plan = plan;
+    c.target = target;
     c.err = err;
     c.i1 = LLVMInt1TypeInContext(c.ctx);
     c.i8 = LLVMInt8TypeInContext(c.ctx);
@@ -473,9 +737,15 @@ cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *
     if (!c.buf_ptr) return cj_error_set(err, CJ_ERR_MEMORY, "codegen: out of memory");
     c.b = LLVMCreateBuilderInContext(c.ctx);
     for (int i = 0; i < plan->nkernels && err->status == CJ_OK; i++)
-        if (!emit_kernel(&c, i, prefix) && err->status == CJ_OK)
+        if (!(target == CJ_TARGET_NVPTX ? emit_kernel_nvptx(&c, i, prefix) : emit_kernel(&c, i, prefix)) &&
+            err->status == CJ_OK)
             cj_error_set(err, CJ_ERR_INTERNAL, "codegen: kernel %d failed", i);
     LLVMDisposeBuilder(c.b);
     free(c.buf_ptr);
     return err->status;
+}
+
+/* See codegen.h. */
+cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, cj_error *err) {
+    return cj_codegen_module_target(plan, mod, prefix, CJ_TARGET_CPU, err);
 }

@@ -12,17 +12,47 @@ typedef void (*cj_kernel_fn)(int64_t start, int64_t end, void *const *buffers);
 
 /* Adds to `mod` one function "<prefix>_k<i>" per kernel, and for kernels
  * that accumulate "<prefix>_k<i>_init", which fills elements [start, end)
- * of the output buffer with the reduction's identity. */
+ * of the output buffer with the reduction's identity.  (CPU target.) */
 cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, cj_error *err);
+
+typedef enum {
+    CJ_TARGET_CPU,    /* the kernel ABI above */
+    CJ_TARGET_NVPTX,  /* PTX kernels, see below */
+} cj_target;
+
+/* As cj_codegen_module, for `target`.  On NVPTX "<prefix>_k<i>" is a PTX
+ * kernel (LLVMPTXKernelCallConv) whose parameters are the device pointers
+ * of the plan buffers listed by cj_codegen_kernel_buffers, in that order;
+ * the threads of the grid share out cj_codegen_gpu_points points with a
+ * grid-stride loop (flat index blockIdx.x * blockDim.x + threadIdx.x).  A
+ * point is one element of the non-reduced dims; the reduced dims run as
+ * loops inside its thread, so no two threads touch one output element.
+ * "<prefix>_k<i>_init" takes the output buffer only and fills all of it
+ * with the identity (its points: the output's element count).  The module
+ * defines every function it calls (no host helpers). */
+cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const char *prefix,
+                                   cj_target target, cj_error *err);
+
+/* The plan buffers kernel k touches, output first, then reads in order of
+ * first use, without repeats; writes them to bufs (room for k->nexprs + 1)
+ * and returns the count. */
+int cj_codegen_kernel_buffers(const cj_kernel *k, int *bufs);
+
+/* How many points the NVPTX form of kernel ki spreads over threads: the
+ * product of its non-reduced dims.  *serial is set when the kernel cannot
+ * be split safely (overlapping stores, an output read at another offset);
+ * then it runs whole in one thread and this returns 1 (0 if empty). */
+int64_t cj_codegen_gpu_points(const cj_plan *plan, int ki, bool *serial);
 
 /* Compiled code of one executable; freeing it removes the code from the JIT. */
 typedef struct cj_jit_code cj_jit_code;
 
 /* Compiles every kernel of `plan`.  On success fills kernels[i] and
- * inits[i] (NULL when the kernel has no init) and returns the code, which
- * the caller owns (cj_jit_code_free). */
+ * inits[i] (NULL when the kernel has no init), groups[g] with the driver
+ * of each group of two or more stages (NULL for a group of one: run its
+ * kernel), and returns the code, which the caller owns (cj_jit_code_free). */
 cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *inits,
-                         cj_jit_code **code, cj_error *err);
+                         cj_kernel_fn *groups, cj_jit_code **code, cj_error *err);
 void cj_jit_code_free(cj_jit_code *code);
 int64_t cj_jit_code_bytes(const cj_jit_code *code);
 

@@ -510,10 +510,30 @@ static void collapse_dims(cj_kernel *k) {
     }
 }
 
+/* Recompute a multi-use elementwise value inline when its chain costs at
+ * most this many (roughly: arithmetic ops; transcendentals count 4) and it
+ * has at most this many consumers. */
+#define CJ_RECOMPUTE_MAX_COST 16
+#define CJ_RECOMPUTE_MAX_USERS 4
+
+static int op_cost(cj_op op) {
+    switch (cj_op_kind(op)) {
+    case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: return 0;
+    default: break;
+    }
+    switch (op) {
+    case CJ_OP_NAME: return 0;
+    case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_TANH:
+    case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_POW: case CJ_OP_FLOORDIV: return 4;
+    default: return 1;
+    }
+}
+
 /* Which nodes get buffers, before any kernel is built. */
 static void choose_roots(fuser *f, const bool *live, bool enabled) {
     const cj_graph *g = f->g;
     int *users = calloc((size_t)g->nnodes, sizeof(int));
+    int *cost = calloc((size_t)g->nnodes, sizeof(int));
     if (users) {
         for (int i = 0; i < g->nnodes; i++) {
             if (!live[i]) continue;
@@ -540,10 +560,19 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         /* an output computed here is written once, straight into its array */
         if (kind != CJ_OPKIND_SOURCE)
             for (int j = 0; j < g->noutputs; j++) f->root[i] |= g->outputs[j] == i;
-        /* a computed value read by several kernels is stored once */
-        if ((!users || users[i] > 1) && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE &&
-            n->op != CJ_OP_NAME)
+        /* A computed value read by several consumers: recomputing a short
+         * elementwise chain in each of them costs less than writing it to
+         * memory and reading it back (and lets a row's softmax or layer
+         * norm run without a row-sized temporary); a long one is stored. */
+        int my_cost = op_cost(n->op);
+        for (int a = 0; a < n->ninputs; a++)
+            if (!f->root[n->inputs[a]]) my_cost += cost ? cost[n->inputs[a]] : 0;
+        if (cost) cost[i] = my_cost;
+        if ((!users || !cost || users[i] > CJ_RECOMPUTE_MAX_USERS || my_cost > CJ_RECOMPUTE_MAX_COST) &&
+            users && users[i] > 1 && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && n->op != CJ_OP_NAME)
             f->root[i] = true;
+        if (!users && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && n->op != CJ_OP_NAME)
+            f->root[i] = true; /* out of memory for the counts: store everything */
         if (kind == CJ_OPKIND_MATMUL) {
             /* matmul operands that compute something are stored, not recomputed per output */
             for (int a = 0; a < 2; a++) {
@@ -556,6 +585,7 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         }
     }
     free(users);
+    free(cost);
 }
 
 static void plan_reset(cj_plan *p) {
@@ -682,6 +712,7 @@ void cj_plan_free(cj_plan *plan) {
     if (!plan) return;
     plan_reset(plan);
     free(plan->kernels);
+    free(plan->groups);
     free(plan->buffers);
     free(plan->output_buffer);
     memset(plan, 0, sizeof *plan);

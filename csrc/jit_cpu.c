@@ -23,6 +23,8 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen.h"
+#include "group.h"
+#include "pipeline.h"
 
 /* The process-wide JIT.  This is the core's one piece of global state:
  * LLVM's JIT is process-wide by nature, and Python sub-interpreters share
@@ -125,7 +127,7 @@ static void dump_module(LLVMModuleRef mod, const char *prefix, const char *stage
 }
 
 static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *inits,
-                                cj_jit_code **out, cj_error *err) {
+                                cj_kernel_fn *groups, cj_jit_code **out, cj_error *err) {
     if (jit_init(err) != CJ_OK) return err->status;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "cj%llu", (unsigned long long)++jit_state.serial);
@@ -139,7 +141,9 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
 
     cj_jit_code *code = NULL;
     LLVMMemoryBufferRef obj = NULL;
+    int64_t t0 = cj_runtime_now_ns(), t1;
     if (cj_codegen_module(plan, mod, prefix, err) != CJ_OK) goto fail;
+    if (cj_group_emit_drivers(plan, mod, prefix, err) != CJ_OK) goto fail;
     dump_module(mod, prefix, "raw");
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
@@ -148,6 +152,8 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         goto fail;
     }
     LLVMDisposeMessage(msg);
+    t1 = cj_runtime_now_ns();
+    cj_runtime_note_phase(CJ_PHASE_CODEGEN, t1 - t0);
 
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
@@ -159,6 +165,8 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         goto fail;
     }
     dump_module(mod, prefix, "opt");
+    t0 = cj_runtime_now_ns();
+    cj_runtime_note_phase(CJ_PHASE_OPTIMIZE, t0 - t1);
 
     msg = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(jit_state.tm, mod, LLVMObjectFile, &msg, &obj)) {
@@ -166,6 +174,8 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         LLVMDisposeMessage(msg);
         goto fail;
     }
+    t1 = cj_runtime_now_ns();
+    cj_runtime_note_phase(CJ_PHASE_EMIT, t1 - t0);
     code = calloc(1, sizeof *code);
     if (!code) {
         cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
@@ -201,8 +211,22 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
             inits[i] = (cj_kernel_fn)(uintptr_t)addr;
         }
     }
+    for (int g = 0; g < plan->ngroups; g++) {
+        char name[128];
+        LLVMOrcExecutorAddress addr = 0;
+        groups[g] = NULL;
+        if (plan->groups[g].count < 2) continue;
+        snprintf(name, sizeof name, "%s_g%d", prefix, g);
+        e = LLVMOrcLLJITLookup(jit_state.jit, &addr, name);
+        if (e) {
+            take_llvm_error(e, "looking up a kernel group", err);
+            goto fail;
+        }
+        groups[g] = (cj_kernel_fn)(uintptr_t)addr;
+    }
     LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
+    cj_runtime_note_phase(CJ_PHASE_LINK, cj_runtime_now_ns() - t1);
     *out = code;
     return CJ_OK;
 
@@ -223,9 +247,9 @@ fail:
 
 /* See codegen.h. */
 cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *inits,
-                         cj_jit_code **code, cj_error *err) {
+                         cj_kernel_fn *groups, cj_jit_code **code, cj_error *err) {
     pthread_mutex_lock(&jit_state.lock);
-    cj_status st = compile_locked(plan, kernels, inits, code, err);
+    cj_status st = compile_locked(plan, kernels, inits, groups, code, err);
     pthread_mutex_unlock(&jit_state.lock);
     return st;
 }

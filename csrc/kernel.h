@@ -63,8 +63,16 @@ typedef struct {
     int64_t nbytes;
     int64_t offset;         /* CJ_BUF_TEMP */
     int node;               /* graph node whose value this is */
-    int first_use, last_use;/* kernel indices (liveness) */
+    int first_use, last_use;/* group indices (liveness) */
 } cj_buffer;
+
+/* Consecutive kernels (stages) run together block of rows by block of rows
+ * (group.c).  A group of one kernel is just that kernel. */
+typedef struct {
+    int first, count;       /* kernels[first .. first+count) */
+    int64_t rows;           /* loop 0 of every stage */
+    int64_t block;          /* rows per block */
+} cj_group;
 
 typedef struct {
     cj_graph *graph;        /* borrowed */
@@ -75,7 +83,9 @@ typedef struct {
     int64_t arena_bytes;    /* size of the temp arena */
     int64_t argument_bytes, output_bytes, temp_bytes, peak_bytes;
     int64_t alias_bytes;    /* bytes of donated arguments reused */
-    int peak_kernel;        /* index of the kernel during which the peak is reached */
+    int peak_kernel;        /* index of the group during which the peak is reached */
+    cj_group *groups;       /* what runs: num_kernels in memory_analysis() is ngroups */
+    int ngroups;
     int *output_buffer;     /* buffer index for each graph output */
 } cj_plan;
 

@@ -23,20 +23,24 @@ static void note_use(cj_buffer *b, int k) {
     if (k > b->last_use) b->last_use = k;
 }
 
+/* Liveness in steps of groups: the stages of a group interleave row block
+ * by row block, so a buffer touched by any stage is live for the group. */
 static void compute_liveness(cj_plan *p) {
     for (int b = 0; b < p->nbuffers; b++) p->buffers[b].first_use = p->buffers[b].last_use = -1;
-    for (int k = 0; k < p->nkernels; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        note_use(&p->buffers[kern->out_buffer], k);
-        for (int e = 0; e < kern->nexprs; e++)
-            if (kern->exprs[e].kind == CJ_EX_LOAD) note_use(&p->buffers[kern->exprs[e].buffer], k);
+    for (int g = 0; g < p->ngroups; g++) {
+        for (int k = p->groups[g].first; k < p->groups[g].first + p->groups[g].count; k++) {
+            const cj_kernel *kern = &p->kernels[k];
+            note_use(&p->buffers[kern->out_buffer], g);
+            for (int e = 0; e < kern->nexprs; e++)
+                if (kern->exprs[e].kind == CJ_EX_LOAD) note_use(&p->buffers[kern->exprs[e].buffer], g);
+        }
     }
     /* arguments and outputs are held for the whole call */
     for (int b = 0; b < p->nbuffers; b++) {
         cj_buffer *buf = &p->buffers[b];
         if (buf->kind != CJ_BUF_TEMP) {
             buf->first_use = 0;
-            buf->last_use = p->nkernels > 0 ? p->nkernels - 1 : 0;
+            buf->last_use = p->ngroups > 0 ? p->ngroups - 1 : 0;
         }
     }
 }
@@ -110,10 +114,10 @@ cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
     p->alias_bytes = 0;
     p->peak_bytes = p->argument_bytes + p->output_bytes + p->temp_bytes - p->alias_bytes;
 
-    /* the kernel at which the most temporary bytes are live names peak_live */
+    /* the group at which the most temporary bytes are live names peak_live */
     int64_t best = -1;
     p->peak_kernel = 0;
-    for (int k = 0; k < p->nkernels; k++) {
+    for (int k = 0; k < p->ngroups; k++) {
         int64_t live = 0;
         for (int b = 0; b < p->nbuffers; b++) {
             const cj_buffer *buf = &p->buffers[b];

@@ -1,14 +1,16 @@
 /* pipeline.c - the pass list.  Reading cj_compile tells the whole story:
  *
  *   graph --simplify (dead code, CSE)--> graph --fuse--> kernels
- *         --memplan--> buffers in one arena --codegen + jit--> machine code
+ *         --group (stages sharing row loops)--> --memplan--> buffers in one arena
+ *         --codegen + jit--> machine code
  *
- * CJIT_PASSES=-cse,-fuse,-memplan switches passes off; results do not change. */
+ * CJIT_PASSES=-cse,-fuse,-group,-memplan switches passes off; results do not change. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "executable.h"
+#include "group.h"
 #include "simplify.h"
 
 void cj_runtime_note_compile(int64_t code_bytes); /* runtime.c */
@@ -55,21 +57,29 @@ cj_executable *cj_compile(const cj_graph *src, cj_error *err) {
     cj_executable *x = calloc(1, sizeof *x);
     bool *live = NULL;
     if (!x) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
+    int64_t t0 = cj_runtime_now_ns(), t1;
     if (!(x->graph = cj_simplify_run(src, !pass_disabled("cse"), err))) goto fail;
+    t1 = cj_runtime_now_ns();
+    cj_runtime_note_phase(CJ_PHASE_SIMPLIFY, t1 - t0);
     if (!(live = calloc((size_t)x->graph->nnodes + 1, sizeof(bool)))) {
         cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
         goto fail;
     }
     for (int i = 0; i < x->graph->nnodes; i++) live[i] = true; /* simplify dropped the dead */
     if (cj_fuse_run(x->graph, live, !pass_disabled("fuse"), &x->plan, err) != CJ_OK) goto fail;
+    t0 = cj_runtime_now_ns();
+    cj_runtime_note_phase(CJ_PHASE_FUSE, t0 - t1);
+    if (cj_group_run(&x->plan, !pass_disabled("group") && !pass_disabled("fuse"), err) != CJ_OK) goto fail;
     if (cj_memplan_run(&x->plan, !pass_disabled("memplan"), err) != CJ_OK) goto fail;
+    cj_runtime_note_phase(CJ_PHASE_MEMPLAN, cj_runtime_now_ns() - t0);
     x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
     x->inits = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
-    if (!x->kernels || !x->inits) {
+    x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
+    if (!x->kernels || !x->inits || !x->groups) {
         cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
         goto fail;
     }
-    if (cj_jit_compile(&x->plan, x->kernels, x->inits, &x->code, err) != CJ_OK) goto fail;
+    if (cj_jit_compile(&x->plan, x->kernels, x->inits, x->groups, &x->code, err) != CJ_OK) goto fail;
     count_costs(x);
     cj_runtime_note_compile(cj_jit_code_bytes(x->code));
     free(live);
@@ -131,12 +141,18 @@ char *cj_plan_to_text(const cj_plan *p) {
     const cj_graph *g = p->graph;
     for (int k = 0; k < p->nkernels; k++) {
         const cj_kernel *kern = &p->kernels[k];
-        put(&t, "kernel %d: %s  loops [", k, kern->label ? kern->label : "?");
+        for (int gi = 0; gi < p->ngroups; gi++) {
+            const cj_group *grp = &p->groups[gi];
+            if (grp->first == k)
+                put(&t, grp->count > 1 ? "kernel %d: %d stages over %lld rows, in blocks of %lld rows\n" : "kernel %d:\n",
+                    gi, grp->count, (long long)grp->rows, (long long)grp->block);
+        }
+        put(&t, "  stage %d: %s  loops [", k, kern->label ? kern->label : "?");
         for (int d = 0; d < kern->rank; d++)
             put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");
         put(&t, "] -> buf%d", kern->out_buffer);
         if (kern->root_node >= 0 && g) put(&t, "  # %s", cj_graph_loc_str(g, g->nodes[kern->root_node].loc));
-        put(&t, "\n    reads:");
+        put(&t, "\n      reads:");
         int nreads = 0;
         for (int e = 0; e < kern->nexprs; e++) {
             if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
@@ -155,7 +171,7 @@ char *cj_plan_to_text(const cj_plan *p) {
         put(&t, " %s%s %lld bytes", cj_dtype_name(buf->dtype), cj_shape_str(&buf->shape, shape, sizeof shape),
             (long long)buf->nbytes);
         if (buf->kind == CJ_BUF_TEMP) put(&t, " at offset %lld", (long long)buf->offset);
-        put(&t, ", live kernels %d..%d", buf->first_use, buf->last_use);
+        put(&t, ", live in kernels %d..%d", buf->first_use, buf->last_use);
         if (g && buf->node >= 0)
             put(&t, "  # %s at %s", cj_op_name(g->nodes[buf->node].op), cj_graph_loc_str(g, g->nodes[buf->node].loc));
         put(&t, "\n");

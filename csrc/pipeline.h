@@ -38,10 +38,31 @@ int64_t cj_executable_code_bytes(const cj_executable *x);
 
 /* Process-wide runtime counters (memory the runtime really allocated for
  * arenas and outputs is counted by whoever allocates; see runtime.c). */
+/* Where compile time goes: nanoseconds summed over every compile. */
+typedef enum {
+    CJ_PHASE_SIMPLIFY, CJ_PHASE_FUSE, CJ_PHASE_MEMPLAN,    /* pipeline.c */
+    CJ_PHASE_CODEGEN, CJ_PHASE_OPTIMIZE, CJ_PHASE_EMIT,    /* jit_cpu.c: IR, LLVM passes, */
+    CJ_PHASE_LINK,                                         /*   machine code, JIT linking */
+    CJ_PHASE_COUNT
+} cj_phase;
 typedef struct {
     int64_t bytes_in_use, peak_bytes_in_use;
     int64_t compiles, code_bytes;
+    int64_t phase_ns[CJ_PHASE_COUNT];
 } cj_runtime_stats;
+/* A monotonic clock in nanoseconds, and adding to a phase's total. */
+int64_t cj_runtime_now_ns(void);
+void cj_runtime_note_phase(cj_phase phase, int64_t ns);
+/* "simplify", "fuse", ... (a static string). */
+const char *cj_phase_name(cj_phase phase);
+/* Memory for outputs and arenas, 64-byte aligned: large blocks are cached
+ * when freed and handed out again for the same size.  Free with
+ * cj_runtime_block_free(p, the same nbytes); trim frees the cached ones. */
+void *cj_runtime_block_alloc(size_t nbytes);
+void cj_runtime_block_free(void *p, size_t nbytes);
+void cj_runtime_block_trim(void);
+/* Threads that run a large kernel (the caller included); starts the pool. */
+int cj_runtime_num_threads(void);
 void cj_runtime_stats_get(cj_runtime_stats *out);
 void cj_runtime_reset_peak(void);
 void cj_runtime_note_alloc(int64_t nbytes);   /* +: allocated, -: freed */

@@ -257,6 +257,14 @@ static void executable_dealloc(cj_py_executable *e)
 #define OUT_ALIGN 64        /* room for the header, and aligned for vector code */
 #define OUT_CAPSULE "cjit.output"
 
+/* Bytes of the block behind an output of nbytes: the header, then the
+ * data rounded up (a zero-size array still gets a valid pointer). */
+static size_t output_block_size(int64_t nbytes)
+{
+    size_t total = (size_t)OUT_ALIGN + (((size_t)nbytes + OUT_ALIGN - 1) / OUT_ALIGN) * OUT_ALIGN;
+    return nbytes == 0 ? total + OUT_ALIGN : total;
+}
+
 /* The capsule that owns an output's block: block[0] is the int64 byte
  * count noted with cj_runtime_note_alloc; the data starts OUT_ALIGN in. */
 static void output_capsule_free(PyObject *cap)
@@ -268,7 +276,7 @@ static void output_capsule_free(PyObject *cap)
     }
     int64_t nbytes;
     memcpy(&nbytes, block, sizeof nbytes);
-    free(block);
+    cj_runtime_block_free(block, output_block_size(nbytes));
     cj_runtime_note_alloc(-nbytes);
 }
 
@@ -282,17 +290,15 @@ static PyObject *new_output(const cj_shape *s, cj_dtype dt, void **data)
         PyErr_SetString(PyExc_MemoryError, "cjit: output too large");
         return NULL;
     }
-    size_t total = (size_t)OUT_ALIGN + (((size_t)nbytes + OUT_ALIGN - 1) / OUT_ALIGN) * OUT_ALIGN;
-    if (nbytes == 0)
-        total += OUT_ALIGN;   /* a zero-size array still gets a valid pointer */
-    char *block = aligned_alloc(OUT_ALIGN, total);
+    size_t total = output_block_size(nbytes);
+    char *block = cj_runtime_block_alloc(total);
     if (block == NULL)
         return PyErr_NoMemory();
     memcpy(block, &nbytes, sizeof nbytes);
     cj_runtime_note_alloc(nbytes);
     PyObject *cap = PyCapsule_New(block, OUT_CAPSULE, output_capsule_free);   /* new ref */
     if (cap == NULL) {
-        free(block);
+        cj_runtime_block_free(block, total);
         cj_runtime_note_alloc(-nbytes);
         return NULL;
     }
@@ -440,6 +446,73 @@ fail:
     return NULL;
 }
 
+/* See py_glue.h. */
+int cj_py_executable_ready(PyObject *exe, int nparams)
+{
+    if (Py_TYPE(exe) != &cj_py_ExecutableType)
+        return 0;
+    cj_py_executable *e = (cj_py_executable *)exe;
+    return e->x != NULL && !e->release_pending && e->arrays != NULL && e->nparams == nparams;
+}
+
+/* See py_glue.h: executable_run without the argument checks, which the
+ * caller's signature key has made. */
+PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params)
+{
+    cj_py_executable *e = (cj_py_executable *)exe;
+    if (e->x == NULL || e->release_pending)
+        return released_error();
+    PyObject *outs = NULL;
+    void *stack[16];
+    size_t nptr = (size_t)e->narrays + (size_t)e->noutputs;
+    void **ptrs = nptr <= 16 ? stack : PyMem_Malloc(nptr * sizeof(void *));
+    if (ptrs == NULL)
+        return PyErr_NoMemory();
+    void **arrays = ptrs, **outputs = ptrs + e->narrays;
+    for (int j = 0; j < e->narrays; j++) {
+        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
+        if (PyArray_NBYTES(a) != e->array_nbytes[j]) {
+            PyErr_Format(PyExc_RuntimeError, "Executable: closed-over array %d was resized "
+                         "after tracing", j);
+            goto fail;
+        }
+        arrays[j] = PyArray_DATA(a);
+    }
+    outs = PyList_New(e->noutputs);
+    if (outs == NULL)
+        goto fail;
+    for (int k = 0; k < e->noutputs; k++) {
+        PyObject *o = new_output(&e->out_shapes[k], e->out_dtypes[k], &outputs[k]);
+        if (o == NULL)
+            goto fail;
+        PyList_SET_ITEM(outs, k, o);   /* steals o */
+    }
+    cj_error err = {0};
+    cj_status st;
+    cj_executable *x = e->x;
+    Py_INCREF(exe);   /* the caller's reference may be a table's, cleared meanwhile */
+    e->running++;
+    Py_BEGIN_ALLOW_THREADS
+    st = cj_executable_run(x, params, arrays, outputs, &err);
+    Py_END_ALLOW_THREADS
+    e->running--;
+    if (e->running == 0 && e->release_pending)
+        executable_free_code(e);
+    Py_DECREF(exe);
+    if (st != CJ_OK) {
+        cj_py_raise(&err);
+        goto fail;
+    }
+    if (ptrs != stack)
+        PyMem_Free(ptrs);
+    return outs;
+fail:
+    Py_XDECREF(outs);
+    if (ptrs != stack)
+        PyMem_Free(ptrs);
+    return NULL;
+}
+
 static PyObject *executable_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                        PyObject *kwnames)
 {
@@ -571,7 +644,7 @@ static PyObject *executable_memory_analysis(cj_py_executable *e, PyObject *unuse
         || dict_set_steal(d, "alias_size_in_bytes", PyLong_FromLongLong(p->alias_bytes)) < 0
         || dict_set_steal(d, "temp_size_in_bytes", PyLong_FromLongLong(p->temp_bytes)) < 0
         || dict_set_steal(d, "peak_memory_in_bytes", PyLong_FromLongLong(p->peak_bytes)) < 0
-        || dict_set_steal(d, "num_kernels", PyLong_FromLong(p->nkernels)) < 0
+        || dict_set_steal(d, "num_kernels", PyLong_FromLong(p->ngroups)) < 0
         || dict_set_steal(d, "peak_live", peak_live_list(p)) < 0) {
         Py_DECREF(d);
         return NULL;
@@ -699,6 +772,23 @@ PyTypeObject cj_py_ExecutableType = {
     .tp_methods = executable_methods,
     .tp_getset = executable_getset,
 };
+
+/* See py_glue.h (used by py_cuda.c). */
+int cj_py_executable_parts(PyObject *obj, cj_executable **x, PyObject **arrays)
+{
+    if (!PyObject_TypeCheck(obj, &cj_py_ExecutableType)) {
+        PyErr_Format(PyExc_TypeError, "expected a cjit._cjit.Executable, got %.200s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    cj_py_executable *e = (cj_py_executable *)obj;
+    if (e->x == NULL || e->release_pending || e->arrays == NULL) {
+        released_error();
+        return -1;
+    }
+    *x = e->x;
+    *arrays = e->arrays;
+    return 0;
+}
 
 /* Readies Lowered and Executable and adds them to m.  0 or -1. */
 int cj_py_exec_init(PyObject *m)

@@ -115,4 +115,28 @@ PyObject *cj_py_lowered_new(cj_graph *g, PyObject *arrays);
 /* Readies Lowered and Executable and adds them to module m.  0 or -1. */
 int cj_py_exec_init(PyObject *m);
 
+/* Whether `exe` is an Executable of nparams parameters that can run (not
+ * released).  No exception. */
+int cj_py_executable_ready(PyObject *exe, int nparams);
+/* Runs a ready Executable on parameter data that the caller has checked
+ * against its signature (dtypes, shapes, C-contiguous); releases the GIL
+ * while the kernels run.  Returns a new list of the outputs. */
+PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params);
+
+/* ---- the jit fast path (py_jit.c) ------------------------------------- */
+
+/* Readies JitBase and the fast path's functions, adds them to m.  0 or -1. */
+int cj_py_jit_init(PyObject *m);
+
+/* The compiled code and the closed-over arrays of Executable obj, both
+ * BORROWED (they live as long as obj and until its release()).  0, or -1
+ * with TypeError/RuntimeError set. */
+int cj_py_executable_parts(PyObject *obj, cj_executable **x, PyObject **arrays);
+
+/* ---- CUDA (py_cuda.c) -------------------------------------------------- */
+
+/* Readies DeviceBuffer and CudaProgram and adds them, ptx(), cuda_status(),
+ * cuda_device_info() and cuda_put() to module m.  0 or -1. */
+int cj_py_cuda_init(PyObject *m);
+
 #endif

@@ -299,6 +299,14 @@ static PyObject *mod_runtime_stats(PyObject *self, PyObject *unused)
         Py_DECREF(d);
         return NULL;
     }
+    for (int i = 0; i < CJ_PHASE_COUNT; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "compile_ns_%s", cj_phase_name((cj_phase)i));
+        if (dict_set_int(d, key, st.phase_ns[i]) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
     return d;
 }
 
@@ -310,7 +318,27 @@ static PyObject *mod_reset_peak(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *mod_num_threads(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(cj_runtime_num_threads());
+}
+
+static PyObject *mod_trim_memory(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    cj_runtime_block_trim();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"num_threads", mod_num_threads, METH_NOARGS,
+     "num_threads($module, /)\n--\n\nThreads that run a large kernel (starts the pool; "
+     "CJIT_NUM_THREADS, read once, overrides the number of cores)."},
+    {"trim_memory", mod_trim_memory, METH_NOARGS,
+     "trim_memory($module, /)\n--\n\nFrees the large blocks kept for reuse."},
     {"_set_package_dir", mod_set_package_dir, METH_O,
      "_set_package_dir($module, path, /)\n--\n\nFrames whose file starts with path are skipped when a "
      "node takes the user's source file:line."},
@@ -369,7 +397,8 @@ PyMODINIT_FUNC PyInit__cjit(void)
                          "Compiling failed inside cjit (LLVM or a pass): a bug in cjit.",
                          PyExc_RuntimeError) < 0)
         goto fail;
-    if (cj_py_tracer_init(m) < 0 || cj_py_exec_init(m) < 0)
+    if (cj_py_tracer_init(m) < 0 || cj_py_exec_init(m) < 0 || cj_py_cuda_init(m) < 0
+        || cj_py_jit_init(m) < 0)
         goto fail;
     return m;
 fail:

@@ -3,15 +3,33 @@
  * A call allocates the plan's arena once, points every buffer slot at its
  * argument, output or arena offset, and runs the kernels in order.  The
  * counters see every byte the runtime allocates (arenas here, outputs in
- * py_exec.c), so memory_stats() can be held against the plan. */
+ * py_exec.c), so memory_stats() can be held against the plan.
+ *
+ * Large kernels run on several cores: a persistent pool of pthreads
+ * (created on first use; one thread per core, CJIT_NUM_THREADS overrides)
+ * splits the outermost loop's range [0, dims[0]) into chunks, when that
+ * loop does not accumulate (kernel->reduced bit 0 clear), since every
+ * index of it then writes elements of its own.  The pool runs one kernel
+ * at a time; a call that finds it busy (another Python thread running an
+ * executable) runs its kernel on its own thread instead, so any number of
+ * threads may run executables at once.
+ *
+ * Large blocks (outputs and arenas of 1 MiB or more) are kept in a small
+ * cache when freed, so that a function called in a loop reuses memory
+ * whose pages are already mapped instead of faulting fresh pages in on
+ * every call (as glibc's mmap'd blocks would). */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "executable.h"
 
 static _Atomic int64_t bytes_in_use, peak_bytes_in_use, compiles, code_bytes;
+static _Atomic int64_t phase_ns[CJ_PHASE_COUNT];
 
 /* See pipeline.h. */
 void cj_runtime_note_alloc(int64_t nbytes) {
@@ -27,15 +45,243 @@ void cj_runtime_note_compile(int64_t nbytes) {
 }
 
 /* See pipeline.h. */
+int64_t cj_runtime_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* See pipeline.h. */
+void cj_runtime_note_phase(cj_phase phase, int64_t ns) {
+    if (phase >= 0 && phase < CJ_PHASE_COUNT) atomic_fetch_add(&phase_ns[phase], ns);
+}
+
+/* See pipeline.h. */
+const char *cj_phase_name(cj_phase phase) {
+    switch (phase) {
+    case CJ_PHASE_SIMPLIFY: return "simplify";
+    case CJ_PHASE_FUSE: return "fuse";
+    case CJ_PHASE_MEMPLAN: return "memplan";
+    case CJ_PHASE_CODEGEN: return "codegen";
+    case CJ_PHASE_OPTIMIZE: return "optimize";
+    case CJ_PHASE_EMIT: return "emit";
+    case CJ_PHASE_LINK: return "link";
+    case CJ_PHASE_COUNT: break;
+    }
+    return "?";
+}
+
+/* See pipeline.h. */
 void cj_runtime_stats_get(cj_runtime_stats *out) {
     out->bytes_in_use = atomic_load(&bytes_in_use);
     out->peak_bytes_in_use = atomic_load(&peak_bytes_in_use);
     out->compiles = atomic_load(&compiles);
     out->code_bytes = atomic_load(&code_bytes);
+    for (int i = 0; i < CJ_PHASE_COUNT; i++) out->phase_ns[i] = atomic_load(&phase_ns[i]);
 }
 
 /* See pipeline.h. */
 void cj_runtime_reset_peak(void) { atomic_store(&peak_bytes_in_use, atomic_load(&bytes_in_use)); }
+
+/* ---- the block cache ------------------------------------------------------ */
+
+#define BLOCK_MIN ((size_t)1 << 20)       /* smaller blocks go straight to malloc */
+#define BLOCK_CACHE_BYTES ((size_t)1 << 29) /* at most this much kept */
+#define BLOCK_SLOTS 16
+
+static struct {
+    pthread_mutex_t lock;
+    void *ptr[BLOCK_SLOTS];
+    size_t size[BLOCK_SLOTS];
+    size_t bytes;
+} blocks = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t round_block(size_t n) { return (n + 63) / 64 * 64; }
+
+/* See pipeline.h. */
+void *cj_runtime_block_alloc(size_t nbytes) {
+    size_t n = round_block(nbytes ? nbytes : 1);
+    if (n >= BLOCK_MIN) {
+        void *p = NULL;
+        pthread_mutex_lock(&blocks.lock);
+        for (int i = 0; i < BLOCK_SLOTS; i++) {
+            if (blocks.ptr[i] && blocks.size[i] == n) {
+                p = blocks.ptr[i];
+                blocks.ptr[i] = NULL;
+                blocks.bytes -= n;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&blocks.lock);
+        if (p) return p;
+    }
+    return aligned_alloc(64, n);
+}
+
+/* See pipeline.h. */
+void cj_runtime_block_free(void *p, size_t nbytes) {
+    if (!p) return;
+    size_t n = round_block(nbytes ? nbytes : 1);
+    if (n >= BLOCK_MIN && n <= BLOCK_CACHE_BYTES / 4) {
+        void *evict[BLOCK_SLOTS];
+        int nevict = 0;
+        pthread_mutex_lock(&blocks.lock);
+        /* make room: drop the cached blocks from the first slot on */
+        for (int i = 0; i < BLOCK_SLOTS && blocks.bytes + n > BLOCK_CACHE_BYTES; i++) {
+            if (blocks.ptr[i]) {
+                evict[nevict++] = blocks.ptr[i];
+                blocks.bytes -= blocks.size[i];
+                blocks.ptr[i] = NULL;
+            }
+        }
+        int slot = -1;
+        for (int i = 0; i < BLOCK_SLOTS && slot < 0; i++)
+            if (!blocks.ptr[i]) slot = i;
+        if (slot < 0) { /* all full: replace slot 0 */
+            evict[nevict++] = blocks.ptr[0];
+            blocks.bytes -= blocks.size[0];
+            slot = 0;
+        }
+        blocks.ptr[slot] = p;
+        blocks.size[slot] = n;
+        blocks.bytes += n;
+        pthread_mutex_unlock(&blocks.lock);
+        for (int i = 0; i < nevict; i++) free(evict[i]);
+        return;
+    }
+    free(p);
+}
+
+/* See pipeline.h. */
+void cj_runtime_block_trim(void) {
+    void *evict[BLOCK_SLOTS];
+    int n = 0;
+    pthread_mutex_lock(&blocks.lock);
+    for (int i = 0; i < BLOCK_SLOTS; i++) {
+        if (blocks.ptr[i]) evict[n++] = blocks.ptr[i];
+        blocks.ptr[i] = NULL;
+    }
+    blocks.bytes = 0;
+    pthread_mutex_unlock(&blocks.lock);
+    for (int i = 0; i < n; i++) free(evict[i]);
+}
+
+/* ---- the thread pool -------------------------------------------------------- */
+
+#define PARALLEL_MIN_POINTS ((int64_t)1 << 16)
+#define MAX_THREADS 256
+
+typedef struct {
+    cj_kernel_fn fn;
+    void *const *slots;
+    int64_t n, chunk, nchunks;
+    _Atomic int64_t next;   /* the next chunk to take */
+} pool_job;
+
+static struct {
+    pthread_once_t once;
+    pthread_mutex_t busy;   /* held by the caller whose job the pool runs */
+    pthread_mutex_t m;      /* guards gen, job, active */
+    pthread_cond_t wake, idle;
+    int nthreads;           /* workers + the calling thread */
+    uint64_t gen;           /* bumped for each job */
+    pool_job *job;          /* NULL between jobs */
+    int active;             /* workers inside the current job */
+} pool = {.once = PTHREAD_ONCE_INIT,
+          .busy = PTHREAD_MUTEX_INITIALIZER,
+          .m = PTHREAD_MUTEX_INITIALIZER,
+          .wake = PTHREAD_COND_INITIALIZER,
+          .idle = PTHREAD_COND_INITIALIZER,
+          .nthreads = 1};
+
+static void run_chunks(pool_job *j) {
+    for (;;) {
+        int64_t c = atomic_fetch_add(&j->next, 1);
+        if (c >= j->nchunks) return;
+        int64_t lo = c * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+        j->fn(lo, hi, j->slots);
+    }
+}
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool.m);
+    for (;;) {
+        while (pool.gen == seen) pthread_cond_wait(&pool.wake, &pool.m);
+        seen = pool.gen;
+        pool_job *j = pool.job;
+        if (!j) continue;   /* woke after that job ended */
+        pool.active++;
+        pthread_mutex_unlock(&pool.m);
+        run_chunks(j);
+        pthread_mutex_lock(&pool.m);
+        if (--pool.active == 0) pthread_cond_signal(&pool.idle);
+    }
+    return NULL;
+}
+
+static int threads_wanted(void) {
+    const char *s = getenv("CJIT_NUM_THREADS");
+    long n = 0;
+    if (s && *s) {
+        char *end;
+        n = strtol(s, &end, 10);
+        if (*end || n < 1) n = 0;
+    }
+    if (n == 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > MAX_THREADS) n = MAX_THREADS;
+    return (int)n;
+}
+
+static void pool_start(void) {
+    int want = threads_wanted();
+    int started = 1;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    for (int i = 1; i < want; i++) {
+        pthread_t t;
+        if (pthread_create(&t, &attr, worker_main, NULL) != 0) break;
+        started++;
+    }
+    pthread_attr_destroy(&attr);
+    pool.nthreads = started;
+}
+
+/* See pipeline.h. */
+int cj_runtime_num_threads(void) {
+    pthread_once(&pool.once, pool_start);
+    return pool.nthreads;
+}
+
+/* Runs fn over [0, n): split across the pool when `split` and the pool is
+ * free, else on this thread. */
+static void parallel_for(cj_kernel_fn fn, int64_t n, bool split, void *const *slots) {
+    if (!split || n < 2 || cj_runtime_num_threads() < 2 || pthread_mutex_trylock(&pool.busy) != 0) {
+        fn(0, n, slots);
+        return;
+    }
+    pool_job j = {.fn = fn, .slots = slots, .n = n};
+    int64_t want = (int64_t)pool.nthreads * 4;
+    j.nchunks = n < want ? n : want;
+    j.chunk = (n + j.nchunks - 1) / j.nchunks;
+    if (j.chunk >= 64) j.chunk = (j.chunk + 15) / 16 * 16; /* whole vectors per chunk */
+    j.nchunks = (n + j.chunk - 1) / j.chunk;
+    atomic_init(&j.next, 0);
+    pthread_mutex_lock(&pool.m);
+    pool.job = &j;
+    pool.gen++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.m);
+    run_chunks(&j);
+    pthread_mutex_lock(&pool.m);
+    while (pool.active > 0) pthread_cond_wait(&pool.idle, &pool.m);
+    pool.job = NULL;   /* late wakers see no job */
+    pthread_mutex_unlock(&pool.m);
+    pthread_mutex_unlock(&pool.busy);
+}
 
 /* See pipeline.h. */
 cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *arrays,
@@ -46,7 +292,7 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
     if (!slots) return cj_error_set(err, CJ_ERR_MEMORY, "run: out of memory");
     char *arena = NULL;
     if (p->arena_bytes > 0) {
-        arena = aligned_alloc(64, (size_t)p->arena_bytes);
+        arena = cj_runtime_block_alloc((size_t)p->arena_bytes);
         if (!arena) {
             if (slots != stack_slots) free(slots);
             return cj_error_set(err, CJ_ERR_MEMORY, "run: cannot allocate %lld bytes of temporaries",
@@ -63,16 +309,32 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         case CJ_BUF_TEMP: slots[b] = arena + buf->offset; break;
         }
     }
-    for (int k = 0; k < p->nkernels; k++) {
+    for (int g = 0; g < p->ngroups; g++) {
+        const cj_group *grp = &p->groups[g];
+        if (x->groups[g]) {
+            /* stages sharing their rows: the driver runs them block by block */
+            int64_t points = 0;
+            for (int k = grp->first; k < grp->first + grp->count; k++) {
+                int64_t n = 1;
+                for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
+                points += n;
+            }
+            parallel_for(x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, slots);
+            continue;
+        }
+        int k = grp->first;
         const cj_kernel *kern = &p->kernels[k];
         if (x->inits[k]) {
             int64_t n = cj_shape_numel(&p->buffers[kern->out_buffer].shape);
-            x->inits[k](0, n, slots);
+            parallel_for(x->inits[k], n, n >= PARALLEL_MIN_POINTS, slots);
         }
-        x->kernels[k](0, kern->dims[0], slots);
+        int64_t points = 1;
+        for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
+        bool split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u);
+        parallel_for(x->kernels[k], kern->rank > 0 ? kern->dims[0] : 1, split, slots);
     }
     if (arena) {
-        free(arena);
+        cj_runtime_block_free(arena, (size_t)p->arena_bytes);
         cj_runtime_note_alloc(-p->arena_bytes);
     }
     if (slots != stack_slots) free(slots);
@@ -88,6 +350,7 @@ void cj_executable_free(cj_executable *x) {
     if (x->graph) cj_graph_free(x->graph);
     free(x->kernels);
     free(x->inits);
+    free(x->groups);
     free(x);
 }
 

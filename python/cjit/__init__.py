@@ -36,6 +36,7 @@ from .api import (  # noqa: E402
     remat,
     reset_peak_memory_stats,
     saved_residuals,
+    set_cache_limits,
 )
 from ._autodiff import grad, value_and_grad, vjp  # noqa: E402
 from . import numpy  # noqa: E402
@@ -45,7 +46,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "jit", "grad", "value_and_grad", "vjp", "checkpoint", "remat", "checkpoint_name",
-    "checkpoint_policies", "saved_residuals", "clear_caches", "cache_info", "memory_stats",
+    "checkpoint_policies", "saved_residuals", "clear_caches", "cache_info", "set_cache_limits",
+    "memory_stats",
     "reset_peak_memory_stats", "devices", "device_put", "ShapeDtypeStruct", "Array", "Device",
     "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn",
 ]

@@ -24,7 +24,7 @@ from ._cjit import Tracer
 __all__ = [
     "jit", "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "ShapeDtypeStruct",
     "grad", "value_and_grad", "vjp", "checkpoint", "remat", "checkpoint_name",
-    "checkpoint_policies", "saved_residuals", "clear_caches", "cache_info",
+    "checkpoint_policies", "saved_residuals", "clear_caches", "cache_info", "set_cache_limits",
     "memory_stats", "reset_peak_memory_stats", "devices", "device_put", "Device", "Array",
 ]
 
@@ -81,10 +81,12 @@ def _push_trace(trace):
     if stack is None:
         stack = _tls.stack = []
     stack.append(trace)
+    _cjit._trace_depth(1)   # the C fast path stands aside while any trace runs
 
 
 def _pop_trace():
     _tls.stack.pop()
+    _cjit._trace_depth(-1)
 
 
 _FALSE = frozenset(("", "0", "false", "False", "no", "off"))
@@ -161,8 +163,8 @@ def _convert_leaf_slow(i, x, allow_sds=False):
     if isinstance(x, float):
         return np.asarray(float(x), dtype=_F64), (_F64, (), True)
     if isinstance(x, Array):
-        raise _LeafError(i, TypeError, "cjit: argument {arg} is a cjit.Array, which needs the "
-                         "CUDA backend (not built yet)")
+        # A GPU array given to a CPU function: copied to the host.
+        return np.asarray(x), (x.dtype, x.shape, False)
     if isinstance(x, ShapeDtypeStruct):
         raise _LeafError(i, TypeError, "cjit: argument {arg} is a ShapeDtypeStruct; those are only "
                          "accepted by Jitted.lower(), not when calling")
@@ -459,17 +461,32 @@ def _count(name, n=1):
 
 
 def _check_device(device, who):
-    if device is None or isinstance(device, Device):
-        return
-    if isinstance(device, str):
+    """The Device that `device` names (None: the CPU).  ValueError for a
+    name cjit does not know; RuntimeError, saying why, for a GPU that this
+    machine lacks."""
+    if device is None:
+        return _CPU
+    if isinstance(device, Device):
+        if device.platform == "cpu":
+            return device
+        d = f"cuda:{device.id}"
+    elif isinstance(device, str):
         d = device.lower()
-        if d == "cpu" or d == "cpu:0":
-            return
-        if d in ("cuda", "gpu") or d.startswith("cuda:") or d.startswith("gpu:"):
-            raise RuntimeError(f"cjit: no CUDA device: the CUDA backend is not built yet "
-                               f"({who}(device={device!r}))")
-    raise ValueError(f"cjit: unknown device {device!r}; known devices: 'cpu' (and 'cuda' once "
-                     f"the CUDA backend is built)")
+    else:
+        d = None
+    if d in ("cpu", "cpu:0"):
+        return _CPU
+    if d is not None and (d in ("cuda", "gpu") or d.startswith(("cuda:", "gpu:"))):
+        ordinal = d.partition(":")[2] or "0"
+        if ordinal.isdigit():
+            n, why = _cjit.cuda_status()
+            if n == 0:
+                raise RuntimeError(f"cjit: no CUDA device: {why} ({who}(device={device!r}))")
+            if int(ordinal) >= n:
+                raise RuntimeError(f"cjit: no CUDA device {d}: this machine has {n} "
+                                   f"({who}(device={device!r}))")
+            return Device("cuda", int(ordinal))
+    raise ValueError(f"cjit: unknown device {device!r}; known devices: 'cpu', 'cuda', 'cuda:N'")
 
 
 # ---------------------------------------------------------------------------
@@ -483,15 +500,16 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
     and runs it; later calls with the same shapes, dtypes and static values
     run the cached code.
     """
-    _check_device(device, "jit")
+    dev = _check_device(device, "jit")
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames, donate_argnums=donate_argnums,
                                  device=device)
     if not callable(fun):
         raise TypeError(f"cjit.jit: expected a callable, got {type(fun).__name__}")
-    return Jitted(fun, static_argnums=static_argnums, static_argnames=static_argnames,
-                  donate_argnums=donate_argnums, device=device)
+    cls = Jitted if dev.platform == "cpu" else _CudaJitted
+    return cls(fun, static_argnums=static_argnums, static_argnames=static_argnames,
+               donate_argnums=donate_argnums, device=dev)
 
 
 class _Entry:
@@ -502,8 +520,135 @@ class _Entry:
         self.out_treedef = out_treedef
 
 
-class Jitted:
-    """A function compiled per abstract signature; see `cjit.jit`."""
+# ---------------------------------------------------------------------------
+# cache limits: one LRU over the entries of every Jitted (and eager op)
+
+_cache_limits = {"max_entries": 4096, "max_code_bytes": 512 << 20}
+_lru_lock = threading.Lock()
+_lru = {}              # (id(jitted), key) -> [weakref(jitted), key, code_bytes, hits seen]
+_lru_bytes = [0]
+
+
+def set_cache_limits(max_entries=None, max_code_bytes=None):
+    """Bounds the process-wide compile cache; returns the previous limits.
+
+    `max_entries` (default 4096) caps the executables kept over every
+    jitted function and eager op together, `max_code_bytes` (default
+    512 MiB) their machine code (`cache_info()["code_bytes"]`).  When a new
+    executable would pass either bound, the least recently used ones are
+    evicted: dropped from their function's cache, and their machine code is
+    freed as soon as no call is running them.  A later call with an evicted
+    signature compiles again.  Arguments left as None keep their value;
+    0 means no cached executable survives its next neighbour's compile."""
+    with _lru_lock:
+        old = dict(_cache_limits)
+        for name, v in (("max_entries", max_entries), ("max_code_bytes", max_code_bytes)):
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"cjit.set_cache_limits: {name} must be an int >= 0, got {v!r}")
+            _cache_limits[name] = v
+        _lru_evict(None)
+    return old
+
+
+def _jit_hits(j):
+    return j._hits + getattr(j, "_fast_hits", 0)
+
+
+def _lru_evict(keep):
+    """Evicts least recently used entries (never `keep`) until the limits
+    hold.  Called with _lru_lock held; touches no Jitted lock.  A Jitted
+    whose C fast path served hits since its entries were last looked at
+    gets a second chance (those hits never reach Python)."""
+    max_n, max_b = _cache_limits["max_entries"], _cache_limits["max_code_bytes"]
+    second_chance = len(_lru)
+    while _lru and (len(_lru) > max_n or _lru_bytes[0] > max_b):
+        rk = next(iter(_lru))
+        if rk == keep:
+            if len(_lru) == 1:
+                break
+            _lru[rk] = _lru.pop(rk)
+            continue
+        rec = _lru.pop(rk)
+        j = rec[0]()
+        if j is not None and second_chance > 0 and _jit_hits(j) != rec[3]:
+            second_chance -= 1
+            rec[3] = _jit_hits(j)
+            _lru[rk] = rec
+            continue
+        _lru_bytes[0] -= rec[2]
+        if j is not None and dict.pop(j._cache, rec[1], None) is not None:
+            fast_clear = getattr(j, "_fast_clear", None)
+            if fast_clear is not None:
+                fast_clear()      # the C table must not keep the evicted code
+
+
+class _CacheDict(dict):
+    """One Jitted's cache: a dict whose insertions, lookups and clear()
+    keep the process-wide LRU (set_cache_limits) up to date."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner):
+        super().__init__()
+        self._owner = weakref.ref(owner)
+
+    def __setitem__(self, key, entry):
+        dict.__setitem__(self, key, entry)
+        owner = self._owner()
+        try:
+            nbytes = int(entry.exe.code_bytes)
+        except Exception:
+            nbytes = 0
+        rk = (id(owner), key)
+        with _lru_lock:
+            old = _lru.pop(rk, None)
+            if old is not None:
+                _lru_bytes[0] -= old[2]
+            _lru[rk] = [self._owner, key, nbytes, _jit_hits(owner) if owner else 0]
+            _lru_bytes[0] += nbytes
+            _lru_evict(rk)
+
+    def get(self, key, default=None):
+        entry = dict.get(self, key, default)
+        if entry is not default:
+            rk = (id(self._owner()), key)
+            with _lru_lock:
+                rec = _lru.pop(rk, None)
+                if rec is not None:
+                    _lru[rk] = rec
+        return entry
+
+    def clear(self):
+        owner_id = id(self._owner())
+        with _lru_lock:
+            for k in list(self.keys()):
+                rec = _lru.pop((owner_id, k), None)
+                if rec is not None:
+                    _lru_bytes[0] -= rec[2]
+        dict.clear(self)
+
+
+def _out_kind(out_treedef):
+    """How the C fast path returns the output list: (kind, rebuild), see
+    JitBase._fast_put."""
+    node = out_treedef._node
+    if isinstance(node, int):
+        if node == _tree._LEAF:
+            return 0, None
+    elif node[0] in (_tree._TUPLE, _tree._LIST) and \
+            all(isinstance(k, int) and k == _tree._LEAF for k in node[1]):
+        return (1 if node[0] == _tree._TUPLE else 2), None
+    return 3, functools.partial(_tree.unflatten, out_treedef)
+
+
+class Jitted(_cjit.JitBase):
+    """A function compiled per abstract signature; see `cjit.jit`.
+
+    Calls go first to the C fast path (JitBase, csrc/py_jit.c): for
+    arguments of the common kinds and no static arguments, a cache hit runs
+    without Python code.  Everything else comes to `_call_slow`."""
 
     def __init__(self, fun, *, static_argnums=None, static_argnames=None, donate_argnums=None,
                  device=None, _internal=False):
@@ -516,7 +661,8 @@ class Jitted:
         self._donate_argnums = tuple(donate_argnums)   # for the memory planner (later)
         self._device = device
         self._internal = _internal    # eager-op jits ignore CJIT_DISABLE_JIT
-        self._cache = {}
+        self._fast_configure(not self._spec.has_statics, _internal)
+        self._cache = _CacheDict(self)   # bounded: see set_cache_limits
         self._lock = threading.RLock()
         self._hits = 0
         self._misses = 0
@@ -546,7 +692,10 @@ class Jitted:
     def donate_argnums(self):
         return self._donate_argnums
 
-    def __call__(self, *args, **kwargs):
+    def _call_slow(self, _fkey, /, *args, **kwargs):
+        """A call the C fast path did not serve.  _fkey: the signature
+        bytes of the arguments when the fast path could serve the next call
+        like this one (then the entry is handed to it), else None."""
         if current_trace() is not None:
             # jit inside jit (or a jitted function called while tracing):
             # trace the body into the enclosing graph.
@@ -580,6 +729,8 @@ class Jitted:
             # inside `+=`, and these counters are statistics.
             self._hits += 1
             _stats["hits"] += 1
+        if _fkey is not None and type(entry.exe) is _cjit.Executable:
+            self._fast_put(_fkey, entry.exe, *_out_kind(entry.out_treedef))
         return _tree.unflatten(entry.out_treedef, entry.exe(arrays))
 
     # -- the slow path ------------------------------------------------------
@@ -627,12 +778,17 @@ class Jitted:
             reason = self._miss_reason(key, call[0])
             print(f"cjit: compiling {self._name}: {reason}", file=sys.stderr, flush=True)
         lowered, out_treedef, _ = self._trace(_tree.treedef_of(key[0]), call, avals)
-        exe = lowered.compile()
+        exe = self._executable(lowered)
         _count("compiles")
         entry = _Entry(exe, out_treedef)
         self._cache[key] = entry
         self._last_key = key
         return entry
+
+    def _executable(self, lowered):
+        """Compiles a C Lowered for this function's device (the CPU here;
+        _CudaJitted overrides it)."""
+        return lowered.compile()
 
     def _miss_reason(self, key, dyn_positions):
         last = self._last_key
@@ -685,10 +841,12 @@ class Jitted:
         return low.out_info
 
     def cache_info(self):
-        return {"hits": self._hits, "misses": self._misses, "entries": len(self._cache)}
+        return {"hits": self._hits + self._fast_hits, "misses": self._misses,
+                "entries": len(self._cache)}
 
     def clear_cache(self):
         with self._lock:
+            self._fast_clear()
             entries = list(self._cache.values())
             self._cache.clear()
             self._last_key = None
@@ -697,6 +855,10 @@ class Jitted:
                 e.exe.release()
             except Exception:
                 pass
+
+
+# Calls of Jitted skip the argument tuple (Python 3.12 does this by itself).
+_cjit._enable_vectorcall(Jitted)
 
 
 # ---------------------------------------------------------------------------
@@ -773,7 +935,7 @@ class Lowered:
         return _tree.unflatten(self._out_treedef, infos)
 
     def compile(self):
-        exe = self._lowered.compile()
+        exe = self._jitted._executable(self._lowered)
         _count("compiles")
         return Compiled(exe, self)
 
@@ -917,7 +1079,8 @@ def cache_info():
             except Exception:
                 pass
     with _stats_lock:
-        out = {"entries": entries, "hits": _stats["hits"], "misses": _stats["misses"],
+        out = {"entries": entries, "hits": _stats["hits"] + _cjit.fast_hits(),
+               "misses": _stats["misses"],
                "compiles": _stats["compiles"], "code_bytes": code}
     return out
 
@@ -937,7 +1100,7 @@ def reset_peak_memory_stats():
 # devices
 
 class Device:
-    """A device cjit can run on.  Only the CPU exists until the CUDA backend."""
+    """A device cjit can run on: the CPU, or a CUDA GPU (by ordinal)."""
 
     __slots__ = ("platform", "id")
 
@@ -948,6 +1111,9 @@ class Device:
     def __repr__(self):
         return f"CpuDevice(id={self.id})" if self.platform == "cpu" else \
             f"CudaDevice(id={self.id})"
+
+    def __str__(self):
+        return f"{self.platform}:{self.id}"
 
     def __eq__(self, other):
         return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
@@ -960,29 +1126,161 @@ _CPU = Device("cpu", 0)
 
 
 def devices(backend=None):
-    """The devices of `backend` (default: all there are): [CpuDevice(id=0)]."""
-    if backend is not None:
-        _check_device(backend, "devices")
-    return [_CPU]
+    """The devices of `backend` ("cpu" or "cuda"; default: all there are).
+    The CPU is always there; CUDA devices when the driver (libcuda.so.1)
+    and a GPU are.  devices("cuda") without one is a RuntimeError."""
+    n, _ = _cjit.cuda_status()
+    gpus = [Device("cuda", i) for i in range(n)]
+    if backend is None:
+        return [_CPU] + gpus
+    dev = _check_device(backend, "devices")
+    return [_CPU] if dev.platform == "cpu" else gpus
 
 
 def device_put(x, device=None):
     """Places x (a pytree) on `device`.  On the CPU: fresh C-contiguous
-    NumPy copies of the leaves."""
-    _check_device(device, "device_put")
-    return _tree.tree_map(lambda a: np.array(a, copy=True, order="C"), x)
+    NumPy copies of the leaves; on a GPU: cjit.Arrays."""
+    dev = _check_device(device, "device_put")
+    if dev.platform == "cpu":
+        return _tree.tree_map(lambda a: np.array(a, copy=True, order="C"), x)
+
+    def put(a):
+        if isinstance(a, Array) and a.device == dev:
+            return a
+        h = np.asarray(a)
+        if h.dtype not in _SUPPORTED:
+            h = h.astype(canonical_dtype(h.dtype, "cjit.device_put: dtype"))
+        return Array._wrap(_cjit.cuda_put(h, dev.id), dev)
+    return _tree.tree_map(put, x)
 
 
 class Array:
-    """An array in GPU memory (shape, dtype, device, block_until_ready()).
+    """An array in GPU memory: shape, dtype, device, block_until_ready(),
+    and np.asarray(a), which copies it to the host.  Made by
+    cjit.device_put(x, "cuda") and returned by functions jitted with
+    device="cuda"; not constructed directly."""
 
-    Only the CUDA backend makes these; it is not built yet, so on this
-    build no cjit.Array exists and constructing one raises RuntimeError.
-    On the CPU, cjit returns plain numpy.ndarrays."""
+    __slots__ = ("_buf", "shape", "dtype", "device", "__weakref__")
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("cjit: no CUDA device: the CUDA backend is not built yet "
-                           "(cjit.Array holds GPU memory)")
+        raise TypeError("cjit.Array is not constructed directly; use "
+                        "cjit.device_put(x, 'cuda')")
+
+    @classmethod
+    def _wrap(cls, buf, device):
+        a = object.__new__(cls)
+        a._buf = buf
+        a.shape = tuple(buf.shape)
+        a.dtype = buf.dtype
+        a.device = device
+        return a
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self):
+        return self._buf.nbytes
+
+    def block_until_ready(self):
+        """Waits until the device has computed this array; returns it."""
+        self._buf.synchronize()
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        h = self._buf.to_host()
+        return h if dtype is None else h.astype(dtype, copy=False)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d cjit.Array")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"cjit.Array({np.asarray(self)!r}, device={self.device})"
+
+
+class _CudaExecutable:
+    """A compiled function on a GPU: the CPU Executable (its plan, text,
+    memory and cost analyses) and its kernels loaded as PTX on the device.
+    Called with a list of NumPy arrays or cjit.Arrays; returns cjit.Arrays."""
+
+    __slots__ = ("_cpu", "_prog", "_device")
+
+    def __init__(self, cpu_exe, device):
+        self._cpu = cpu_exe
+        self._device = device
+        self._prog = _cjit.CudaProgram(cpu_exe, device.id)
+
+    def __call__(self, arrays):
+        args = [a._buf if type(a) is Array else a for a in arrays]
+        dev = self._device
+        return [Array._wrap(b, dev) for b in self._prog(args)]
+
+    def as_text(self):
+        return self._cpu.as_text()
+
+    def memory_analysis(self):
+        return self._cpu.memory_analysis()
+
+    def cost_analysis(self):
+        return self._cpu.cost_analysis()
+
+    @property
+    def code_bytes(self):
+        return self._prog.ptx_bytes
+
+    def ptx(self):
+        return _cjit.ptx(self._cpu)
+
+    def release(self):
+        self._prog.release()
+        self._cpu.release()
+
+
+class _CudaJitted(Jitted):
+    """jit(..., device="cuda"): the same tracing and cache; arguments may be
+    cjit.Arrays (used in place) or host values (copied to the device at each
+    call); results are cjit.Arrays."""
+
+    def _executable(self, lowered):
+        return _CudaExecutable(lowered.compile(), self._device)
+
+    def __call__(self, *args, **kwargs):
+        if current_trace() is not None:
+            return self._fun(*args, **kwargs)
+        spec = self._spec
+        dyn_args, dyn_kwargs, statics, call = spec.split(args, kwargs)
+        leaves, node = _tree.flatten_args(dyn_args, dyn_kwargs)
+        on_device = [i for i, x in enumerate(leaves) if type(x) is Array]
+        host = list(leaves)
+        for i in on_device:
+            host[i] = 0   # placeholder, replaced below
+        try:
+            arrays, avals = _convert_leaves(host)
+        except _Inline:
+            return self._fun(*args, **kwargs)
+        except _LeafError as e:
+            raise e.exc_type(e.message.format(arg=self._arg_desc(
+                spec.leaf_name(_tree.treedef_of(node), e.index, call[0])))) from None
+        for i in on_device:
+            x = leaves[i]
+            arrays[i] = x
+            avals[i] = (x.dtype, x.shape, False)
+        key = (node, statics, tuple(avals))
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is None:
+                entry = self._compile(key, call, avals)
+            else:
+                self._hits += 1
+                _count("hits")
+        return _tree.unflatten(entry.out_treedef, entry.exe(arrays))
 
 
 # ---------------------------------------------------------------------------

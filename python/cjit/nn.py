@@ -16,16 +16,23 @@ __all__ = ["relu", "sigmoid", "softmax", "log_softmax", "logsumexp", "gelu", "on
 
 @_op("x")
 def relu(x):
-    """max(x, 0), elementwise."""
-    return cnp.maximum(_operand(x, "relu"), 0)
+    """max(x, 0), elementwise (nan stays nan).  Its gradient is 1 where
+    x > 0 and 0 elsewhere, at 0 too, as JAX's (maximum's tie rule would
+    give 0.5 there)."""
+    x = _lift(_operand(x, "relu"))
+    if x.dtype.kind not in "f":
+        return cnp.maximum(x, 0)
+    return cnp.where(cnp.greater(x, 0), x, cnp.where(cnp.isnan(x), x, 0))
 
 
 @_op("x")
 def sigmoid(x):
     """1 / (1 + exp(-x)), computed without overflow: with e = exp(-|x|),
-    1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0."""
+    1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0.  -|x| is taken as a
+    select, not abs, so that the gradient at 0 is 1/4 (abs has slope 0
+    there)."""
     x = _lift(_operand(x, "sigmoid"))
-    e = cnp.exp(cnp.negative(cnp.abs(x)))
+    e = cnp.exp(cnp.where(cnp.greater_equal(x, 0), cnp.negative(x), x))
     d = cnp.add(e, 1.0)
     return cnp.where(cnp.greater_equal(x, 0), cnp.divide(1.0, d), cnp.divide(e, d))
 

@@ -1,0 +1,546 @@
+"""cjit vs NumPy vs JAX on the CPU, measured side by side in one run.
+
+    python benchmarks/run.py [--quick] [--only SUBSTR]
+
+Every workload runs for each framework in interleaved rounds (cjit, NumPy,
+JAX, cjit, NumPy, JAX, ...), so that a change in the machine's state during
+the run (frequency, other load) hits all three alike; each row reports the
+median of its rounds.  The same run measures the machine's copy bandwidth
+(np.copyto of a large array, on one thread and on every core), and each
+memory-bound row shows the fraction of it that its kernels reach.
+
+Writes benchmarks/results.md (the table) and benchmarks/results.png (a
+plot, when matplotlib is installed).  A framework that is not installed is
+marked "absent".
+"""
+import os
+import sys
+
+# NumPy's matmul must use the machine's best BLAS kernel: these variables,
+# when set (as on some CI images), pin OpenBLAS to a slow generic one.  They
+# are dropped for this process only, before NumPy is imported.
+for _var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+    os.environ.pop(_var, None)
+
+import argparse  # noqa: E402
+import concurrent.futures  # noqa: E402
+import platform  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+import cjit  # noqa: E402
+import cjit.nn  # noqa: E402
+import cjit.numpy as cnp  # noqa: E402
+from cjit import _cjit  # noqa: E402
+
+try:
+    import jax  # noqa: E402
+    import jax.numpy as jnp  # noqa: E402
+    jax.config.update("jax_platforms", "cpu")
+except Exception:  # not installed, or broken: the rows say "absent"
+    jax = None
+    jnp = None
+
+FRAMEWORKS = ("cjit", "numpy", "jax")
+
+
+# ---------------------------------------------------------------------------
+# timing
+
+def _sample(fn, inner):
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    return (time.perf_counter() - t0) / inner
+
+
+def _calibrate(fn, target_s):
+    """How many calls make one sample of about target_s seconds."""
+    t = _sample(fn, 1)
+    if t <= 0:
+        return 1000
+    return max(1, min(100000, int(target_s / t)))
+
+
+def measure(impls, rounds, target_s):
+    """impls: {framework: callable or None}.  Interleaved rounds; returns
+    {framework: median seconds per call (None when absent)}."""
+    live = {k: f for k, f in impls.items() if f is not None}
+    inner = {}
+    for k, f in live.items():
+        f()   # warm: compile, caches, page faults
+        f()
+        inner[k] = _calibrate(f, target_s)
+    samples = {k: [] for k in live}
+    for _ in range(rounds):
+        for k, f in live.items():
+            samples[k].append(_sample(f, inner[k]))
+    return {k: (statistics.median(samples[k]) if k in samples else None) for k in impls}
+
+
+def copy_bandwidth(nbytes=1 << 28):
+    """Bytes moved per second (read + write) by np.copyto of a large array,
+    on one thread and on every core (numpy releases the GIL while copying);
+    returns (one thread, all cores)."""
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    one = min(_sample(lambda: np.copyto(dst, src), 1) for _ in range(5))
+    ncpu = os.cpu_count() or 1
+    parts = np.array_split(np.arange(src.size), ncpu)
+    bounds = [(p[0], p[-1] + 1) for p in parts if p.size]
+    pool = concurrent.futures.ThreadPoolExecutor(len(bounds))
+
+    def par():
+        list(pool.map(lambda b: np.copyto(dst[b[0]:b[1]], src[b[0]:b[1]]), bounds))
+    par()
+    many = min(_sample(par, 1) for _ in range(5))
+    pool.shutdown()
+    return 2 * nbytes / one, 2 * nbytes / many
+
+
+# ---------------------------------------------------------------------------
+# workloads: each returns (impls, bytes moved by one call or None, note)
+
+def block(x):
+    return x.block_until_ready() if hasattr(x, "block_until_ready") else x
+
+
+def jaxed(f, *args):
+    """A jax.jit of f on device copies of args, blocking on the result."""
+    if jax is None:
+        return None
+    g = jax.jit(f)
+    dargs = [jax.device_put(a) for a in args]
+
+    def run():
+        return jax.block_until_ready(g(*dargs))
+    return run
+
+
+def chain(m):
+    def f(x, y):
+        a = x * y + 1.0
+        b = m.tanh(a) * 0.5
+        c = m.exp(-b * b)
+        return m.maximum(c - 0.25, 0.0) / (1.0 + x * x)
+    return f
+
+
+def softmax(m):
+    def f(x):
+        e = m.exp(x - m.max(x, axis=-1, keepdims=True))
+        return e / m.sum(e, axis=-1, keepdims=True)
+    return f
+
+
+def layer_norm(m):
+    def f(x, g, b):
+        mu = m.mean(x, axis=-1, keepdims=True)
+        d = x - mu
+        var = m.mean(d * d, axis=-1, keepdims=True)
+        return d / m.sqrt(var + 1e-5) * g + b
+    return f
+
+
+def check(got, want, what, rtol=1e-4, atol=1e-5):
+    got, want = np.asarray(got), np.asarray(want)
+    if not np.allclose(got, want, rtol=rtol, atol=atol):
+        err = np.max(np.abs(got.astype(np.float64) - want))
+        raise AssertionError(f"{what}: cjit and NumPy disagree (max abs error {err:.3g})")
+
+
+def wl_tiny():
+    x = np.full(4, 1.5, np.float32)
+    f = cjit.jit(lambda x: x + 1)
+    return {"cjit": lambda: f(x), "numpy": lambda: x + 1,
+            "jax": jaxed(lambda x: x + 1, x)}, None
+
+
+def wl_chain(n):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    f = cjit.jit(chain(cnp))
+    g = chain(np)
+    check(f(x, y), g(x, y), "chain")
+    return {"cjit": lambda: f(x, y), "numpy": lambda: g(x, y),
+            "jax": jaxed(chain(jnp) if jnp else None, x, y)}, 12 * n
+
+
+def wl_softmax():
+    x = np.random.default_rng(1).standard_normal((4096, 1024), dtype=np.float32)
+    f = cjit.jit(softmax(cnp))
+    g = softmax(np)
+    check(f(x), g(x), "softmax")
+    return {"cjit": lambda: f(x), "numpy": lambda: g(x),
+            "jax": jaxed(softmax(jnp) if jnp else None, x)}, 2 * x.nbytes
+
+
+def wl_layer_norm():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4096, 1024), dtype=np.float32)
+    gam = rng.standard_normal(1024, dtype=np.float32)
+    bet = rng.standard_normal(1024, dtype=np.float32)
+    f = cjit.jit(layer_norm(cnp))
+    g = layer_norm(np)
+    check(f(x, gam, bet), g(x, gam, bet), "layer norm", rtol=1e-3, atol=1e-4)
+    return {"cjit": lambda: f(x, gam, bet), "numpy": lambda: g(x, gam, bet),
+            "jax": jaxed(layer_norm(jnp) if jnp else None, x, gam, bet)}, 2 * x.nbytes
+
+
+def wl_matmul(n):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    f = cjit.jit(lambda a, b: a @ b)
+    check(f(a, b), a @ b, "matmul", rtol=1e-3, atol=1e-3 * np.sqrt(n))
+    return {"cjit": lambda: f(a, b), "numpy": lambda: a @ b,
+            "jax": jaxed(lambda a, b: a @ b, a, b)}, None
+
+
+# --- MLP train step ----------------------------------------------------------
+
+MLP = dict(batch=256, d_in=784, hidden=512, d_out=10, lr=0.01)
+
+
+def mlp_data():
+    rng = np.random.default_rng(4)
+    b, i, h, o = MLP["batch"], MLP["d_in"], MLP["hidden"], MLP["d_out"]
+    params = {"w1": (rng.standard_normal((i, h)) / np.sqrt(i)).astype(np.float32),
+              "b1": np.zeros(h, np.float32),
+              "w2": (rng.standard_normal((h, o)) / np.sqrt(h)).astype(np.float32),
+              "b2": np.zeros(o, np.float32)}
+    x = rng.standard_normal((b, i), dtype=np.float32)
+    y = rng.standard_normal((b, o), dtype=np.float32)
+    return params, x, y
+
+
+def mlp_loss(m):
+    def loss(p, x, y):
+        h = m.maximum(x @ p["w1"] + p["b1"], 0.0)
+        d = h @ p["w2"] + p["b2"] - y
+        return m.mean(d * d)
+    return loss
+
+
+def make_train_step(value_and_grad, jit, m):
+    loss = mlp_loss(m)
+    lr = MLP["lr"]
+
+    def step(p, x, y):
+        v, g = value_and_grad(loss)(p, x, y)
+        return v, {k: p[k] - lr * g[k] for k in p}
+    return jit(step)
+
+
+def numpy_train_step(p, x, y):
+    """The same step with the gradient written out by hand."""
+    z = x @ p["w1"] + p["b1"]
+    h = np.maximum(z, 0.0)
+    d = h @ p["w2"] + p["b2"] - y
+    v = np.mean(d * d)
+    gd = d * np.float32(2.0 / d.size)
+    gw2 = h.T @ gd
+    gb2 = gd.sum(0)
+    gz = (gd @ p["w2"].T) * (z > 0)
+    gw1 = x.T @ gz
+    gb1 = gz.sum(0)
+    lr = np.float32(MLP["lr"])
+    g = {"w1": gw1, "b1": gb1, "w2": gw2, "b2": gb2}
+    return v, {k: p[k] - lr * g[k] for k in p}
+
+
+def cjit_has_grad():
+    try:
+        f = cjit.value_and_grad(lambda x: cnp.sum(x * x))
+        f(np.ones(3, np.float32))
+        return True
+    except Exception:
+        return False
+
+
+def wl_train():
+    if not cjit_has_grad():
+        return None, None
+    params, x, y = mlp_data()
+    step = make_train_step(cjit.value_and_grad, cjit.jit, cnp)
+    v, newp = step(params, x, y)
+    v_np, newp_np = numpy_train_step(params, x, y)
+    check(v, v_np, "train step loss", rtol=1e-3, atol=1e-4)
+    for k in params:
+        check(newp[k], newp_np[k], f"train step {k}", rtol=1e-3, atol=1e-4)
+    impls = {"cjit": lambda: step(params, x, y), "numpy": lambda: numpy_train_step(params, x, y),
+             "jax": None}
+    if jax is not None:
+        jstep = make_train_step(jax.value_and_grad, jax.jit, jnp)
+        jp = jax.device_put(params)
+        jx, jy = jax.device_put(x), jax.device_put(y)
+        impls["jax"] = lambda: jax.block_until_ready(jstep(jp, jx, jy))
+    return impls, None
+
+
+# --- first-call compile time --------------------------------------------------
+
+def representative(m):
+    """A small model forward: matmul, bias, gelu-like tanh, softmax, mean."""
+    def f(x, w, b):
+        h = x @ w + b
+        h = 0.5 * h * (1.0 + m.tanh(0.79788456 * (h + 0.044715 * h * h * h)))
+        e = m.exp(h - m.max(h, axis=-1, keepdims=True))
+        s = e / m.sum(e, axis=-1, keepdims=True)
+        return m.mean(s * h, axis=0)
+    return f
+
+
+def compile_time(kind, trials):
+    """{framework: median first-call seconds} (compile + one run), NumPy: None.
+    Also returns cjit's split of where the first call went, when the core
+    reports it."""
+    rng = np.random.default_rng(5)
+    if kind == "model":
+        args = [rng.standard_normal((64, 128), dtype=np.float32),
+                rng.standard_normal((128, 256), dtype=np.float32),
+                rng.standard_normal(256, dtype=np.float32)]
+
+        def make_cj():
+            return cjit.jit(representative(cnp))
+
+        def make_jx():
+            return jax.jit(representative(jnp))
+    else:
+        if not cjit_has_grad():
+            return None, None
+        params, x, y = mlp_data()
+        args = [params, x, y]
+
+        def make_cj():
+            return make_train_step(cjit.value_and_grad, cjit.jit, cnp)
+
+        def make_jx():
+            return make_train_step(jax.value_and_grad, jax.jit, jnp)
+
+    def timed(make, conv):
+        times = []
+        for _ in range(trials):
+            f = make()
+            a = conv(args)
+            t0 = time.perf_counter()
+            r = f(*a)
+            if conv is not _same:
+                jax.block_until_ready(r)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    before = phase_stats()
+    t_cj = timed(make_cj, _same)
+    after = phase_stats()
+    split = None
+    if before is not None and after is not None:
+        split = {k: (after[k] - before[k]) / trials for k in after}
+    t_jx = timed(make_jx, lambda a: jax.device_put(a)) if jax is not None else None
+    return {"cjit": t_cj, "numpy": None, "jax": t_jx}, split
+
+
+def _same(a):
+    return a
+
+
+PHASES = ("trace", "simplify", "fuse", "memplan", "codegen", "optimize", "emit", "link")
+
+
+def phase_stats():
+    """Seconds spent in each compile phase so far (the core's counters), or
+    None when this build does not count them."""
+    s = _cjit.runtime_stats()
+    out = {}
+    for p in PHASES:
+        k = f"compile_ns_{p}"
+        if k not in s:
+            if p == "trace":
+                continue
+            return None
+        out[p] = s[k] * 1e-9
+    from cjit import api
+    if hasattr(api, "_trace_seconds"):
+        out["trace"] = api._trace_seconds()
+    return out
+
+
+# ---------------------------------------------------------------------------
+# report
+
+def fmt_time(s):
+    if s is None:
+        return "absent"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us"
+    if s < 1:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s:.2f} s"
+
+
+def ratio(a, b):
+    """How many times faster cjit (b) is than a: a / b."""
+    if a is None or b is None or b <= 0:
+        return "-"
+    return f"{a / b:.2f}x"
+
+
+def blas_info():
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "threadpoolctl not installed (pip install threadpoolctl to see NumPy's BLAS)"
+    rows = []
+    for d in threadpool_info():
+        if d.get("user_api") == "blas":
+            rows.append(f"{d.get('internal_api')} {d.get('version')} kernel "
+                        f"{d.get('architecture')}, {d.get('num_threads')} threads")
+    return "; ".join(rows) or "no BLAS found by threadpoolctl"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer rounds (a smoke test)")
+    ap.add_argument("--only", default=None, help="run the workloads whose name contains this")
+    ap.add_argument("--out", default=HERE, help="folder for results.md and results.png")
+    opts = ap.parse_args()
+    rounds = 3 if opts.quick else 11
+    target = 0.01 if opts.quick else 0.05
+
+    bw1, bwn = copy_bandwidth()
+    bw = max(bw1, bwn)
+    print(f"cpu: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
+          f"cjit threads: {_threads()}")
+    print(f"copy bandwidth (np.copyto, read+write): {bw1 / 1e9:.1f} GB/s on one thread, "
+          f"{bwn / 1e9:.1f} GB/s on {os.cpu_count()} threads")
+    print(f"numpy {np.__version__} BLAS: {blas_info()}")
+    print(f"jax: {jax.__version__ if jax else 'absent'}")
+
+    workloads = [
+        ("cached call, x+1 on 4 float32", wl_tiny),
+        ("8-op chain, 1e5 float32", lambda: wl_chain(10**5)),
+        ("8-op chain, 1e6 float32", lambda: wl_chain(10**6)),
+        ("8-op chain, 1e7 float32", lambda: wl_chain(10**7)),
+        ("softmax rows (4096, 1024) f32", wl_softmax),
+        ("layer norm (4096, 1024) f32", wl_layer_norm),
+        ("matmul 256 f32", lambda: wl_matmul(256)),
+        ("matmul 1024 f32", lambda: wl_matmul(1024)),
+        ("matmul 2048 f32", lambda: wl_matmul(2048)),
+        ("MLP train step (256x784x512x10)", wl_train),
+    ]
+    rows = []
+    for name, make in workloads:
+        if opts.only and opts.only not in name:
+            continue
+        impls, nbytes = make()
+        if impls is None:
+            rows.append((name, {k: None for k in FRAMEWORKS}, None, "cjit.grad absent"))
+            print(f"{name:36s} skipped (cjit.value_and_grad not available)")
+            continue
+        t = measure(impls, rounds, target)
+        frac = f"{nbytes / t['cjit'] / bw * 100:.0f}%" if nbytes and t["cjit"] else ""
+        rows.append((name, t, frac, ""))
+        print(f"{name:36s} cjit {fmt_time(t['cjit']):>10s}  numpy {fmt_time(t['numpy']):>10s}  "
+              f"jax {fmt_time(t['jax']):>10s}  numpy/cjit {ratio(t['numpy'], t['cjit']):>7s}  "
+              f"jax/cjit {ratio(t['jax'], t['cjit']):>7s}  {frac}", flush=True)
+        impls.clear()
+
+    splits = []
+    trials = 3 if opts.quick else 7
+    for kind, name in (("model", "first call (compile): small model"),
+                       ("train", "first call (compile): MLP train step")):
+        if opts.only and opts.only not in name:
+            continue
+        t, split = compile_time(kind, trials)
+        if t is None:
+            rows.append((name, {k: None for k in FRAMEWORKS}, None, "cjit.grad absent"))
+            continue
+        rows.append((name, t, "", ""))
+        print(f"{name:36s} cjit {fmt_time(t['cjit']):>10s}  jax {fmt_time(t['jax']):>10s}  "
+              f"jax/cjit {ratio(t['jax'], t['cjit']):>7s}", flush=True)
+        if split:
+            splits.append((name, split))
+            print("    split: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in split.items()))
+
+    write_markdown(os.path.join(opts.out, "results.md"), rows, splits, bw1, bwn)
+    write_plot(os.path.join(opts.out, "results.png"), rows)
+
+
+def _threads():
+    f = getattr(_cjit, "num_threads", None)
+    return f() if f else 1
+
+
+def write_markdown(path, rows, splits, bw1, bwn):
+    lines = ["# cjit vs NumPy vs JAX (CPU)", "",
+             "Written by `make bench` (benchmarks/run.py); medians of interleaved rounds.",
+             "Ratios are other/cjit: above 1 means cjit is faster.", "",
+             f"- machine: {platform.machine()}, {os.cpu_count()} cores, cjit threads: "
+             f"{_threads()}",
+             f"- copy bandwidth (np.copyto, read+write): {bw1 / 1e9:.1f} GB/s on one thread, "
+             f"{bwn / 1e9:.1f} GB/s on all cores",
+             f"- NumPy {np.__version__}, BLAS: {blas_info()}",
+             f"- JAX: {jax.__version__ if jax else 'absent'}", "",
+             "| workload | cjit | NumPy | JAX | NumPy/cjit | JAX/cjit | cjit % of copy bw |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, t, frac, note in rows:
+        if note:
+            lines.append(f"| {name} | {note} | | | | | |")
+            continue
+        numpy_s = fmt_time(t["numpy"]) if t["numpy"] is not None or "first call" not in name \
+            else "n/a"
+        lines.append(f"| {name} | {fmt_time(t['cjit'])} | {numpy_s} | {fmt_time(t['jax'])} | "
+                     f"{ratio(t['numpy'], t['cjit'])} | {ratio(t['jax'], t['cjit'])} | "
+                     f"{frac or ''} |")
+    if splits:
+        lines += ["", "Where cjit's first call goes (mean per compile):", ""]
+        lines += ["| function | " + " | ".join(PHASES) + " |",
+                  "|---|" + "---:|" * len(PHASES)]
+        for name, split in splits:
+            lines.append(f"| {name} | " + " | ".join(
+                f"{split.get(p, 0) * 1e3:.2f} ms" for p in PHASES) + " |")
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
+def write_plot(path, rows):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot")
+        return
+    names, vs_np, vs_jx = [], [], []
+    for name, t, _, note in rows:
+        if note or t["cjit"] is None:
+            continue
+        names.append(name)
+        vs_np.append(t["numpy"] / t["cjit"] if t["numpy"] else np.nan)
+        vs_jx.append(t["jax"] / t["cjit"] if t["jax"] else np.nan)
+    y = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) + 1.5))
+    ax.barh(y - 0.2, vs_np, 0.4, label="NumPy time / cjit time")
+    ax.barh(y + 0.2, vs_jx, 0.4, label="JAX time / cjit time")
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(y)
+    ax.set_yticklabels(names)
+    ax.invert_yaxis()
+    ax.set_xlabel("speedup of cjit (log scale; > 1: cjit faster)")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

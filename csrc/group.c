@@ -1,0 +1,169 @@
+/* group.c - consecutive kernels that share their row loop run as one.
+ *
+ * Row softmax is three loop nests over the same rows: the row maximum, the
+ * sum of exp(x - max), and exp(x - max) / sum.  Run one after the other
+ * over the whole array, each reads x from main memory.  Run row block by
+ * row block, the block is still in cache when the next stage reads it, and
+ * the whole computation is one pass over memory.  That is all a group is:
+ * a driver function that, for each block of rows, calls every stage on
+ * that block.
+ *
+ * Stages may be grouped when every one loops over the same rows (loop 0,
+ * never reduced) and every buffer a stage writes is written row by row
+ * (each row of loop 0 touches only its own row of the buffer), so that a
+ * later stage reading it for row r only needs what earlier stages wrote
+ * for row r.  Running the stages in order over all rows, as without
+ * grouping, gives the same results; groups only change the order of work.
+ * Liveness (memplan.c) counts a group as one step, so buffers touched in
+ * a group never share bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "group.h"
+
+/* Bytes of row data a block of rows should touch: about half of a typical L2. */
+#define CJ_GROUP_BLOCK_BYTES (128 * 1024)
+
+/* The smallest and largest element offset of `a` over the kernel's loop
+ * box, leaving loop 0 out. */
+static void inner_range(const cj_kernel *k, const cj_affine *a, int64_t *lo, int64_t *hi) {
+    *lo = *hi = a->offset;
+    for (int d = 1; d < k->rank; d++) {
+        int64_t span = a->stride[d] * (k->dims[d] - 1);
+        if (span < 0) *lo += span;
+        else *hi += span;
+    }
+}
+
+/* Does access `a` of kernel k touch only row i_0 of buffer b? */
+static bool row_local(const cj_plan *p, const cj_kernel *k, int b, const cj_affine *a) {
+    const cj_buffer *buf = &p->buffers[b];
+    int64_t rows = k->dims[0];
+    if (rows <= 0 || buf->shape.rank == 0 || buf->shape.dims[0] != rows) return false;
+    int64_t row_size = cj_shape_numel(&buf->shape) / rows;
+    if (a->stride[0] != row_size) return false;
+    int64_t lo, hi;
+    inner_range(k, a, &lo, &hi);
+    return lo >= 0 && hi < row_size;
+}
+
+/* Can kernel k run inside a group whose stages are kernels [first, k)? */
+static bool joins_group(const cj_plan *p, int first, int k) {
+    const cj_kernel *kern = &p->kernels[k];
+    const cj_kernel *head = &p->kernels[first];
+    if (kern->rank < 1 || kern->dims[0] != head->dims[0] || (kern->reduced & 1u) || kern->dims[0] < 2)
+        return false;
+    if (!row_local(p, kern, kern->out_buffer, &kern->out_index)) return false;
+    /* buffers written by earlier stages must be read row by row */
+    for (int e = 0; e < kern->nexprs; e++) {
+        const cj_expr *x = &kern->exprs[e];
+        if (x->kind != CJ_EX_LOAD) continue;
+        for (int s = first; s < k; s++)
+            if (p->kernels[s].out_buffer == x->buffer && !row_local(p, kern, x->buffer, &x->index))
+                return false;
+    }
+    return true;
+}
+
+static int64_t row_bytes(const cj_plan *p, const cj_kernel *k) {
+    int64_t most = 0;
+    int64_t rows = k->dims[0] > 0 ? k->dims[0] : 1;
+    int64_t out = p->buffers[k->out_buffer].nbytes / rows;
+    most = out;
+    for (int e = 0; e < k->nexprs; e++) {
+        if (k->exprs[e].kind != CJ_EX_LOAD) continue;
+        const cj_buffer *b = &p->buffers[k->exprs[e].buffer];
+        int64_t r = b->shape.rank > 0 && b->shape.dims[0] == k->dims[0] ? b->nbytes / rows : 0;
+        if (r > most) most = r;
+    }
+    return most;
+}
+
+/* See group.h. */
+cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
+    free(p->groups);
+    p->groups = calloc((size_t)p->nkernels + 1, sizeof(cj_group));
+    if (!p->groups) return cj_error_set(err, CJ_ERR_MEMORY, "group: out of memory");
+    p->ngroups = 0;
+    for (int k = 0; k < p->nkernels;) {
+        cj_group *g = &p->groups[p->ngroups++];
+        g->first = k;
+        g->count = 1;
+        const cj_kernel *head = &p->kernels[k];
+        bool can_lead = enabled && head->rank >= 1 && !(head->reduced & 1u) && head->dims[0] >= 2 &&
+                        row_local(p, head, head->out_buffer, &head->out_index);
+        while (can_lead && k + g->count < p->nkernels && joins_group(p, k, k + g->count)) g->count++;
+        g->rows = head->rank >= 1 ? head->dims[0] : 1;
+        int64_t widest = 1;
+        for (int s = k; s < k + g->count; s++) {
+            int64_t r = row_bytes(p, &p->kernels[s]);
+            if (r > widest) widest = r;
+        }
+        g->block = CJ_GROUP_BLOCK_BYTES / widest;
+        if (g->block < 1) g->block = 1;
+        if (g->block > g->rows) g->block = g->rows;
+        k += g->count;
+    }
+    return CJ_OK;
+}
+
+/* See group.h. */
+cj_status cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *prefix, cj_error *err) {
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx), ptr = LLVMPointerTypeInContext(ctx, 0);
+    LLVMTypeRef params[3] = {i64, i64, ptr};
+    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, 3, 0);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    char name[128];
+    for (int gi = 0; gi < p->ngroups; gi++) {
+        const cj_group *g = &p->groups[gi];
+        if (g->count < 2) continue;
+        snprintf(name, sizeof name, "%s_g%d", prefix, gi);
+        LLVMValueRef fn = LLVMAddFunction(mod, name, fty);
+        LLVMValueRef start = LLVMGetParam(fn, 0), end = LLVMGetParam(fn, 1), bufs = LLVMGetParam(fn, 2);
+        LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, fn, "entry");
+        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(ctx, fn, "block");
+        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, fn, "done");
+        LLVMPositionBuilderAtEnd(b, entry);
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, start, end, "any"), body, done);
+        /* for (r0 = start; r0 < end; r0 += block) run every stage on [r0, r1) */
+        LLVMPositionBuilderAtEnd(b, body);
+        LLVMValueRef r0 = LLVMBuildPhi(b, i64, "r0");
+        LLVMValueRef next = LLVMBuildAdd(b, r0, LLVMConstInt(i64, (unsigned long long)g->block, 0), "next");
+        LLVMValueRef past = LLVMBuildICmp(b, LLVMIntSGT, next, end, "past");
+        LLVMValueRef r1 = LLVMBuildSelect(b, past, end, next, "r1");
+        for (int s = g->first; s < g->first + g->count; s++) {
+            const cj_kernel *k = &p->kernels[s];
+            if (k->reduced) {
+                /* fill this block's rows of the output with the identity first */
+                int64_t row = cj_shape_numel(&p->buffers[k->out_buffer].shape) / g->rows;
+                LLVMValueRef rs = LLVMConstInt(i64, (unsigned long long)row, 0);
+                snprintf(name, sizeof name, "%s_k%d_init", prefix, s);
+                LLVMValueRef init = LLVMGetNamedFunction(mod, name);
+                if (!init) {
+                    LLVMDisposeBuilder(b);
+                    return cj_error_set(err, CJ_ERR_INTERNAL, "group: %s missing", name);
+                }
+                LLVMValueRef args[3] = {LLVMBuildMul(b, r0, rs, "i0"), LLVMBuildMul(b, r1, rs, "i1"), bufs};
+                LLVMBuildCall2(b, fty, init, args, 3, "");
+            }
+            snprintf(name, sizeof name, "%s_k%d", prefix, s);
+            LLVMValueRef stage = LLVMGetNamedFunction(mod, name);
+            if (!stage) {
+                LLVMDisposeBuilder(b);
+                return cj_error_set(err, CJ_ERR_INTERNAL, "group: %s missing", name);
+            }
+            LLVMValueRef args[3] = {r0, r1, bufs};
+            LLVMBuildCall2(b, fty, stage, args, 3, "");
+        }
+        LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+        LLVMAddIncoming(r0, &start, &entry, 1);
+        LLVMAddIncoming(r0, &r1, &latch, 1);
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, r1, end, "more"), body, done);
+        LLVMPositionBuilderAtEnd(b, done);
+        LLVMBuildRetVoid(b);
+    }
+    LLVMDisposeBuilder(b);
+    return CJ_OK;
+}

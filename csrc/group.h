@@ -1,0 +1,18 @@
+/* group.h - kernels that share their row loop, run row block by row block. */
+#ifndef CJ_GROUP_H
+#define CJ_GROUP_H
+
+#include <llvm-c/Core.h>
+
+#include "kernel.h"
+
+/* Partitions the plan's kernels (in order) into groups; with `enabled`
+ * false every kernel is a group of its own.  Fills plan->groups. */
+cj_status cj_group_run(cj_plan *plan, bool enabled, cj_error *err);
+
+/* Adds "<prefix>_g<j>" to `mod` for every group j of two or more stages:
+ * for each block of rows in [start, end) it calls each stage's init (if
+ * it accumulates) and kernel, which codegen has already added. */
+cj_status cj_group_emit_drivers(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, cj_error *err);
+
+#endif
