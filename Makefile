@@ -8,7 +8,7 @@ ASAN_VENV   := .venv-asan
 SETUP       := bash scripts/setup_env.sh
 LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/*.py)
 
-.PHONY: all setup test demo bench sanitize lines clean distclean
+.PHONY: all setup test fuzz demo bench sanitize lines clean distclean
 
 all: test
 
@@ -22,9 +22,19 @@ test:
 	$(MAKE) -C tests/c check
 	$(PYTHON_VENV)/bin/python -m pytest -q tests
 
+# Long differential fuzzing against NumPy (tests/test_fuzz.py, thousands of
+# random programs, random seeds) and the growth tests at 4x their CI size.
+# CJIT_FUZZ_EXAMPLES=N sets the number of programs.
+fuzz:
+	$(SETUP) $(PYTHON_VENV)
+	CJIT_FUZZ_EXAMPLES=$${CJIT_FUZZ_EXAMPLES:-3000} CJIT_GROWTH_SCALE=4 \
+	$(PYTHON_VENV)/bin/python -m pytest -q tests/test_fuzz.py tests/test_growth.py
+
+# Trains an MLP on the digits (examples/train_mlp.py); examples/demo.py, the
+# k-means example, runs on its own with the same venv.
 demo:
 	$(SETUP) $(PYTHON_VENV) scikit-learn
-	$(PYTHON_VENV)/bin/python examples/demo.py
+	$(PYTHON_VENV)/bin/python examples/train_mlp.py
 
 bench:
 	$(SETUP) $(PYTHON_VENV) jax matplotlib

@@ -212,10 +212,15 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
         return (!WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, y))) &&
                (!WANTS(1) || accumulate(c, y, un(c, CJ_OP_NEG, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, g, id), y))));
     case CJ_OP_POW: {
-        /* d/dx = g y x^(y-1); d/dy = g out log(x), taken as 0 where x <= 0 */
+        /* d/dx = g y x^(y-1), taken as 0 where y == 0 (as JAX: x^0 is constant, even at
+         * x = 0 where y x^(y-1) would be 0 * inf); d/dy = g out log(x), taken as 0 where x <= 0 */
         bool ok = true;
-        if (WANTS(0))
-            ok = accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_MUL, y, bin(c, CJ_OP_POW, x, bin(c, CJ_OP_SUB, y, cst(c, 1))))));
+        if (WANTS(0)) {
+            int dx = bin(c, CJ_OP_MUL, y, bin(c, CJ_OP_POW, x, bin(c, CJ_OP_SUB, y, cst(c, 1))));
+            int y0 = bin(c, CJ_OP_EQ, y, cst(c, 0));
+            dx = dx < 0 || y0 < 0 ? -1 : cj_build_select(c->g, y0, cst(c, 0), dx, c->loc, c->err);
+            ok = accumulate(c, x, bin(c, CJ_OP_MUL, g, dx));
+        }
         if (ok && WANTS(1)) {
             int positive = bin(c, CJ_OP_GT, x, cst(c, 0));
             int logx = positive < 0 ? -1 : cj_build_select(c->g, positive, un(c, CJ_OP_LOG, x), cst(c, 0), c->loc, c->err);

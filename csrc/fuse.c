@@ -87,6 +87,7 @@ static int add_buffer(fuser *f, cj_buf_kind kind, int slot, int node) {
     b->nbytes = cj_shape_numel(&n->shape) * cj_dtype_size(n->dtype);
     b->node = node;
     b->first_use = b->last_use = -1;
+    b->alias_of = -1;
     return p->nbuffers++;
 }
 
@@ -473,9 +474,8 @@ static bool emit_node(fuser *f, int node, int buf) {
     }
 }
 
-/* Merges adjacent loop dims that every access walks contiguously, so that
- * an elementwise op on a (1000, 1000) array is one loop of 10^6. */
-static void collapse_dims(cj_kernel *k) {
+/* See kernel.h. */
+void cj_kernel_collapse(cj_kernel *k) {
     for (int d = k->rank - 2; d >= 0; d--) {
         bool red_d = k->reduced & (1u << d), red_n = k->reduced & (1u << (d + 1));
         if (red_d != red_n) continue;
@@ -695,7 +695,9 @@ cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan
         err->status = CJ_OK;
     }
     if (again == -1) {
-        for (int i = 0; i < plan->nkernels; i++) collapse_dims(&plan->kernels[i]);
+        /* loop dims are merged later (group.c), once grouping has seen the rows */
+        for (int i = 0; i < plan->nkernels; i++)
+            if (plan->kernels[i].rank == 0) plan->kernels[i].rank = 1, plan->kernels[i].dims[0] = 1;
         plan->output_buffer = malloc(sizeof(int) * ((size_t)g->noutputs + 1));
         if (!plan->output_buffer) again = -2, cj_error_set(err, CJ_ERR_MEMORY, "fuse: out of memory");
         for (int b = 0; again == -1 && b < plan->nbuffers; b++)
@@ -715,5 +717,6 @@ void cj_plan_free(cj_plan *plan) {
     free(plan->groups);
     free(plan->buffers);
     free(plan->output_buffer);
+    free(plan->donated);
     memset(plan, 0, sizeof *plan);
 }

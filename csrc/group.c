@@ -9,7 +9,8 @@
  * that block.
  *
  * Stages may be grouped when every one loops over the same rows (loop 0,
- * never reduced) and every buffer a stage writes is written row by row
+ * never reduced), a matmul only leads a group, and every buffer a stage
+ * writes is written row by row
  * (each row of loop 0 touches only its own row of the buffer), so that a
  * later stage reading it for row r only needs what earlier stages wrote
  * for row r.  Running the stages in order over all rows, as without
@@ -54,6 +55,11 @@ static bool joins_group(const cj_plan *p, int first, int k) {
     const cj_kernel *head = &p->kernels[first];
     if (kern->rank < 1 || kern->dims[0] != head->dims[0] || (kern->reduced & 1u) || kern->dims[0] < 2)
         return false;
+    /* A matmul reads all of its right operand for every row, so it gains
+     * nothing from following other stages; it starts a group of its own
+     * (with its epilogue).  This also keeps at most one activation of a
+     * chain of layers per group, so layers still reuse each other's bytes. */
+    if (kern->root_node >= 0 && p->graph && p->graph->nodes[kern->root_node].op == CJ_OP_MATMUL) return false;
     if (!row_local(p, kern, kern->out_buffer, &kern->out_index)) return false;
     /* buffers written by earlier stages must be read row by row */
     for (int e = 0; e < kern->nexprs; e++) {
@@ -103,6 +109,8 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         g->block = CJ_GROUP_BLOCK_BYTES / widest;
         if (g->block < 1) g->block = 1;
         if (g->block > g->rows) g->block = g->rows;
+        /* a kernel on its own runs best over as few, long loops as possible */
+        if (g->count == 1) cj_kernel_collapse(&p->kernels[k]);
         k += g->count;
     }
     return CJ_OK;

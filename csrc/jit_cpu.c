@@ -158,7 +158,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
     LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
-    LLVMErrorRef e = LLVMRunPasses(mod, "default<O3>", jit_state.tm, opts);
+    LLVMErrorRef e = LLVMRunPasses(mod, "default<O2>", jit_state.tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (e) {
         take_llvm_error(e, "optimizing", err);

@@ -61,7 +61,9 @@ typedef struct {
     cj_dtype dtype;
     cj_shape shape;
     int64_t nbytes;
-    int64_t offset;         /* CJ_BUF_TEMP */
+    int64_t offset;         /* CJ_BUF_TEMP: in the arena, or in buffer alias_of */
+    int alias_of;           /* -1, or the buffer whose bytes this one reuses (at offset):
+                             * an in-place update, or a temporary in a donated argument */
     int node;               /* graph node whose value this is */
     int first_use, last_use;/* group indices (liveness) */
 } cj_buffer;
@@ -87,6 +89,7 @@ typedef struct {
     cj_group *groups;       /* what runs: num_kernels in memory_analysis() is ngroups */
     int ngroups;
     int *output_buffer;     /* buffer index for each graph output */
+    bool *donated;          /* per PARAM slot: its bytes may be reused (donate_argnums); may be NULL */
 } cj_plan;
 
 #endif
@@ -101,6 +104,9 @@ cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan
 /* Places temporaries in one arena by liveness (greedy by size); with
  * `enabled` false each gets bytes of its own.  Fills the size fields. */
 cj_status cj_memplan_run(cj_plan *plan, bool enabled, cj_error *err);
+/* Merges adjacent loop dims of k that every access walks contiguously, so
+ * that an elementwise op on a (1000, 1000) array is one loop of 10^6. */
+void cj_kernel_collapse(cj_kernel *k);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);
 /* Readable kernels and buffers (caller frees). */

@@ -53,7 +53,10 @@ static void count_costs(cj_executable *x) {
 }
 
 /* See pipeline.h. */
-cj_executable *cj_compile(const cj_graph *src, cj_error *err) {
+cj_executable *cj_compile(const cj_graph *src, cj_error *err) { return cj_compile_donated(src, NULL, 0, err); }
+
+/* See pipeline.h. */
+cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int ndonated, cj_error *err) {
     cj_executable *x = calloc(1, sizeof *x);
     bool *live = NULL;
     if (!x) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
@@ -69,6 +72,14 @@ cj_executable *cj_compile(const cj_graph *src, cj_error *err) {
     if (cj_fuse_run(x->graph, live, !pass_disabled("fuse"), &x->plan, err) != CJ_OK) goto fail;
     t0 = cj_runtime_now_ns();
     cj_runtime_note_phase(CJ_PHASE_FUSE, t0 - t1);
+    if (donated && ndonated > 0) {
+        x->plan.donated = calloc((size_t)x->graph->nparams + 1, sizeof(bool));
+        if (!x->plan.donated) {
+            cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
+            goto fail;
+        }
+        for (int i = 0; i < ndonated && i < x->graph->nparams; i++) x->plan.donated[i] = donated[i];
+    }
     if (cj_group_run(&x->plan, !pass_disabled("group") && !pass_disabled("fuse"), err) != CJ_OK) goto fail;
     if (cj_memplan_run(&x->plan, !pass_disabled("memplan"), err) != CJ_OK) goto fail;
     cj_runtime_note_phase(CJ_PHASE_MEMPLAN, cj_runtime_now_ns() - t0);
@@ -170,7 +181,11 @@ char *cj_plan_to_text(const cj_plan *p) {
         if (buf->kind != CJ_BUF_TEMP) put(&t, "[%d]", buf->slot);
         put(&t, " %s%s %lld bytes", cj_dtype_name(buf->dtype), cj_shape_str(&buf->shape, shape, sizeof shape),
             (long long)buf->nbytes);
-        if (buf->kind == CJ_BUF_TEMP) put(&t, " at offset %lld", (long long)buf->offset);
+        if (buf->alias_of >= 0)
+            put(&t, " in buf%d's bytes at offset %lld (%s)", buf->alias_of, (long long)buf->offset,
+                p->buffers[buf->alias_of].kind == CJ_BUF_PARAM ? "donated" : "in place");
+        else if (buf->kind == CJ_BUF_TEMP)
+            put(&t, " at offset %lld", (long long)buf->offset);
         put(&t, ", live in kernels %d..%d", buf->first_use, buf->last_use);
         if (g && buf->node >= 0)
             put(&t, "  # %s at %s", cj_op_name(g->nodes[buf->node].op), cj_graph_loc_str(g, g->nodes[buf->node].loc));

@@ -13,6 +13,9 @@ typedef struct cj_executable cj_executable;
 /* Compiles a copy of `g` (which stays the caller's).  Returns a new
  * executable owned by the caller (free with cj_executable_free). */
 cj_executable *cj_compile(const cj_graph *g, cj_error *err);
+/* As cj_compile; donated[i] (i < ndonated) says that parameter i's bytes
+ * may be reused by the plan (donate_argnums). */
+cj_executable *cj_compile_donated(const cj_graph *g, const bool *donated, int ndonated, cj_error *err);
 void cj_executable_free(cj_executable *x);
 
 /* The compiled graph's signature, for the caller's checks. */

@@ -96,17 +96,46 @@ static PyObject *lowered_as_text(cj_py_lowered *lw, PyObject *unused)
 
 static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *arrays);
 
-static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *unused)
+/* Lowered.compile(donate=()) -> Executable; `donate` lists the parameter
+ * slots whose bytes the plan may reuse. */
+static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kwargs)
 {
-    (void)unused;
+    static char *kwlist[] = {"donate", NULL};
+    PyObject *donate = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:compile", kwlist, &donate))
+        return NULL;
     if (lw->arrays == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Lowered.compile: object was cleared");
         return NULL;
     }
+    int nparams = lw->graph->nparams;
+    bool *donated = NULL;
+    if (donate != NULL && donate != Py_None) {
+        PyObject *seq = PySequence_Fast(donate, "Lowered.compile: donate must be a sequence of ints");
+        if (seq == NULL)
+            return NULL;
+        donated = PyMem_Calloc((size_t)nparams + 1, sizeof(bool));
+        if (donated == NULL) {
+            Py_DECREF(seq);
+            return PyErr_NoMemory();
+        }
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+            long slot = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+            if (slot == -1 && PyErr_Occurred()) {
+                Py_DECREF(seq);
+                PyMem_Free(donated);
+                return NULL;
+            }
+            if (slot >= 0 && slot < nparams)
+                donated[slot] = true;
+        }
+        Py_DECREF(seq);
+    }
     /* The GIL stays held: compiles are serialized by it, and the graph is
      * only read. */
     cj_error err = {0};
-    cj_executable *x = cj_compile(lw->graph, &err);
+    cj_executable *x = cj_compile_donated(lw->graph, donated, donated ? nparams : 0, &err);
+    PyMem_Free(donated);
     if (x == NULL)
         return cj_py_raise(&err);
     return executable_new(x, lw->graph, lw->arrays);   /* owns x from here on */
@@ -123,7 +152,7 @@ static PyGetSetDef lowered_getset[] = {
 static PyMethodDef lowered_methods[] = {
     {"as_text", (PyCFunction)lowered_as_text, METH_NOARGS,
      "as_text($self, /)\n--\n\nThe graph, one op a line, with source locations."},
-    {"compile", (PyCFunction)lowered_compile, METH_NOARGS,
+    {"compile", (PyCFunction)(void (*)(void))lowered_compile, METH_VARARGS | METH_KEYWORDS,
      "compile($self, /)\n--\n\nRuns the pass pipeline and LLVM; returns an Executable."},
     {NULL, NULL, 0, NULL},
 };
@@ -608,7 +637,8 @@ static PyObject *peak_live_list(const cj_plan *p)
     int n = 0;
     for (int i = 0; i < p->nbuffers; i++) {
         const cj_buffer *b = &p->buffers[i];
-        if (b->first_use <= p->peak_kernel && p->peak_kernel <= b->last_use)
+        /* a buffer living in another's bytes (in place, donated) adds none */
+        if (b->alias_of < 0 && b->first_use <= p->peak_kernel && p->peak_kernel <= b->last_use)
             idx[n++] = i;
     }
     sort_plan = p;

@@ -72,7 +72,8 @@ static bool put(key_builder *k, const void *p, size_t n)
 {
     if (k->len + n > KEY_MAX)
         return false;
-    memcpy(k->buf + k->len, p, n);
+    if (n > 0)          /* p is NULL for a 0-d array's dims */
+        memcpy(k->buf + k->len, p, n);
     k->len += n;
     return true;
 }

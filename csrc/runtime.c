@@ -290,11 +290,15 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
     void *stack_slots[32];
     void **slots = p->nbuffers <= 32 ? stack_slots : malloc(sizeof(void *) * (size_t)p->nbuffers);
     if (!slots) return cj_error_set(err, CJ_ERR_MEMORY, "run: out of memory");
+    /* arguments count as in use while a call holds them, so that the peak
+     * measured around a call is the plan's peak (memory_analysis) */
+    cj_runtime_note_alloc(p->argument_bytes);
     char *arena = NULL;
     if (p->arena_bytes > 0) {
         arena = cj_runtime_block_alloc((size_t)p->arena_bytes);
         if (!arena) {
             if (slots != stack_slots) free(slots);
+            cj_runtime_note_alloc(-p->argument_bytes);
             return cj_error_set(err, CJ_ERR_MEMORY, "run: cannot allocate %lld bytes of temporaries",
                                 (long long)p->arena_bytes);
         }
@@ -309,6 +313,9 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         case CJ_BUF_TEMP: slots[b] = arena + buf->offset; break;
         }
     }
+    /* in-place updates and temporaries in donated arguments reuse a host's bytes */
+    for (int b = 0; b < p->nbuffers; b++)
+        if (p->buffers[b].alias_of >= 0) slots[b] = (char *)slots[p->buffers[b].alias_of] + p->buffers[b].offset;
     for (int g = 0; g < p->ngroups; g++) {
         const cj_group *grp = &p->groups[g];
         if (x->groups[g]) {
@@ -337,6 +344,7 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         cj_runtime_block_free(arena, (size_t)p->arena_bytes);
         cj_runtime_note_alloc(-p->arena_bytes);
     }
+    cj_runtime_note_alloc(-p->argument_bytes);
     if (slots != stack_slots) free(slots);
     return CJ_OK;
 }

@@ -26,6 +26,10 @@ import cjit.numpy as cnp
 from cjit import _cjit
 
 SCALE = float(os.environ.get("CJIT_GROWTH_SCALE", "1"))
+# Under AddressSanitizer (make sanitize) freed memory sits in a quarantine,
+# so RSS grows by design: the RSS bounds are not checked there.
+ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
+RSS_SLACK = float("inf") if ASAN else 1.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MiB = 1 << 20
 
@@ -104,12 +108,12 @@ def test_cached_calls_do_not_grow(kind):
     print(f"\n{kind}: {n} cached calls: RSS {growth / MiB:+.2f} MiB, objects {o1 - o0:+d}, "
           f"cjit bytes_in_use {m1 - m0:+d}, entries {c0['entries']} -> {c1['entries']}, "
           f"code_bytes {c0['code_bytes']} -> {c1['code_bytes']}")
-    assert n >= 20_000 or SCALE < 1, f"only {n} calls ran"
+    assert n >= 20_000 or SCALE < 1 or ASAN, f"only {n} calls ran"
     assert c1["entries"] == c0["entries"] and c1["code_bytes"] == c0["code_bytes"]
     assert c1["misses"] == c0["misses"], "a cached call recompiled"
     assert m1 == m0, f"cjit's counted output bytes grew by {m1 - m0}"
     assert o1 - o0 < 200, f"{o1 - o0} more gc-tracked objects after {n} calls"
-    assert growth < 4 * MiB, f"RSS grew {growth / MiB:.1f} MiB over {n} cached calls"
+    assert growth < 4 * MiB * RSS_SLACK, f"RSS grew {growth / MiB:.1f} MiB over {n} cached calls"
 
 
 def test_cached_calls_tracemalloc():
@@ -165,7 +169,7 @@ def test_distinct_signatures_with_clear_caches():
           f"{[round(r / MiB, 1) for r, _ in samples]}, objects {[o for _, o in samples]}")
     assert o_end - o_mid < 200, f"{o_end - o_mid} more objects"
     per_sig = (r_end - r_mid) / (total // 2)
-    assert r_end - r_mid < 8 * MiB, (
+    assert r_end - r_mid < 8 * MiB * RSS_SLACK, (
         f"RSS grew {(r_end - r_mid) / MiB:.1f} MiB ({per_sig:.0f} bytes per compile) over "
         f"{total // 2} compiles whose code was all freed")
 
@@ -315,7 +319,7 @@ def test_repeated_errors_do_not_grow(case):
     assert jf.cache_info()["entries"] == 0
     assert live_code_bytes() == code0
     assert o1 - o0 < 100, f"{o1 - o0} more objects after {n} errors"
-    assert r1 - r0 < 4 * MiB, f"RSS grew {(r1 - r0) / MiB:.1f} MiB over {n} errors"
+    assert r1 - r0 < 4 * MiB * RSS_SLACK, f"RSS grew {(r1 - r0) / MiB:.1f} MiB over {n} errors"
     # and the function still works on good input
     if case[0] in ("bad_dtype",):
         assert np.array_equal(jf(np.ones(3)), np.full(3, 2.0))

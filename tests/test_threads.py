@@ -184,3 +184,38 @@ def test_clear_caches_while_others_call():
         return True
 
     assert all(run_threads(call, 4))
+
+
+def test_many_threads_mixed_signatures_compile_and_hit():
+    # 16 threads, each walking its own order through a shared set of
+    # signatures (shapes, dtypes, pytree structures, static values, kwargs,
+    # eager ops): first calls compile concurrently while other threads
+    # already hit the entries; every result is checked.
+    jf = cjit.jit(lambda t, n, scale=1.0: {"s": (t[0] * n).sum(axis=-1) * scale,
+                                           "m": t[1] @ t[1].T},
+                  static_argnums=1)
+    shapes = [(2, 3), (4, 5), (1, 7), (3, 3)]
+    dtypes = ["float32", "float64"]
+    sigs = [(s, d, n) for s in shapes for d in dtypes for n in (1, 2)]
+    data = {(s, d): (rand(s, d, seed=hash((s, d)) % 1000), rand(s, d, seed=7)) for s in shapes
+            for d in dtypes}
+
+    def call(i):
+        rng = np.random.default_rng(i)
+        for it in range(40):
+            s, d, n = sigs[rng.integers(len(sigs))]
+            a, b = data[(s, d)]
+            tree = (a, b) if it % 2 else [a, b]
+            scale = 0.5 if it % 3 else 2.0
+            out = jf(tree, n, scale=scale)
+            tol = 1e-5 if d == "float32" else 1e-12
+            assert_close(out["s"], (a * n).sum(axis=-1) * np.asarray(scale, d), rtol=tol,
+                         atol=tol)
+            assert_close(out["m"], b @ b.T, rtol=tol, atol=tol)
+            if it % 5 == 0:
+                assert_close(cnp.tanh(a) + n, np.tanh(a) + n, rtol=4e-6, atol=1e-6)
+        return True
+
+    assert all(run_threads(call, 16))
+    # one entry per (shape, dtype, static n, tree kind): never duplicated by the races
+    assert jf.cache_info()["entries"] <= len(sigs) * 2

@@ -185,8 +185,12 @@ def _check_cotangent(out_leaves, out_treedef, ct, who):
         if shape != tuple(o.shape):
             raise TypeError(f"{who}: cotangent of shape {shape} for an output of shape "
                             f"{tuple(o.shape)} (dtype {np.dtype(o.dtype).name}); they must match")
-        if np.dtype(dtype) not in _FLOATS and not isinstance(c, (int, float)):
-            raise TypeError(f"{who}: cotangents must be float arrays, got dtype {np.dtype(dtype).name}")
+        # an output that is not float carries no gradient: its cotangent is ignored
+        if (np.dtype(o.dtype) in _FLOATS and np.dtype(dtype) not in _FLOATS
+                and not isinstance(c, (int, float))):
+            raise TypeError(f"{who}: the cotangent of a float output must be a float array or a "
+                            f"Python scalar, got dtype {np.dtype(dtype).name} for an output of "
+                            f"dtype {np.dtype(o.dtype).name}")
     return ct_leaves
 
 
@@ -255,7 +259,12 @@ def vjp(fun, *primals, has_aux=False):
     backward_compiled = Jitted(backward, _internal=True)
 
     def vjp_fn(cotangent):
-        _check_cotangent([np.asarray(o) for o in out_leaves], out_treedef, cotangent, who)
-        return backward_compiled(tuple(primals), cotangent)
+        outs = [np.asarray(o) for o in out_leaves]
+        ct_leaves = _check_cotangent(outs, out_treedef, cotangent, who)
+        # Python scalars become arrays of the output's dtype here: traced, they
+        # would be int64 or weak values that the check above already allowed
+        ct_leaves = [np.asarray(c, dtype=o.dtype) if isinstance(c, (int, float)) else c
+                     for o, c in zip(outs, ct_leaves)]
+        return backward_compiled(tuple(primals), _tree.unflatten(out_treedef, ct_leaves))
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import os
 import sys
 import threading
@@ -143,7 +144,7 @@ def _convert_leaf_slow(i, x, allow_sds=False):
                                  f"cjit: argument {{arg}} is an array of dtype {x.dtype}, which "
                                  f"cjit does not support (supported: {_SUPPORTED_NAMES})") from None
         a = np.ascontiguousarray(x, dtype=dt)
-        if type(a) is not np.ndarray:
+        if type(a) is not np.ndarray or not a.flags.aligned:
             a = np.array(a, dtype=dt, copy=True, subok=False)
         return a, (dt, a.shape, False)
     if isinstance(x, np.generic):
@@ -190,6 +191,8 @@ def _convert_leaves(leaves):
             if dt in _SUPPORTED:
                 if not x.flags.c_contiguous:
                     x = np.ascontiguousarray(x)
+                if not x.flags.aligned:     # contiguous but unaligned (a byte buffer's view)
+                    x = x.copy()
                 arrays.append(x)
                 avals.append((dt, x.shape, False))
                 continue
@@ -659,6 +662,8 @@ class Jitted(_cjit.JitBase):
         elif isinstance(donate_argnums, int):
             donate_argnums = (donate_argnums,)
         self._donate_argnums = tuple(donate_argnums)   # for the memory planner (later)
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in self._donate_argnums):
+            raise TypeError(f"cjit.jit: donate_argnums must be ints, got {donate_argnums!r}")
         self._device = device
         self._internal = _internal    # eager-op jits ignore CJIT_DISABLE_JIT
         self._fast_configure(not self._spec.has_statics, _internal)
@@ -777,18 +782,35 @@ class Jitted(_cjit.JitBase):
         if _env_flag("CJIT_LOG_COMPILES"):
             reason = self._miss_reason(key, call[0])
             print(f"cjit: compiling {self._name}: {reason}", file=sys.stderr, flush=True)
-        lowered, out_treedef, _ = self._trace(_tree.treedef_of(key[0]), call, avals)
-        exe = self._executable(lowered)
+        treedef = _tree.treedef_of(key[0])
+        lowered, out_treedef, _ = self._trace(treedef, call, avals)
+        exe = self._executable(lowered, self._donated_leaves(treedef, call[0]))
         _count("compiles")
         entry = _Entry(exe, out_treedef)
         self._cache[key] = entry
         self._last_key = key
         return entry
 
-    def _executable(self, lowered):
+    def _executable(self, lowered, donate=()):
         """Compiles a C Lowered for this function's device (the CPU here;
-        _CudaJitted overrides it)."""
-        return lowered.compile()
+        _CudaJitted overrides it).  `donate`: parameter slots (flat leaf
+        indices) whose buffers the memory plan may reuse."""
+        return lowered.compile(donate=donate) if donate else lowered.compile()
+
+    def _donated_leaves(self, treedef, dyn_positions):
+        """Flat leaf indices of the arguments in donate_argnums."""
+        if not self._donate_argnums:
+            return ()
+        donate = set(self._donate_argnums)
+        out = []
+        for i, path in enumerate(_tree.leaf_keypaths(treedef)):
+            if not path or path[0][1] != 0 or len(path) < 2:
+                continue   # keyword arguments are not donated (as in JAX)
+            j = path[1][1]
+            pos = dyn_positions[j] if dyn_positions is not None else j
+            if pos in donate:
+                out.append(i)
+        return tuple(out)
 
     def _miss_reason(self, key, dyn_positions):
         last = self._last_key
@@ -873,7 +895,8 @@ class ShapeDtypeStruct:
         if isinstance(shape, int):
             shape = (shape,)
         try:
-            shape = tuple(int(d) for d in shape)
+            # operator.index, as NumPy: 2.5 or "2" is not a dimension
+            shape = tuple(operator.index(d) for d in shape)
         except TypeError:
             raise TypeError(f"cjit.ShapeDtypeStruct: shape must be a tuple of ints, "
                             f"got {shape!r}") from None
@@ -935,7 +958,8 @@ class Lowered:
         return _tree.unflatten(self._out_treedef, infos)
 
     def compile(self):
-        exe = self._jitted._executable(self._lowered)
+        exe = self._jitted._executable(
+            self._lowered, self._jitted._donated_leaves(self._in_treedef, self._dyn_positions))
         _count("compiles")
         return Compiled(exe, self)
 
@@ -1248,7 +1272,7 @@ class _CudaJitted(Jitted):
     cjit.Arrays (used in place) or host values (copied to the device at each
     call); results are cjit.Arrays."""
 
-    def _executable(self, lowered):
+    def _executable(self, lowered, donate=()):
         return _CudaExecutable(lowered.compile(), self._device)
 
     def __call__(self, *args, **kwargs):
