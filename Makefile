@@ -21,6 +21,8 @@ test:
 	CJIT_WERROR=1 $(SETUP) $(PYTHON_VENV)
 	$(MAKE) -C tests/c check
 	$(PYTHON_VENV)/bin/python -m pytest -q tests
+	@echo "== the op tests again with every optional pass off (results must not change) =="
+	CJIT_PASSES=-cse,-fuse,-group,-memplan $(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_ops.py
 
 # Long differential fuzzing against NumPy (tests/test_fuzz.py, thousands of
 # random programs, random seeds) and the growth tests at 4x their CI size.

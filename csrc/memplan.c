@@ -154,7 +154,7 @@ static int last_read_group(const cj_plan *p, int b) {
 /* Places temporary t in a donated argument whose last reader ran before
  * t's first writer, at the lowest offset clear of the temporaries already
  * there that overlap t in time.  Returns whether it did. */
-static bool place_in_donor(cj_plan *p, int t, const int *donor_end, const int *placed, int nplaced) {
+static bool place_in_donor(cj_plan *p, int t, const int *donor_end) {
     cj_buffer *b = &p->buffers[t];
     int64_t size = align_up(b->nbytes);
     for (int d = 0; d < p->nbuffers; d++) {
@@ -163,9 +163,10 @@ static bool place_in_donor(cj_plan *p, int t, const int *donor_end, const int *p
         bool moved = true;
         while (moved) {
             moved = false;
-            for (int j = 0; j < nplaced; j++) {
-                const cj_buffer *o = &p->buffers[placed[j]];
-                if (o->alias_of != d || !lifetimes_overlap(b, o)) continue;
+            /* everything already living in d: placed here, or updated in place */
+            for (int j = 0; j < p->nbuffers; j++) {
+                const cj_buffer *o = &p->buffers[j];
+                if (j == t || o->alias_of != d || !lifetimes_overlap(b, o)) continue;
                 int64_t oend = o->offset + align_up(o->nbytes);
                 if (offset < oend && o->offset < offset + size) {
                     offset = oend;
@@ -220,7 +221,7 @@ cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
         cj_buffer *b = &p->buffers[order[i]];
         int64_t size = align_up(b->nbytes);
         int64_t offset = 0;
-        if (!hosts[order[i]] && place_in_donor(p, order[i], donor_end, placed, nplaced)) {
+        if (!hosts[order[i]] && place_in_donor(p, order[i], donor_end)) {
             placed[nplaced++] = order[i];
             continue;
         }
@@ -262,11 +263,14 @@ cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
     p->temp_bytes = arena;
     /* bytes that live in donated arguments instead of new memory */
     p->alias_bytes = 0;
-    for (int b = 0; b < p->nbuffers; b++) {
-        const cj_buffer *buf = &p->buffers[b];
-        int host = buf->alias_of;
-        while (host >= 0 && p->buffers[host].alias_of >= 0) host = p->buffers[host].alias_of;
-        if (host >= 0 && p->buffers[host].kind == CJ_BUF_PARAM) p->alias_bytes += buf->nbytes;
+    for (int d = 0; d < p->nbuffers; d++) {
+        if (p->buffers[d].kind != CJ_BUF_PARAM) continue;
+        int64_t extent = 0; /* how much of the argument is reused */
+        for (int b = 0; b < p->nbuffers; b++) {
+            const cj_buffer *buf = &p->buffers[b];
+            if (buf->alias_of == d && buf->offset + buf->nbytes > extent) extent = buf->offset + buf->nbytes;
+        }
+        p->alias_bytes += extent < p->buffers[d].nbytes ? extent : p->buffers[d].nbytes;
     }
     /* outputs are never placed in arguments yet, so nothing is counted twice */
     p->peak_bytes = p->argument_bytes + p->output_bytes + p->temp_bytes;

@@ -1,6 +1,7 @@
 /* py_exec.c - Lowered (a finished graph) and Executable (compiled code
  * that runs on NumPy arrays). */
 #include "py_glue.h"
+#include "simplify.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -88,10 +89,17 @@ static PyObject *str_from_owned(char *s)
     return r;
 }
 
+/* The graph after simplification (dead code dropped, CSE), as compiled. */
 static PyObject *lowered_as_text(cj_py_lowered *lw, PyObject *unused)
 {
     (void)unused;
-    return str_from_owned(cj_graph_to_text(lw->graph));
+    cj_error err = {0};
+    cj_graph *g = cj_simplify_run(lw->graph, true, &err);
+    if (g == NULL)
+        return cj_py_raise(&err);
+    PyObject *r = str_from_owned(cj_graph_to_text(g));
+    cj_graph_free(g);
+    return r;
 }
 
 static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *arrays);

@@ -29,7 +29,8 @@ BETA1, BETA2, ADAM_EPS = 0.9, 0.999, 1e-8
 
 
 def load_data(seed=0):
-    """Digits as float32 in [0, 1], split 80/20 into train and test."""
+    """Digits as float32 in [0, 1], split 80/20 into train and test; and
+    what the data is, for the printout."""
     try:
         from sklearn.datasets import load_digits
     except ImportError:
@@ -40,13 +41,15 @@ def load_data(seed=0):
         centers = rng.normal(size=(10, 64)) * 1.5
         y = rng.integers(0, 10, size=1797)
         x = centers[y] + rng.normal(size=(1797, 64))
+        name = "synthetic examples"
     else:
         digits = load_digits()
         x, y = digits.data / 16.0, digits.target
+        name = "digits"
     order = np.random.default_rng(seed).permutation(len(x))
     x, y = x[order].astype(np.float32), y[order].astype(np.int64)
     n_test = len(x) // 5
-    return (x[n_test:], y[n_test:]), (x[:n_test], y[:n_test])
+    return (x[n_test:], y[n_test:]), (x[:n_test], y[:n_test]), name
 
 
 def init_params(seed=0):
@@ -111,13 +114,13 @@ def accuracy(params, x, y):
 
 
 def main():
-    (x_train, y_train), (x_test, y_test) = load_data()
-    params, state = init_params(), None
+    (x_train, y_train), (x_test, y_test), name = load_data()
+    params = init_params()
     state = adam_init(params)
     steps_per_epoch = len(x_train) // BATCH  # full batches only: one shape, one compile
     rng = np.random.default_rng(1)
     print(f"MLP {' -> '.join(map(str, SIZES))} (tanh) on {len(x_train)} training and "
-          f"{len(x_test)} test digits; Adam, batch {BATCH}, {EPOCHS} epochs of "
+          f"{len(x_test)} test {name}; Adam, batch {BATCH}, {EPOCHS} epochs of "
           f"{steps_per_epoch} steps")
 
     t0 = time.perf_counter()

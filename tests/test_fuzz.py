@@ -759,3 +759,116 @@ def test_generator_covers_the_op_set():
     for needle in ["xp.exp", "xp.sum", "xp.matmul", "@", "xp.concatenate", "xp.reshape", "[",
                    "xp.where", "xp.transpose", "nn.", "astype", "keepdims=True", "xp.argmax"]:
         assert needle in text, needle
+
+
+# ---------------------------------------------------------------------------
+# gradients against finite differences (float64, smooth ops only)
+
+class _SmoothGen(_Gen):
+    """Programs of smooth float64 ops, so that central differences are a
+    fair reference for cjit.grad."""
+
+    def new_input(self, shape, dtype=None):
+        if len(self.inputs) >= MAX_INPUTS or math.prod(shape) > 64:
+            return None
+        layout = self.pick(["c", "c", "f", "strided"]) if len(shape) else "c"
+        a = make_input(self.rng, shape, "float64", layout)
+        name = f"a{len(self.inputs)}"
+        self.params.append(name)
+        self.inputs.append(a)
+        self.env[name] = np.asarray(a)
+        self.vals.append(name)
+        return name
+
+    def op_smooth_unary(self):
+        x = self.operand()
+        form = self.pick(["xp.tanh({x})", "xp.sin({x})", "xp.cos({x})", "xp.exp({x} * 0.3)",
+                          "xp.sqrt({x} * {x} + 1.0)", "xp.log({x} * {x} + 1.0)", "{x} ** 2",
+                          "-{x}", "nn.sigmoid({x})", "nn.gelu({x})", "xp.square({x})"])
+        return self.emit(form.format(x=x))
+
+    def op_smooth_nn(self):
+        x = self.operand(lambda v: v.ndim > 0 and v.size > 0)
+        if x is None:
+            return None
+        nd = self.value(x).ndim
+        if self.coin(2):
+            return self.emit(f"nn.softmax({x}, axis={self.axes(nd, allow_none=False)!r})")
+        return self.emit(f"nn.logsumexp({x}, axis={self.axes(nd)!r}, keepdims={self.coin(2)})")
+
+    def op_smooth_binary(self):
+        x = self.operand()
+        y = self.partner(x, [2.0, 0.5, -1.5, 3])
+        op = self.pick(["{x} + {y}", "{x} - {y}", "{x} * {y}", "{x} / ({y} * {y} + 1.0)",
+                        "xp.add({y}, {x})", "xp.multiply({x}, {y})"])
+        return self.emit(op.format(x=x, y=y))
+
+    def op_smooth_reduce(self):
+        x = self.operand()
+        nd = self.value(x).ndim
+        op = self.pick(["sum", "mean", "var", "sum"])
+        return self.emit(f"xp.{op}({x}, axis={self.axes(nd)!r}, keepdims={self.coin(2)})")
+
+    OPS = ["op_smooth_unary", "op_smooth_unary", "op_smooth_binary", "op_smooth_binary",
+           "op_smooth_reduce", "op_smooth_nn", "op_matmul", "op_index", "op_reshape",
+           "op_transpose", "op_dims", "op_concat"]
+
+
+@st.composite
+def smooth_programs(draw, max_steps=5):
+    g = _SmoothGen(draw, np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1))))
+    shape = g.shape(3)
+    if not 0 < math.prod(shape) <= 64:
+        shape = (2, 3)
+    g.new_input(shape)
+    for _ in range(draw(st.integers(1, max_steps))):
+        g.step()
+    computed = [n for n in g.vals if n.startswith("v")]
+    if not computed:
+        g.lines.append(f"v0 = _n(xp.tanh({g.vals[0]}))")
+        g.env["v0"] = np.tanh(g.env[g.vals[0]])
+        computed = ["v0"]
+    return Program(g.params, g.lines, [computed[-1]], g.inputs)
+
+
+@pytest.mark.skipif(not hasattr(cjit, "grad"), reason="cjit.grad not built")
+@settings(max_examples=_examples(25), **_SETTINGS)
+@given(smooth_programs())
+def test_fuzz_grad_matches_finite_differences(prog):
+    note(prog.source)
+    note(prog.describe_inputs())
+    inputs = [np.array(a, order="C") for a in prog.inputs]
+    f_np = prog.function(np, _NumpyNN)
+    with np.errstate(all="ignore"):
+        out = np.asarray(f_np(*inputs)[0])
+    w = np.random.default_rng(7).uniform(-1, 1, size=out.shape)
+
+    def loss_np(*a):
+        return float(np.sum(np.asarray(f_np(*a)[0]) * w))
+
+    f_cj = prog.function(cnp, cjit.nn)
+
+    def loss_cj(*a):
+        return cnp.sum(f_cj(*a)[0] * w)
+
+    try:
+        g = cjit.grad(loss_cj)(*prog.inputs)
+    except NotImplementedError:
+        pytest.skip("cjit.grad not implemented")
+    g = np.asarray(g)
+    x = inputs[0]
+    assert g.shape == x.shape and g.dtype == np.float64
+    fd = np.zeros(x.shape)
+    h = 1e-6
+    flat = fd.reshape(-1)
+    for i in range(x.size):
+        xp_, xm = x.copy().reshape(-1), x.copy().reshape(-1)
+        xp_[i] += h
+        xm[i] -= h
+        flat[i] = (loss_np(xp_.reshape(x.shape), *inputs[1:]) -
+                   loss_np(xm.reshape(x.shape), *inputs[1:])) / (2 * h)
+    scale = 1.0 + np.max(np.abs(fd), initial=0.0)
+    err = np.abs(g - fd)
+    assert np.all(err <= 1e-4 * scale + 1e-4 * np.abs(fd)), (
+        f"gradient differs from central differences: max err {err.max():.3g} "
+        f"(scale {scale:.3g})\ncjit={g!r}\nfd={fd!r}")
