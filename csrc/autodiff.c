@@ -17,6 +17,10 @@ typedef struct {
     cj_graph *g;
     cj_error *err;
     int *ct;   /* cotangent node of each node, -1: none (zero) */
+    int *copy; /* recomputed copy of each forward node, -1: none yet */
+    bool *escapes; /* read outside its checkpoint region: the region's output,
+                    * which is the next region's input and so is kept */
+    const char **tag; /* the checkpoint_name a value was given (by a NAME node reading it) */
     int loc;   /* location of the node whose rule is running */
 } vjp_ctx;
 
@@ -42,6 +46,78 @@ static int broadcast(vjp_ctx *c, int x, const cj_shape *s) {
 }
 static int zeros(vjp_ctx *c, const cj_shape *s, cj_dtype dt) {
     return cj_build_constant(c->g, 0.0, 0, dt, false, s, c->loc, c->err);
+}
+
+/* ---- checkpointing: saved or recomputed ----------------------------------
+ * Policy: a value computed inside a checkpoint region is kept for the
+ * backward pass only if the region's policy says so (or it is forced to be
+ * recomputed by a memory budget).  Mechanism: a value that is not kept is
+ * copied into the backward pass, recursively from kept values, when a rule
+ * first reads it; the copy is marked `remat` so that CSE never folds it back
+ * into the forward value, and it lands next to its first use. */
+
+/* Was value id named, by a NAME node or by being what a NAME node tags, with
+ * one of the region's names? */
+static bool name_listed(const vjp_ctx *c, const cj_region *r, int id) {
+    const cj_node *n = &c->g->nodes[id];
+    const char *names[2] = {n->op == CJ_OP_NAME ? n->attrs.name : NULL, c->tag[id]};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; names[k] && i < r->nnames; i++)
+            if (strcmp(r->names[i], names[k]) == 0) return true;
+    return false;
+}
+
+static bool saved(const vjp_ctx *c, int id) {
+    const cj_node *n = &c->g->nodes[id];
+    if (cj_op_kind(n->op) == CJ_OPKIND_SOURCE || n->remat) return true;
+    if (id < c->g->nforce_remat && c->g->force_remat[id]) return false;
+    if (n->region <= 0 || n->region >= c->g->nregions || c->escapes[id]) return true;
+    const cj_region *r = &c->g->regions[n->region];
+    switch (r->policy) {
+    case CJ_SAVE_NOTHING: return false;
+    case CJ_SAVE_EVERYTHING: return true;
+    case CJ_SAVE_DOTS: return n->op == CJ_OP_MATMUL;
+    case CJ_SAVE_ONLY_NAMES: return name_listed(c, r, id);
+    case CJ_SAVE_ALL_EXCEPT_NAMES: return !name_listed(c, r, id);
+    }
+    return true;
+}
+
+/* Is region a inside region b (or b itself)? */
+static bool region_within(const cj_graph *g, int a, int b) {
+    for (int guard = 0; a > 0 && guard < g->nregions; guard++, a = g->regions[a].parent)
+        if (a == b) return true;
+    return a == b;
+}
+
+/* Marks the values of checkpoint regions that are read outside them. */
+static void find_escapes(vjp_ctx *c, int last) { /* and the names values were given */
+    const cj_graph *g = c->g;
+    for (int j = 0; j < last; j++) {
+        const cj_node *n = &g->nodes[j];
+        for (int a = 0; a < n->ninputs; a++) {
+            int i = n->inputs[a];
+            if (g->nodes[i].region > 0 && !region_within(g, n->region, g->nodes[i].region))
+                c->escapes[i] = true;
+        }
+        if (n->op == CJ_OP_NAME && n->attrs.name && n->attrs.name[0]) c->tag[n->inputs[0]] = n->attrs.name;
+    }
+}
+
+/* The forward value of node id as the backward pass may read it. */
+static int fwd(vjp_ctx *c, int id) {
+    if (saved(c, id)) return id;
+    if (c->copy[id] >= 0) return c->copy[id];
+    cj_node n = c->g->nodes[id];
+    int ins[CJ_MAX_INPUTS > 3 ? CJ_MAX_INPUTS : 3];
+    if (n.ninputs > (int)(sizeof ins / sizeof ins[0]))
+        return cj_error_set(c->err, CJ_ERR_INTERNAL, "autodiff: %d inputs", n.ninputs), -1;
+    for (int a = 0; a < n.ninputs; a++)
+        if ((ins[a] = fwd(c, n.inputs[a])) < 0) return -1;
+    n.inputs = ins;
+    n.remat = true;
+    n.region = 0;
+    return c->copy[id] = cj_graph_append(c->g, &n, c->err);
 }
 
 /* adds `contribution` to the cotangent of node `to` */
@@ -175,6 +251,10 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
     int x = n.ninputs > 0 ? n.inputs[0] : -1, y = n.ninputs > 1 ? n.inputs[1] : -1;
     /* which inputs take part: float values recorded after `first` */
 #define WANTS(i) (n.inputs[i] >= first && is_float(node(c, n.inputs[i]).dtype))
+    /* forward values a rule reads: saved ones as they are, the others
+     * recomputed for the backward pass (checkpointing, see saved() above) */
+    int X = x >= 0 ? fwd(c, x) : -1, Y = y >= 0 ? fwd(c, y) : -1, OUT = fwd(c, id);
+    if ((x >= 0 && X < 0) || (y >= 0 && Y < 0) || OUT < 0) return false;
     switch (n.op) {
     case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA:
         return true;
@@ -187,44 +267,44 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
     case CJ_OP_NAME: return !WANTS(0) || accumulate(c, x, g);
     case CJ_OP_CAST: return !WANTS(0) || accumulate(c, x, cast(c, g, node(c, x).dtype));
     case CJ_OP_NEG: return !WANTS(0) || accumulate(c, x, un(c, CJ_OP_NEG, g));
-    case CJ_OP_ABS: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_SIGN, x)));
-    case CJ_OP_EXP: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, id));
-    case CJ_OP_EXPM1: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, id, cst(c, 1))));
-    case CJ_OP_LOG: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, x));
-    case CJ_OP_LOG1P: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, bin(c, CJ_OP_ADD, x, cst(c, 1))));
-    case CJ_OP_SQRT: /* g / (2 sqrt(x)) */
-        return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, g, cst(c, 0.5)), id));
+    case CJ_OP_ABS: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_SIGN, X)));
+    case CJ_OP_EXP: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, OUT));
+    case CJ_OP_EXPM1: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, OUT, cst(c, 1))));
+    case CJ_OP_LOG: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, X));
+    case CJ_OP_LOG1P: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, bin(c, CJ_OP_ADD, X, cst(c, 1))));
+    case CJ_OP_SQRT: /* g / (2 sqrt(x)) = g / (2 out) */
+        return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, g, cst(c, 0.5)), OUT));
     case CJ_OP_RECIPROCAL: /* -g / x^2 = -g * out^2 */
-        return !WANTS(0) || accumulate(c, x, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_MUL, id, id))));
+        return !WANTS(0) || accumulate(c, x, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_MUL, OUT, OUT))));
     case CJ_OP_TANH: /* g (1 - out^2) */
-        return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_SUB, cst(c, 1), bin(c, CJ_OP_MUL, id, id))));
-    case CJ_OP_SIN: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_COS, x)));
-    case CJ_OP_COS: return !WANTS(0) || accumulate(c, x, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_SIN, x))));
+        return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_SUB, cst(c, 1), bin(c, CJ_OP_MUL, OUT, OUT))));
+    case CJ_OP_SIN: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_COS, X)));
+    case CJ_OP_COS: return !WANTS(0) || accumulate(c, x, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_SIN, X))));
 
     case CJ_OP_ADD:
         return (!WANTS(0) || accumulate(c, x, g)) && (!WANTS(1) || accumulate(c, y, g));
     case CJ_OP_SUB:
         return (!WANTS(0) || accumulate(c, x, g)) && (!WANTS(1) || accumulate(c, y, un(c, CJ_OP_NEG, g)));
     case CJ_OP_MUL:
-        return (!WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, y))) &&
-               (!WANTS(1) || accumulate(c, y, bin(c, CJ_OP_MUL, g, x)));
+        return (!WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, Y))) &&
+               (!WANTS(1) || accumulate(c, y, bin(c, CJ_OP_MUL, g, X)));
     case CJ_OP_DIV: /* d/dy = -g * out / y */
-        return (!WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, y))) &&
-               (!WANTS(1) || accumulate(c, y, un(c, CJ_OP_NEG, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, g, id), y))));
+        return (!WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, Y))) &&
+               (!WANTS(1) || accumulate(c, y, un(c, CJ_OP_NEG, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, g, OUT), Y))));
     case CJ_OP_POW: {
-        /* d/dx = g y x^(y-1), taken as 0 where y == 0 (as JAX: x^0 is constant, even at
-         * x = 0 where y x^(y-1) would be 0 * inf); d/dy = g out log(x), taken as 0 where x <= 0 */
+        /* d/dx = g Y X^(Y-1), taken as 0 where Y == 0 (as JAX: X^0 is constant, even at
+         * X = 0 where Y X^(Y-1) would be 0 * inf); d/dy = g out log(X), taken as 0 where X <= 0 */
         bool ok = true;
         if (WANTS(0)) {
-            int dx = bin(c, CJ_OP_MUL, y, bin(c, CJ_OP_POW, x, bin(c, CJ_OP_SUB, y, cst(c, 1))));
-            int y0 = bin(c, CJ_OP_EQ, y, cst(c, 0));
+            int dx = bin(c, CJ_OP_MUL, Y, bin(c, CJ_OP_POW, X, bin(c, CJ_OP_SUB, Y, cst(c, 1))));
+            int y0 = bin(c, CJ_OP_EQ, Y, cst(c, 0));
             dx = dx < 0 || y0 < 0 ? -1 : cj_build_select(c->g, y0, cst(c, 0), dx, c->loc, c->err);
             ok = accumulate(c, x, bin(c, CJ_OP_MUL, g, dx));
         }
         if (ok && WANTS(1)) {
-            int positive = bin(c, CJ_OP_GT, x, cst(c, 0));
-            int logx = positive < 0 ? -1 : cj_build_select(c->g, positive, un(c, CJ_OP_LOG, x), cst(c, 0), c->loc, c->err);
-            ok = accumulate(c, y, bin(c, CJ_OP_MUL, bin(c, CJ_OP_MUL, g, id), logx));
+            int positive = bin(c, CJ_OP_GT, X, cst(c, 0));
+            int logx = positive < 0 ? -1 : cj_build_select(c->g, positive, un(c, CJ_OP_LOG, X), cst(c, 0), c->loc, c->err);
+            ok = accumulate(c, y, bin(c, CJ_OP_MUL, bin(c, CJ_OP_MUL, g, OUT), logx));
         }
         return ok;
     }
@@ -232,14 +312,14 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
     case CJ_OP_MINIMUM: {
         /* the larger (smaller) operand takes the gradient; ties share it equally, as JAX */
         cj_op wins = n.op == CJ_OP_MAXIMUM ? CJ_OP_GT : CJ_OP_LT;
-        int tie = bin(c, CJ_OP_MUL, cast(c, bin(c, CJ_OP_EQ, x, y), n.dtype), cst(c, 0.5));
+        int tie = bin(c, CJ_OP_MUL, cast(c, bin(c, CJ_OP_EQ, X, Y), n.dtype), cst(c, 0.5));
         bool ok = true;
-        if (WANTS(0)) ok = accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, cast(c, bin(c, wins, x, y), n.dtype), tie)));
-        if (ok && WANTS(1)) ok = accumulate(c, y, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, cast(c, bin(c, wins, y, x), n.dtype), tie)));
+        if (WANTS(0)) ok = accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, cast(c, bin(c, wins, X, Y), n.dtype), tie)));
+        if (ok && WANTS(1)) ok = accumulate(c, y, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, cast(c, bin(c, wins, Y, X), n.dtype), tie)));
         return ok;
     }
     case CJ_OP_SELECT: {
-        int z = zeros(c, &n.shape, n.dtype), cond = x;
+        int z = zeros(c, &n.shape, n.dtype), cond = X;
         bool ok = true;
         if (WANTS(1)) ok = accumulate(c, n.inputs[1], cj_build_select(c->g, cond, g, z, c->loc, c->err));
         if (ok && WANTS(2)) ok = accumulate(c, n.inputs[2], cj_build_select(c->g, cond, z, g, c->loc, c->err));
@@ -292,15 +372,15 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
     }
     case CJ_OP_REDUCE_PROD: {
         /* g times the product of the other elements, exact at zeros too (as JAX):
-         * with nz = x where x != 0 and 1 where x == 0, p = prod(nz) and zeros = the
+         * with nz = X where X != 0 and 1 where X == 0, p = prod(nz) and zeros = the
          * number of zeros in the reduced group, the others' product is p / nz when
-         * none of the others is zero, else 0.  (Away from zeros this is g out / x;
+         * none of the others is zero, else 0.  (Away from zeros this is g out / X;
          * higher derivatives at an exact zero are those of this piecewise form.) */
         if (!WANTS(0)) return true;
         cj_shape in = node(c, x).shape;
         uint32_t axes = n.attrs.axes;
-        int is0 = bin(c, CJ_OP_EQ, x, cst(c, 0));
-        int nz = is0 < 0 ? -1 : cj_build_select(c->g, is0, cst(c, 1), x, c->loc, c->err);
+        int is0 = bin(c, CJ_OP_EQ, X, cst(c, 0));
+        int nz = is0 < 0 ? -1 : cj_build_select(c->g, is0, cst(c, 1), X, c->loc, c->err);
         int p = nz < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_PROD, nz, axes, c->loc, c->err);
         int z = cast(c, is0, n.dtype);
         int count = z < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, z, axes, c->loc, c->err);
@@ -313,15 +393,15 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
     case CJ_OP_REDUCE_MIN: { /* shared equally by the elements equal to the result */
         if (!WANTS(0)) return true;
         cj_shape in = node(c, x).shape;
-        int ob = expand_reduced(c, id, &in, n.attrs.axes);
-        int hit = cast(c, bin(c, CJ_OP_EQ, x, ob), n.dtype);
+        int ob = expand_reduced(c, OUT, &in, n.attrs.axes);
+        int hit = cast(c, bin(c, CJ_OP_EQ, X, ob), n.dtype);
         int count = hit < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, hit, n.attrs.axes, c->loc, c->err);
         int share = bin(c, CJ_OP_DIV, expand_reduced(c, g, &in, n.attrs.axes), expand_reduced(c, count, &in, n.attrs.axes));
         return accumulate(c, x, bin(c, CJ_OP_MUL, share, hit));
     }
     case CJ_OP_MATMUL: /* dA = g B^T, dB = A^T g */
-        return (!WANTS(0) || accumulate(c, x, cj_build_matmul(c->g, g, swap_last(c, y), c->loc, c->err))) &&
-               (!WANTS(1) || accumulate(c, y, cj_build_matmul(c->g, swap_last(c, x), g, c->loc, c->err)));
+        return (!WANTS(0) || accumulate(c, x, cj_build_matmul(c->g, g, swap_last(c, Y), c->loc, c->err))) &&
+               (!WANTS(1) || accumulate(c, y, cj_build_matmul(c->g, swap_last(c, X), g, c->loc, c->err)));
     case CJ_NUM_OPS:
         break;
     }
@@ -336,8 +416,22 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
     int last = g->nnodes; /* rules only run on nodes that existed before we started */
     vjp_ctx c = {.g = g, .err = err, .loc = -1};
     c.ct = malloc(sizeof(int) * ((size_t)last + 1));
-    if (!c.ct) return cj_error_set(err, CJ_ERR_MEMORY, "autodiff: out of memory");
-    for (int i = 0; i < last; i++) c.ct[i] = -1;
+    c.copy = malloc(sizeof(int) * ((size_t)last + 1));
+    c.escapes = calloc((size_t)last + 1, sizeof(bool));
+    c.tag = calloc((size_t)last + 1, sizeof(char *));
+    if (!c.ct || !c.copy || !c.escapes || !c.tag) {
+        free(c.ct);
+        free(c.copy);
+        free(c.escapes);
+        free(c.tag);
+        return cj_error_set(err, CJ_ERR_MEMORY, "autodiff: out of memory");
+    }
+    for (int i = 0; i < last; i++) c.ct[i] = c.copy[i] = -1;
+    find_escapes(&c, last);
+    /* the outputs themselves are kept: they are returned anyway */
+    for (int i = 0; i < nouts; i++)
+        if (outs[i] >= 0 && outs[i] < last) c.escapes[outs[i]] = true;
+    if (g->backward_start < 0 || last < g->backward_start) g->backward_start = last;
     bool ok = true;
     for (int i = 0; ok && i < nouts; i++) {
         if (outs[i] < 0 || outs[i] >= last || cts[i] < 0 || cts[i] >= last) {
@@ -361,6 +455,38 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
         ok = grads[w] >= 0;
     }
     free(c.ct);
+    free(c.copy);
+    free(c.escapes);
+    free(c.tag);
     if (!ok && err->status == CJ_OK) cj_error_set(err, CJ_ERR_INTERNAL, "autodiff failed");
     return err->status;
+}
+
+/* See autodiff.h. */
+int cj_autodiff_residuals(const cj_graph *g, int *out) {
+    if (g->backward_start < 0) return 0;
+    bool *live = calloc((size_t)g->nnodes + 1, sizeof(bool));
+    bool *res = calloc((size_t)g->nnodes + 1, sizeof(bool));
+    if (!live || !res) {
+        free(live);
+        free(res);
+        return -1;
+    }
+    for (int j = 0; j < g->noutputs; j++) live[g->outputs[j]] = true;
+    for (int i = g->nnodes - 1; i >= 0; i--) {
+        if (!live[i]) continue;
+        for (int a = 0; a < g->nodes[i].ninputs; a++) {
+            int in = g->nodes[i].inputs[a];
+            live[in] = true;
+            if (i >= g->backward_start && in < g->backward_start &&
+                cj_op_kind(g->nodes[in].op) != CJ_OPKIND_SOURCE)
+                res[in] = true;
+        }
+    }
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        if (res[i]) out[n++] = i;
+    free(live);
+    free(res);
+    return n;
 }

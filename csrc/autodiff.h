@@ -14,4 +14,10 @@
 cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
                           const int *wrt, int nwrt, int *grads, cj_error *err);
 
+/* The residuals of the backward pass in g: forward nodes (before
+ * g->backward_start, computed rather than sources) that a node the outputs
+ * depend on reads from the backward pass.  Writes their ids in order to
+ * `out` (room for g->nnodes) and returns the count, or -1 on no memory. */
+int cj_autodiff_residuals(const cj_graph *g, int *out);
+
 #endif

@@ -196,7 +196,10 @@ static bool broadcastable_to(const cj_shape *from, const cj_shape *to)
 /* Returns a new empty graph owned by the caller (cj_graph_free), or NULL. */
 cj_graph *cj_graph_new(void)
 {
-    return calloc(1, sizeof(cj_graph));
+    cj_graph *g = calloc(1, sizeof(cj_graph));
+    if (g != NULL)
+        g->backward_start = -1;
+    return g;
 }
 
 /* Frees the graph, its nodes, locations and arena.  NULL is fine. */
@@ -206,6 +209,8 @@ void cj_graph_free(cj_graph *g)
         return;
     free(g->nodes);
     free(g->locs);
+    free(g->regions);
+    free(g->force_remat);
     cj_arena_free(&g->arena);
     free(g);
 }
@@ -527,6 +532,7 @@ static int emit(cj_graph *g, cj_op op, cj_dtype dt, bool weak, const cj_shape *s
     n.ninputs = ninputs;
     n.inputs = (int *)inputs;
     n.loc = loc;
+    n.region = g->current_region;
     if (attrs)
         n.attrs = *attrs;
     return cj_graph_append(g, &n, err);
@@ -1408,7 +1414,7 @@ char *cj_graph_to_text(const cj_graph *g)
         sb_printf(&sb, " : %s[", cj_dtype_name(n->dtype));
         for (int d = 0; d < n->shape.rank; d++)
             sb_printf(&sb, "%s%lld", d ? "," : "", (long long)n->shape.dims[d]);
-        sb_printf(&sb, "]%s", n->weak ? " weak" : "");
+        sb_printf(&sb, "]%s%s", n->weak ? " weak" : "", n->remat ? " recomputed" : "");
         if (n->loc >= 0)
             sb_printf(&sb, "  # %s", cj_graph_loc_str(g, n->loc));
         sb_printf(&sb, "\n");
@@ -1422,4 +1428,48 @@ char *cj_graph_to_text(const cj_graph *g)
         return NULL;
     }
     return sb.buf;
+}
+
+/* ---- checkpoint regions ------------------------------------------------ */
+
+/* See graph.h. */
+int cj_graph_region_begin(cj_graph *g, cj_save_policy policy, const char *const *names, int nnames,
+                          cj_error *err)
+{
+    if (g->nregions == 0) {
+        g->regions = calloc(8, sizeof *g->regions);
+        if (g->regions == NULL)
+            return cj_error_set(err, CJ_ERR_MEMORY, "checkpoint: out of memory"), -1;
+        g->regions_cap = 8;
+        g->nregions = 1; /* region 0: outside every checkpoint */
+    }
+    if (g->nregions == g->regions_cap) {
+        cj_region *r = realloc(g->regions, (size_t)g->regions_cap * 2 * sizeof *r);
+        if (r == NULL)
+            return cj_error_set(err, CJ_ERR_MEMORY, "checkpoint: out of memory"), -1;
+        g->regions = r;
+        g->regions_cap *= 2;
+    }
+    cj_region *r = &g->regions[g->nregions];
+    memset(r, 0, sizeof *r);
+    r->parent = g->current_region;
+    r->policy = policy;
+    if (nnames > 0) {
+        r->names = cj_arena_alloc(&g->arena, sizeof(char *) * (size_t)nnames);
+        if (r->names == NULL)
+            return cj_error_set(err, CJ_ERR_MEMORY, "checkpoint: out of memory"), -1;
+        for (int i = 0; i < nnames; i++)
+            if ((r->names[i] = cj_arena_strdup(&g->arena, names[i])) == NULL)
+                return cj_error_set(err, CJ_ERR_MEMORY, "checkpoint: out of memory"), -1;
+        r->nnames = nnames;
+    }
+    g->current_region = g->nregions;
+    return g->nregions++;
+}
+
+/* See graph.h. */
+void cj_graph_region_end(cj_graph *g, int id)
+{
+    if (id > 0 && id < g->nregions && g->current_region == id)
+        g->current_region = g->regions[id].parent;
 }

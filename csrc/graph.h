@@ -48,7 +48,26 @@ typedef struct {
     int *inputs;        /* node ids, all smaller than this node's id */
     int loc;            /* source location id (cj_graph.locs), -1 if unknown */
     cj_attrs attrs;
+    int region;         /* innermost checkpoint region it was traced in, 0: none */
+    bool remat;         /* a copy recomputed for the backward pass (never CSE'd
+                         * with the forward value it copies) */
 } cj_node;
+
+/* What a checkpoint region keeps for the backward pass (remat policy). */
+typedef enum {
+    CJ_SAVE_NOTHING,            /* recompute everything from the region's inputs */
+    CJ_SAVE_EVERYTHING,         /* no recomputation */
+    CJ_SAVE_DOTS,               /* keep matmul results, recompute the rest */
+    CJ_SAVE_ONLY_NAMES,         /* keep values named by checkpoint_name in `names` */
+    CJ_SAVE_ALL_EXCEPT_NAMES,   /* keep everything but the values named in `names` */
+} cj_save_policy;
+
+typedef struct {
+    int parent;                 /* enclosing region, 0: none */
+    cj_save_policy policy;
+    const char **names;         /* arena */
+    int nnames;
+} cj_region;
 
 typedef struct {
     cj_arena arena;     /* inputs arrays, strings */
@@ -60,6 +79,13 @@ typedef struct {
     int noutputs;
     const char **locs;  /* "file:line" strings, malloc'd array of arena strings */
     int nlocs, locs_cap;
+    cj_region *regions; /* malloc'd; regions[0] is "no region" */
+    int nregions, regions_cap;
+    int current_region; /* new nodes belong to it */
+    bool *force_remat;  /* malloc'd, by node id (may be shorter than nnodes or NULL):
+                         * recompute these in any backward pass (memory_budget) */
+    int nforce_remat;
+    int backward_start; /* first node appended by a vjp, or -1 */
 } cj_graph;
 
 cj_graph *cj_graph_new(void);             /* NULL when out of memory */
@@ -68,6 +94,14 @@ void cj_graph_free(cj_graph *g);
 int cj_graph_loc(cj_graph *g, const char *file_line);
 const char *cj_graph_loc_str(const cj_graph *g, int loc); /* "?" if unknown */
 cj_status cj_graph_set_outputs(cj_graph *g, const int *ids, int n, cj_error *err);
+
+/* Opens a checkpoint region inside the current one; nodes built until
+ * cj_graph_region_end belong to it.  names are copied.  Returns its id
+ * (>= 1) or -1 with err set. */
+int cj_graph_region_begin(cj_graph *g, cj_save_policy policy, const char *const *names, int nnames,
+                          cj_error *err);
+/* Closes region `id` (the current one), making its parent current again. */
+void cj_graph_region_end(cj_graph *g, int id);
 
 /* Appends a node exactly as given (proto->inputs is copied).  Checks that
  * the inputs exist and agree with the op; infers nothing.  Returns the new

@@ -514,6 +514,9 @@ cj_status cj_cuda_program_run(cj_cuda_program *p, const uint64_t *params, const 
         case CJ_BUF_TEMP: slots[b] = arena + (uint64_t)buf->offset; break;
         }
     }
+    /* in-place updates and temporaries in donated arguments (as runtime.c) */
+    for (int b = 0; b < p->nbuffers; b++)
+        if (p->buffers[b].alias_of >= 0) slots[b] = slots[p->buffers[b].alias_of] + (uint64_t)p->buffers[b].offset;
     /* kernels run in order on the default stream: each sees its inputs done */
     for (int k = 0; k < p->nkernels && err->status == CJ_OK; k++) {
         const cj_cuda_launch *L = &p->launch[k];

@@ -101,6 +101,26 @@ fail:
     return NULL;
 }
 
+/* See pipeline.h. */
+cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
+    cj_plan plan;
+    memset(&plan, 0, sizeof plan);
+    cj_graph *g = cj_simplify_run(src, !pass_disabled("cse"), err);
+    bool *live = g ? calloc((size_t)g->nnodes + 1, sizeof(bool)) : NULL;
+    if (g && !live) cj_error_set(err, CJ_ERR_MEMORY, "plan: out of memory");
+    if (live) {
+        for (int i = 0; i < g->nnodes; i++) live[i] = true;
+        if (cj_fuse_run(g, live, !pass_disabled("fuse"), &plan, err) == CJ_OK &&
+            cj_group_run(&plan, !pass_disabled("group") && !pass_disabled("fuse"), err) == CJ_OK &&
+            cj_memplan_run(&plan, !pass_disabled("memplan"), err) == CJ_OK)
+            *peak = plan.peak_bytes;
+    }
+    cj_plan_free(&plan);
+    free(live);
+    cj_graph_free(g);
+    return err->status;
+}
+
 /* ---- text ---------------------------------------------------------------- */
 
 typedef struct {
@@ -145,6 +165,18 @@ static const char *buf_kind_name(cj_buf_kind k) {
     return "?";
 }
 
+/* Is buffer b read by a kernel of the backward pass? */
+static bool read_by_backward(const cj_plan *p, int b) {
+    const cj_graph *g = p->graph;
+    for (int k = 0; k < p->nkernels; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        if (kern->root_node < g->backward_start) continue;
+        for (int e = 0; e < kern->nexprs; e++)
+            if (kern->exprs[e].kind == CJ_EX_LOAD && kern->exprs[e].buffer == b) return true;
+    }
+    return false;
+}
+
 /* See kernel.h. */
 char *cj_plan_to_text(const cj_plan *p) {
     text_buf t = {0};
@@ -158,7 +190,9 @@ char *cj_plan_to_text(const cj_plan *p) {
                 put(&t, grp->count > 1 ? "kernel %d: %d stages over %lld rows, in blocks of %lld rows\n" : "kernel %d:\n",
                     gi, grp->count, (long long)grp->rows, (long long)grp->block);
         }
-        put(&t, "  stage %d: %s  loops [", k, kern->label ? kern->label : "?");
+        bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
+        put(&t, "  stage %d: %s%s  loops [", k, kern->label ? kern->label : "?",
+            recomputed ? " (recomputed for the backward pass)" : "");
         for (int d = 0; d < kern->rank; d++)
             put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");
         put(&t, "] -> buf%d", kern->out_buffer);
@@ -187,6 +221,9 @@ char *cj_plan_to_text(const cj_plan *p) {
         else if (buf->kind == CJ_BUF_TEMP)
             put(&t, " at offset %lld", (long long)buf->offset);
         put(&t, ", live in kernels %d..%d", buf->first_use, buf->last_use);
+        if (g && buf->node >= 0 && g->backward_start >= 0 && buf->node < g->backward_start &&
+            buf->kind == CJ_BUF_TEMP && read_by_backward(p, b))
+            put(&t, ", saved for the backward pass");
         if (g && buf->node >= 0)
             put(&t, "  # %s at %s", cj_op_name(g->nodes[buf->node].op), cj_graph_loc_str(g, g->nodes[buf->node].loc));
         put(&t, "\n");

@@ -17,6 +17,9 @@ cj_executable *cj_compile(const cj_graph *g, cj_error *err);
  * may be reused by the plan (donate_argnums). */
 cj_executable *cj_compile_donated(const cj_graph *g, const bool *donated, int ndonated, cj_error *err);
 void cj_executable_free(cj_executable *x);
+/* The peak bytes cj_compile's plan for g would have, without generating
+ * code (the oracle of memory_budget).  Returns CJ_OK and sets *peak. */
+cj_status cj_plan_peak(const cj_graph *g, int64_t *peak, cj_error *err);
 
 /* The compiled graph's signature, for the caller's checks. */
 int cj_executable_nparams(const cj_executable *x);

@@ -1,5 +1,6 @@
 /* py_exec.c - Lowered (a finished graph) and Executable (compiled code
  * that runs on NumPy arrays). */
+#include "autodiff.h"
 #include "py_glue.h"
 #include "simplify.h"
 
@@ -149,6 +150,66 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
     return executable_new(x, lw->graph, lw->arrays);   /* owns x from here on */
 }
 
+/* Lowered.residuals() -> list of (node id, shape, dtype, source, op):
+ * the forward values the backward pass reads (cjit.saved_residuals). */
+static PyObject *lowered_residuals(cj_py_lowered *lw, PyObject *unused)
+{
+    (void)unused;
+    const cj_graph *g = lw->graph;
+    int *ids = PyMem_Malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+    if (ids == NULL)
+        return PyErr_NoMemory();
+    int n = cj_autodiff_residuals(g, ids);
+    PyObject *list = n < 0 ? PyErr_NoMemory() : PyList_New(0);
+    for (int i = 0; list != NULL && i < n; i++) {
+        const cj_node *nd = &g->nodes[ids[i]];
+        PyObject *shape = PyTuple_New(nd->shape.rank);
+        for (int d = 0; shape != NULL && d < nd->shape.rank; d++)
+            PyTuple_SET_ITEM(shape, d, PyLong_FromLongLong(nd->shape.dims[d]));
+        PyObject *item = shape == NULL ? NULL
+            : Py_BuildValue("(iNsss)", ids[i], shape, cj_dtype_name(nd->dtype),
+                            cj_graph_loc_str(g, nd->loc), cj_op_name(nd->op));
+        if (item == NULL || PyList_Append(list, item) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    PyMem_Free(ids);
+    return list;
+}
+
+/* Lowered.forward_values() -> list of (node id, op): the values computed
+ * before the backward pass starts (all nodes when there is none), in order;
+ * the candidates memory_budget may choose to recompute. */
+static PyObject *lowered_forward_values(cj_py_lowered *lw, PyObject *unused)
+{
+    (void)unused;
+    const cj_graph *g = lw->graph;
+    int end = g->backward_start >= 0 ? g->backward_start : g->nnodes;
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list != NULL && i < end; i++) {
+        cj_opkind k = cj_op_kind(g->nodes[i].op);
+        if (k == CJ_OPKIND_SOURCE || k == CJ_OPKIND_MOVE || g->nodes[i].op == CJ_OP_NAME)
+            continue;
+        PyObject *item = Py_BuildValue("(is)", i, cj_op_name(g->nodes[i].op));
+        if (item == NULL || PyList_Append(list, item) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(item);
+    }
+    return list;
+}
+
+/* Lowered.plan_peak() -> int: the peak bytes of the plan compile() would
+ * make, without generating code. */
+static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *unused)
+{
+    (void)unused;
+    cj_error err = {0};
+    int64_t peak = 0;
+    if (cj_plan_peak(lw->graph, &peak, &err) != CJ_OK)
+        return cj_py_raise(&err);
+    return PyLong_FromLongLong(peak);
+}
+
 static PyGetSetDef lowered_getset[] = {
     {"nparams", (getter)lowered_get_nparams, NULL, "number of positional parameters", NULL},
     {"narrays", (getter)lowered_get_narrays, NULL, "number of closed-over arrays", NULL},
@@ -158,6 +219,12 @@ static PyGetSetDef lowered_getset[] = {
 };
 
 static PyMethodDef lowered_methods[] = {
+    {"residuals", (PyCFunction)lowered_residuals, METH_NOARGS,
+     "residuals($self, /)\n--\n\nThe forward values the backward pass reads."},
+    {"forward_values", (PyCFunction)lowered_forward_values, METH_NOARGS,
+     "forward_values($self, /)\n--\n\nThe computed values before the backward pass."},
+    {"plan_peak", (PyCFunction)lowered_plan_peak, METH_NOARGS,
+     "plan_peak($self, /)\n--\n\nPeak bytes of the memory plan, without compiling."},
     {"as_text", (PyCFunction)lowered_as_text, METH_NOARGS,
      "as_text($self, /)\n--\n\nThe graph, one op a line, with source locations."},
     {"compile", (PyCFunction)(void (*)(void))lowered_compile, METH_VARARGS | METH_KEYWORDS,

@@ -1141,6 +1141,91 @@ done:
     return result;
 }
 
+/* Trace.region_begin(policy, names) -> int: opens a checkpoint region
+ * (policy: a cj_save_policy number, names: a sequence of str). */
+static PyObject *trace_region_begin(cj_py_trace *tr, PyObject *args)
+{
+    int policy;
+    PyObject *names_obj;
+    if (!PyArg_ParseTuple(args, "iO:region_begin", &policy, &names_obj))
+        return NULL;
+    if (trace_check_live(tr, "region_begin") < 0)
+        return NULL;
+    if (policy < CJ_SAVE_NOTHING || policy > CJ_SAVE_ALL_EXCEPT_NAMES) {
+        PyErr_Format(PyExc_ValueError, "checkpoint: unknown policy %d", policy);
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(names_obj, "checkpoint: names must be a sequence of str");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const char **names = PyMem_Calloc((size_t)(n > 0 ? n : 1), sizeof(char *));
+    PyObject *result = NULL;
+    if (names == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i); /* borrowed */
+        if (!PyUnicode_Check(o)) {
+            PyErr_SetString(PyExc_TypeError, "checkpoint: names must be str");
+            goto done;
+        }
+        if ((names[i] = PyUnicode_AsUTF8(o)) == NULL) /* owned by o, alive while seq is */
+            goto done;
+    }
+    cj_error err = {0};
+    int id = cj_graph_region_begin(tr->graph, (cj_save_policy)policy, names, (int)n, &err);
+    result = id < 0 ? cj_py_raise(&err) : PyLong_FromLong(id);
+done:
+    PyMem_Free(names);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* Trace.region_end(id) -> None */
+static PyObject *trace_region_end(cj_py_trace *tr, PyObject *arg)
+{
+    long id = PyLong_AsLong(arg);
+    if (id == -1 && PyErr_Occurred())
+        return NULL;
+    if (!tr->finished && tr->graph != NULL)
+        cj_graph_region_end(tr->graph, (int)id);
+    Py_RETURN_NONE;
+}
+
+/* Trace.force_remat(ids) -> None: these forward nodes are recomputed by
+ * every later vjp instead of kept (memory_budget's choice). */
+static PyObject *trace_force_remat(cj_py_trace *tr, PyObject *ids)
+{
+    if (trace_check_live(tr, "force_remat") < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(ids, "force_remat: expected a sequence of node ids");
+    if (seq == NULL)
+        return NULL;
+    cj_graph *g = tr->graph;
+    bool *flags = calloc((size_t)g->nnodes + 1, sizeof(bool));
+    if (flags == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        long id = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (id == -1 && PyErr_Occurred()) {
+            free(flags);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        if (id >= 0 && id < g->nnodes)
+            flags[id] = true;
+    }
+    Py_DECREF(seq);
+    free(g->force_remat);
+    g->force_remat = flags;
+    g->nforce_remat = g->nnodes;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef trace_methods[] = {
     {"param", (PyCFunction)(void (*)(void))trace_param, METH_VARARGS | METH_KEYWORDS,
      "param($self, /, shape, dtype, weak=False)\n--\n\nAdds the next positional parameter."},
@@ -1150,6 +1235,12 @@ static PyMethodDef trace_methods[] = {
      "apply($self, op, /, *args, **attrs)\n--\n\nAppends one primitive."},
     {"finish", (PyCFunction)trace_finish, METH_O,
      "finish($self, outputs, /)\n--\n\nEnds the trace; returns a Lowered."},
+    {"region_begin", (PyCFunction)trace_region_begin, METH_VARARGS,
+     "region_begin($self, policy, names, /)\n--\n\nOpens a checkpoint region."},
+    {"region_end", (PyCFunction)trace_region_end, METH_O,
+     "region_end($self, id, /)\n--\n\nCloses a checkpoint region."},
+    {"force_remat", (PyCFunction)trace_force_remat, METH_O,
+     "force_remat($self, ids, /)\n--\n\nRecompute these forward nodes in later vjps."},
     {"mark", (PyCFunction)trace_mark, METH_NOARGS,
      "mark($self, /)\n--\n\nThe id the next node will get."},
     {"vjp", (PyCFunction)trace_vjp, METH_VARARGS,

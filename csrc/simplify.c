@@ -29,6 +29,8 @@ static bool same_attrs(const cj_node *a, const cj_node *b) {
 }
 
 static bool same_node(const cj_node *a, const cj_node *b, const int *a_inputs) {
+    /* a recomputed copy must not fold back into the forward value it copies */
+    if (a->remat != b->remat) return false;
     if (a->op != b->op || a->dtype != b->dtype || a->weak != b->weak || a->ninputs != b->ninputs ||
         !cj_shape_equal(&a->shape, &b->shape))
         return false;
@@ -101,6 +103,9 @@ cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
             goto oom;
         remap[i] = cj_graph_append(g, &nd, err);
         if (remap[i] < 0) goto fail;
+        /* where the backward pass starts, in the new numbering */
+        if (src->backward_start >= 0 && i >= src->backward_start && g->backward_start < 0)
+            g->backward_start = remap[i];
         while (bucket[slot] >= 0) slot = (slot + 1) & (nbuckets - 1);
         bucket[slot] = remap[i];
     }

@@ -707,9 +707,3 @@ def test_unsupported_eager_argument():
         cnp.add(np.ones(3), "x")
 
 
-# ---------------------------------------------------------------------------
-# not built yet: checkpointing exists and says so
-
-def test_checkpoint_not_implemented_yet():
-    with pytest.raises(NotImplementedError):
-        cjit.checkpoint(lambda x: x * 2)(np.ones(3))

@@ -25,7 +25,6 @@ from .api import (  # noqa: E402
     MemoryAnalysis,
     ShapeDtypeStruct,
     cache_info,
-    checkpoint,
     checkpoint_name,
     checkpoint_policies,
     clear_caches,
@@ -33,12 +32,11 @@ from .api import (  # noqa: E402
     devices,
     jit,
     memory_stats,
-    remat,
     reset_peak_memory_stats,
-    saved_residuals,
     set_cache_limits,
 )
 from ._autodiff import grad, value_and_grad, vjp  # noqa: E402
+from ._remat import checkpoint, remat, saved_residuals  # noqa: E402
 from . import numpy  # noqa: E402
 from . import nn  # noqa: E402
 

@@ -19,7 +19,7 @@ import functools
 import numpy as np
 
 from . import _cjit, _tree
-from .api import Jitted, current_trace
+from .api import Jitted, current_trace, forced_remat, request_memory_budget
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -92,8 +92,10 @@ def _scalar_output(trace, out, who):
     return out
 
 
-def _value_and_grad_traced(fun, argnums, single, has_aux, who, args, kwargs):
+def _value_and_grad_traced(fun, argnums, single, has_aux, who, args, kwargs, memory_budget=None):
     trace = current_trace()
+    if memory_budget is not None:
+        request_memory_budget(trace, memory_budget)
     args, first, parts = _differentiable_inputs(trace, args, argnums, who)
     result = fun(*args, **kwargs)
     aux = None
@@ -105,6 +107,9 @@ def _value_and_grad_traced(fun, argnums, single, has_aux, who, args, kwargs):
     out = _scalar_output(trace, result, who)
     one = trace.apply("constant", value=1.0, dtype=out.dtype.name, shape=())
     wrt = [p for _, proxies in parts for p in proxies]
+    force = forced_remat()
+    if force:
+        trace.force_remat(force)
     grads = trace.vjp([out], [one], wrt, first)
     trees, k = [], 0
     for treedef, proxies in parts:
@@ -115,9 +120,13 @@ def _value_and_grad_traced(fun, argnums, single, has_aux, who, args, kwargs):
 
 
 def _check_budget(memory_budget, who):
-    if memory_budget is not None:
-        raise NotImplementedError(f"{who}: memory_budget is not implemented yet: remat to a byte "
-                                  "budget lands with gradient checkpointing")
+    if memory_budget is None:
+        return None
+    if isinstance(memory_budget, bool) or not isinstance(memory_budget, (int, np.integer)) \
+            or memory_budget <= 0:
+        raise TypeError(f"{who}: memory_budget must be a positive number of bytes, "
+                        f"got {memory_budget!r}")
+    return int(memory_budget)
 
 
 def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
@@ -128,11 +137,11 @@ def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
         return functools.partial(value_and_grad, argnums=argnums, has_aux=has_aux,
                                  memory_budget=memory_budget)
     who = "cjit.value_and_grad"
-    _check_budget(memory_budget, who)
+    budget = _check_budget(memory_budget, who)
     nums, single = _argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
-        return _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs)
+        return _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
 
     functools.update_wrapper(traced, fun)
     compiled = Jitted(traced, _internal=True)
@@ -153,11 +162,11 @@ def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
     if fun is None:
         return functools.partial(grad, argnums=argnums, has_aux=has_aux, memory_budget=memory_budget)
     who = "cjit.grad"
-    _check_budget(memory_budget, who)
+    budget = _check_budget(memory_budget, who)
     nums, single = _argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
-        result = _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs)
+        result = _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
         (value, aux), g = result if has_aux else ((result[0], None), result[1])
         return (g, aux) if has_aux else g
 

@@ -769,9 +769,13 @@ class Jitted(_cjit.JitBase):
                 trace.finish_error()
             except Exception:
                 pass
+            _budget_requests.pop(id(trace), None)
             raise
         finally:
             _pop_trace()
+        budget = _budget_requests.pop(id(trace), None)
+        if budget is not None and getattr(_remat_tls, "force", None) is None:
+            return _fit_memory_budget(self, treedef, call, avals, budget, lowered, out_treedef, out_avals)
         return lowered, out_treedef, out_avals
 
     def _compile(self, key, call, avals):
@@ -885,6 +889,63 @@ _cjit._enable_vectorcall(Jitted)
 
 # ---------------------------------------------------------------------------
 # Lowered / Compiled
+
+# ---------------------------------------------------------------------------
+# memory_budget: choose what the backward pass recomputes
+
+_remat_tls = threading.local()   # .force: forward node ids to recompute (a search in progress)
+_budget_requests = {}            # id(trace) -> the smallest budget asked for in that trace
+
+
+def request_memory_budget(trace, budget):
+    """Called by grad/value_and_grad(memory_budget=N) while tracing: the
+    jitted function that owns `trace` must fit its plan's peak within N."""
+    key = id(trace)
+    _budget_requests[key] = min(budget, _budget_requests.get(key, budget))
+
+
+def forced_remat():
+    """The forward node ids a budget search wants recomputed, or None."""
+    return getattr(_remat_tls, "force", None)
+
+
+def _fit_memory_budget(jitted, treedef, call, avals, budget, lowered, out_treedef, out_avals):
+    """Chooses which forward values the backward pass recomputes instead of
+    keeping, so that the exact plan's peak fits `budget`; the plan is the
+    oracle, so the answer is known before anything runs.
+
+    Candidates, tried in order of growing recomputation until one fits:
+    keep everything; recompute all but the matmul results (cheap
+    elementwise work, like dots_saveable); then keep only every s-th
+    computed forward value (s = 2, 3, 4, ...) and recompute the segments in
+    between from those boundaries, the schedule of Chen et al. (sqrt(n)
+    segments at s ~ sqrt(n)).  Raises MemoryBudgetError naming the smallest
+    peak reached."""
+    peak = lowered.plan_peak()
+    if peak <= budget:
+        return lowered, out_treedef, out_avals
+    values = lowered.forward_values()          # (node id, op), forward order
+    n = len(values)
+    candidates = [[nid for nid, op in values if op != "matmul"]]
+    for s in sorted({2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, max(2, int(round(n ** 0.5)))}):
+        if s < n:
+            candidates.append([nid for i, (nid, _) in enumerate(values) if (i + 1) % s != 0])
+    candidates.append([nid for nid, _ in values])   # recompute everything from the inputs
+    least = peak
+    for force in candidates:
+        _remat_tls.force = force
+        try:
+            result = jitted._trace(treedef, call, avals)
+        finally:
+            _remat_tls.force = None
+        p = result[0].plan_peak()
+        if p <= budget:
+            return result
+        least = min(least, p)
+    raise _cjit.MemoryBudgetError(
+        f"{jitted._name}: no choice of saved and recomputed values fits memory_budget={budget} "
+        f"bytes: the smallest peak cjit can reach is {least} bytes (saving everything: {peak})")
+
 
 class ShapeDtypeStruct:
     """An abstract array: shape and dtype, no data (for Jitted.lower)."""
@@ -1308,28 +1369,8 @@ class _CudaJitted(Jitted):
 
 
 # ---------------------------------------------------------------------------
-# checkpointing (not built yet; grad, value_and_grad and vjp live in _autodiff.py)
-
-_AUTODIFF_LATER = "reverse-mode autodiff lands with the autodiff work"
-_REMAT_LATER = "gradient checkpointing lands with the autodiff work"
-
-
-
-
-
-def checkpoint(fun=None, *, policy=None, static_argnums=(), prevent_cse=True):
-    """Gradient checkpointing of a region (not implemented yet)."""
-    raise NotImplementedError(f"cjit.checkpoint is not implemented yet: {_REMAT_LATER}")
-
-
-def remat(fun=None, *, policy=None, static_argnums=(), prevent_cse=True):
-    """Alias of checkpoint (not implemented yet)."""
-    raise NotImplementedError(f"cjit.remat is not implemented yet: {_REMAT_LATER}")
-
-
-def saved_residuals(fun, *args, **kwargs):
-    """What the gradient of fun keeps (not implemented yet)."""
-    raise NotImplementedError(f"cjit.saved_residuals is not implemented yet: {_AUTODIFF_LATER}")
+# checkpoint policies (checkpoint, remat and saved_residuals live in _remat.py;
+# grad, value_and_grad and vjp in _autodiff.py)
 
 
 def checkpoint_name(x, name):
@@ -1374,7 +1415,8 @@ def _names_policy(kind, names):
 
 
 class checkpoint_policies:
-    """The policies of SPEC section 5 (used once checkpointing lands)."""
+    """The policies of SPEC section 5: which values of a checkpointed region
+    the backward pass keeps (the rest is recomputed)."""
 
     everything_saveable = _Policy("everything_saveable")
     nothing_saveable = _Policy("nothing_saveable")
