@@ -81,8 +81,9 @@ def run_cjit(params, x, mode):
         f = cjit.jit(cjit.grad(make_loss(cnp, mode, cjit.checkpoint)))
     try:
         peak = f.lower(params, x).compile().memory_analysis().peak_memory_in_bytes
-    except cjit.errors.MemoryBudgetError:
-        return None, None
+    except cjit.errors.MemoryBudgetError as e:
+        print(f"  budget {budget:,} B infeasible: {str(e).split(': ', 1)[1]}")
+        return "infeasible", None
     return peak, median_ms(lambda: f(params, x))
 
 
@@ -116,10 +117,13 @@ def main():
             cp, ct = run_cjit(params, x, mode)
             jp, jt = run_jax(params, x, mode)
             rows.append((depth, mode, cp, ct, jp, jt))
-            print(f"depth {depth:4d} {mode:7s} cjit peak {cp or 0:>12,} B  {ct or 0:8.2f} ms   "
+            shown = cp if isinstance(cp, int) else 0
+            print(f"depth {depth:4d} {mode:7s} cjit peak {shown:>12,} B  {ct or 0:8.2f} ms   "
                   f"jax peak {jp or 0:>12,} B  {jt or 0:8.2f} ms", flush=True)
 
     def fmt(v, unit):
+        if v == "infeasible":
+            return "infeasible (MemoryBudgetError)"
         return "absent" if v is None else (f"{v / 2**20:.2f} MiB" if unit == "B" else f"{v:.2f} ms")
 
     here = os.path.dirname(os.path.abspath(__file__))
@@ -134,7 +138,7 @@ def main():
         import matplotlib.pyplot as plt
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
         for mode in ("none", "layer", "sqrt", "budget"):
-            pts = [(d, cp, ct) for d, m, cp, ct, _, _ in rows if m == mode and cp]
+            pts = [(d, cp, ct) for d, m, cp, ct, _, _ in rows if m == mode and isinstance(cp, int)]
             if pts:
                 a1.plot([p[0] for p in pts], [p[1] / 2**20 for p in pts], "o-", label=f"cjit {mode}")
                 a2.plot([p[0] for p in pts], [p[2] for p in pts], "o-", label=f"cjit {mode}")

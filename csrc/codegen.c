@@ -213,6 +213,19 @@ static LLVMValueRef emit_int_pow(cg *c, LLVMValueRef x, LLVMValueRef y, cj_dtype
     return emit_cast(c, r, CJ_INT64, dt);
 }
 
+/* x ** y on floats.  A constant exponent of 1 or 2 (x ** 2 in a variance,
+ * and x ** 1 in its gradient) is exact as x or x * x, and far cheaper than
+ * the general pow. */
+static LLVMValueRef emit_float_pow(cg *c, LLVMValueRef x, LLVMValueRef y) {
+    if (LLVMIsAConstantFP(y)) {
+        LLVMBool lossy = 0;
+        double e = LLVMConstRealGetDouble(y, &lossy);
+        if (e == 1.0) return x;
+        if (e == 2.0) return LLVMBuildFMul(c->b, x, x, "square");
+    }
+    return cj_math_pow(c->b, x, y);
+}
+
 /* maximum/minimum that propagate nan, as NumPy's */
 static LLVMValueRef emit_minmax(cg *c, bool is_max, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
     if (dt == CJ_BOOL) return is_max ? LLVMBuildOr(c->b, x, y, "max") : LLVMBuildAnd(c->b, x, y, "min");
@@ -287,7 +300,7 @@ static LLVMValueRef emit_binary(cg *c, cj_op op, LLVMValueRef x, LLVMValueRef y,
         if (f) return LLVMBuildFDiv(c->b, x, y, "div");
         return emit_int_floordiv(c, x, y, t);
     case CJ_OP_FLOORDIV: return f ? emit_float_floordiv(c, x, y, t) : emit_int_floordiv(c, x, y, t);
-    case CJ_OP_POW: return f ? cj_math_pow(c->b, x, y) : emit_int_pow(c, x, y, dt);
+    case CJ_OP_POW: return f ? emit_float_pow(c, x, y) : emit_int_pow(c, x, y, dt);
     case CJ_OP_MAXIMUM: return emit_minmax(c, true, x, y, dt);
     case CJ_OP_MINIMUM: return emit_minmax(c, false, x, y, dt);
     case CJ_OP_LOGICAL_AND: return LLVMBuildAnd(c->b, emit_cast(c, x, dt, CJ_BOOL), emit_cast(c, y, dt, CJ_BOOL), "and");

@@ -5,9 +5,11 @@
  *         --codegen + jit--> machine code
  *
  * CJIT_PASSES=-cse,-fuse,-group,-memplan switches passes off; results do not change. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "executable.h"
 #include "group.h"
@@ -52,6 +54,24 @@ static void count_costs(cj_executable *x) {
     }
 }
 
+/* CJIT_DUMP=DIR: the simplified graph and the plan of each compile, next
+ * to the LLVM IR that jit_cpu.c writes there. */
+static void dump_graph_and_plan(const cj_executable *x) {
+    const char *dir = getenv("CJIT_DUMP");
+    if (!dir || !*dir) return;
+    static _Atomic int counter;
+    mkdir(dir, 0777);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/compile%d.graph.txt", dir, ++counter);
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    char *graph = cj_graph_to_text(x->graph), *plan = cj_plan_to_text(&x->plan);
+    fprintf(f, "%s\n%s", graph ? graph : "", plan ? plan : "");
+    free(graph);
+    free(plan);
+    fclose(f);
+}
+
 /* See pipeline.h. */
 cj_executable *cj_compile(const cj_graph *src, cj_error *err) { return cj_compile_donated(src, NULL, 0, err); }
 
@@ -90,6 +110,7 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
         cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
         goto fail;
     }
+    dump_graph_and_plan(x);
     if (cj_jit_compile(&x->plan, x->kernels, x->inits, x->groups, &x->code, err) != CJ_OK) goto fail;
     count_costs(x);
     cj_runtime_note_compile(cj_jit_code_bytes(x->code));

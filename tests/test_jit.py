@@ -2,7 +2,10 @@
 arrays, inspection (lower / as_text / compile / ShapeDtypeStruct) and the
 environment switches of SPEC section 6."""
 import functools
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -707,3 +710,17 @@ def test_unsupported_eager_argument():
         cnp.add(np.ones(3), "x")
 
 
+
+
+def test_cjit_dump_writes_graph_plan_and_ir(tmp_path):
+    code = ("import numpy as np, cjit, cjit.numpy as cnp\n"
+            "print(cjit.jit(lambda x: cnp.exp(x).sum())(np.ones(4)))\n")
+    env = dict(os.environ, CJIT_DUMP=str(tmp_path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    graph = [n for n in names if n.endswith(".graph.txt")]
+    assert graph and any(n.endswith(".raw.ll") for n in names) and any(n.endswith(".opt.ll") for n in names)
+    text = (tmp_path / graph[0]).read_text()
+    assert "exp(%0)" in text and "reduce_sum" in text and "kernel 0" in text
+    assert "define" in (tmp_path / [n for n in names if n.endswith(".opt.ll")][0]).read_text()
