@@ -221,3 +221,23 @@ def test_passes_off_change_nothing(passes):
         np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-12, atol=1e-12)
     if "fuse" in passes:
         assert int(outs[passes][1]) > int(outs[""][1])
+
+
+def test_several_outputs_of_one_loop_are_one_kernel():
+    x = X.astype(np.float64)
+    ma = analysis(lambda a: (a * 2, a + 1, cnp.tanh(a)), x)
+    assert ma.num_kernels == 1 and ma.temp_size_in_bytes == 0
+    ma = analysis(lambda a: (a * 2, a.sum(axis=-1), cnp.exp(a).max(axis=-1)), x)
+    assert ma.num_kernels == 1 and ma.temp_size_in_bytes == 0
+    outs = cjit.jit(lambda a: (a * 2, a.sum(axis=-1), cnp.exp(a).max(axis=-1)))(x)
+    for got, want in zip(outs, (x * 2, x.sum(-1), np.exp(x).max(-1))):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_matmul_epilogue_is_fused():
+    x, w, b = rng.standard_normal((64, 32)), rng.standard_normal((32, 48)), rng.standard_normal(48)
+    f = lambda x, w, b: cnp.maximum(x @ w + b, 0.0)
+    ma = analysis(f, x, w, b)
+    assert ma.num_kernels == 1
+    assert ma.temp_size_in_bytes == 0      # the product is computed in the output array
+    np.testing.assert_allclose(cjit.jit(f)(x, w, b), np.maximum(x @ w + b, 0), rtol=1e-12)
