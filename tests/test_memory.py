@@ -190,7 +190,9 @@ def test_closed_over_array_is_not_copied():
             fns.append(f)
         grown = rss() - start
         print(grown)
-        assert grown < 60_000_000, grown
+        # six functions over it: any copy would add 200 MB; allow less than one
+        # (sanitizer builds inflate RSS by tens of MB)
+        assert grown < 150_000_000, grown
     """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
