@@ -32,6 +32,7 @@ typedef struct {
     LLVMValueRef fn;
     LLVMValueRef *buf_ptr;              /* per plan buffer, loaded in the entry block */
     LLVMValueRef idx[CJ_MAX_RANK];      /* loop counters */
+    int unroll_dim, unroll;             /* reduced loop evaluated `unroll` points at a time */
     LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, void_t;
 } cg;
 
@@ -423,12 +424,28 @@ static void loop_begin(cg *c, loop_state *L, LLVMValueRef lo, LLVMValueRef hi, c
     LLVMAddIncoming(L->phi, &lo, &L->pre, 1);
 }
 
-static void loop_end(cg *c, loop_state *L) {
-    LLVMValueRef next = LLVMBuildAdd(c->b, L->phi, LLVMConstInt(c->i64, 1, 0), "next");
+static void loop_end_step(cg *c, loop_state *L, int64_t step) {
+    LLVMValueRef next = LLVMBuildAdd(c->b, L->phi, LLVMConstInt(c->i64, (unsigned long long)step, 0), "next");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     LLVMAddIncoming(L->phi, &next, &latch, 1);
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, next, L->hi, "more"), L->body, L->exit);
     LLVMPositionBuilderAtEnd(c->b, L->exit);
+}
+
+static void loop_end(cg *c, loop_state *L) { loop_end_step(c, L, 1); }
+
+/* Unroll-and-jam of a reduced loop that accumulates in memory (matmul's K,
+ * with the output row innermost): each innermost iteration adds `unroll`
+ * consecutive terms, so the output row is loaded and stored `unroll` times
+ * less often.  The CPU's kernels are bound by that traffic. */
+#define CJ_UNROLL_REDUCED 4
+
+static int unrolled_reduced_dim(const cg *c) {
+    const cj_kernel *k = c->k;
+    if (c->target != CJ_TARGET_CPU || !k->reduced || (k->reduced & (1u << (k->rank - 1)))) return -1;
+    for (int d = k->rank - 2; d >= 1; d--)
+        if ((k->reduced & (1u << d)) && k->dims[d] >= CJ_UNROLL_REDUCED) return d;
+    return -1;
 }
 
 static bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
@@ -450,12 +467,43 @@ static bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
             if (!r) return false;
             LLVMBuildStore(c->b, r, acc_slot);
         } else {
+            /* the other unrolled terms, combined before touching memory */
+            if (c->unroll > 1) {
+                LLVMValueRef base = c->idx[c->unroll_dim];
+                for (int j = 1; j < c->unroll && v; j++) {
+                    c->idx[c->unroll_dim] = LLVMBuildAdd(c->b, base, LLVMConstInt(c->i64, (unsigned long long)j, 0), "kj");
+                    LLVMValueRef vj = emit_exprs(c);
+                    v = vj ? reduce_combine(c, k->reduce_op, v, vj, out->dtype) : NULL;
+                }
+                c->idx[c->unroll_dim] = base;
+                if (!v) return false;
+            }
             LLVMValueRef acc = load_value(c, k->out_buffer, &k->out_index);
             LLVMValueRef r = reduce_combine(c, k->reduce_op, acc, v, out->dtype);
             if (!r) return false;
             store_value(c, k->out_buffer, &k->out_index, r);
         }
         return true;
+    }
+    if (d == unrolled_reduced_dim(c) && c->unroll_dim != d) {
+        /* main loop over whole groups of CJ_UNROLL_REDUCED, then the rest one by one */
+        int64_t n = k->dims[d], main = n / CJ_UNROLL_REDUCED * CJ_UNROLL_REDUCED;
+        loop_state L;
+        c->unroll_dim = d;
+        c->unroll = CJ_UNROLL_REDUCED;
+        loop_begin(c, &L, LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)main, 0), "k.main");
+        c->idx[d] = L.phi;
+        bool ok = emit_loops(c, d + 1, start, end);
+        if (ok) loop_end_step(c, &L, CJ_UNROLL_REDUCED);
+        c->unroll = 1;
+        if (ok && main < n) {
+            loop_begin(c, &L, LLVMConstInt(c->i64, (unsigned long long)main, 0), LLVMConstInt(c->i64, (unsigned long long)n, 0), "k.rest");
+            c->idx[d] = L.phi;
+            ok = emit_loops(c, d + 1, start, end);
+            if (ok) loop_end(c, &L);
+        }
+        c->unroll_dim = -1;
+        return ok;
     }
     LLVMValueRef lo = d == 0 ? start : LLVMConstInt(c->i64, 0, 0);
     LLVMValueRef hi = d == 0 ? end : LLVMConstInt(c->i64, (unsigned long long)k->dims[d], 0);
@@ -737,6 +785,8 @@ cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const
     c.mod = mod;
     c.plan = plan;
     c.target = target;
+    c.unroll_dim = -1;
+    c.unroll = 1;
     c.err = err;
     c.i1 = LLVMInt1TypeInContext(c.ctx);
     c.i8 = LLVMInt8TypeInContext(c.ctx);
