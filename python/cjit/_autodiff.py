@@ -143,17 +143,7 @@ def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
     def traced(*args, **kwargs):
         return _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
 
-    functools.update_wrapper(traced, fun)
-    compiled = Jitted(traced, _internal=True)
-
-    @functools.wraps(fun)
-    def value_and_grad_fun(*args, **kwargs):
-        if current_trace() is not None:
-            return traced(*args, **kwargs)
-        return compiled(*args, **kwargs)
-
-    value_and_grad_fun._cjit_compiled = compiled
-    return value_and_grad_fun
+    return _traced_or_compiled(fun, traced)
 
 
 def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
@@ -166,21 +156,27 @@ def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
     nums, single = _argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
-        result = _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
-        (value, aux), g = result if has_aux else ((result[0], None), result[1])
-        return (g, aux) if has_aux else g
+        (value, g) = _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
+        return (g, value[1]) if has_aux else g
 
+    return _traced_or_compiled(fun, traced)
+
+
+def _traced_or_compiled(fun, traced):
+    """The user-facing function: traces into the trace in progress (inside
+    jit or another grad), and on concrete values runs an internal jit of
+    itself, so that repeated calls hit the compile cache."""
     functools.update_wrapper(traced, fun)
     compiled = Jitted(traced, _internal=True)
 
     @functools.wraps(fun)
-    def grad_fun(*args, **kwargs):
+    def transformed(*args, **kwargs):
         if current_trace() is not None:
             return traced(*args, **kwargs)
         return compiled(*args, **kwargs)
 
-    grad_fun._cjit_compiled = compiled
-    return grad_fun
+    transformed._cjit_compiled = compiled
+    return transformed
 
 
 def _check_cotangent(out_leaves, out_treedef, ct, who):
