@@ -261,6 +261,7 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
     /* piecewise constant: zero gradient */
     case CJ_OP_SIGN: case CJ_OP_FLOOR: case CJ_OP_CEIL: case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN:
     case CJ_OP_ISFINITE: case CJ_OP_FLOORDIV: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR:
+    case CJ_OP_STOP_GRADIENT:
     case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE:
         return true;
 

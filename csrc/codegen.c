@@ -283,7 +283,8 @@ static LLVMValueRef emit_unary(cg *c, cj_op op, LLVMValueRef x, cj_dtype dt) {
         if (!f) return LLVMConstInt(c->i1, 1, 0);
         return LLVMBuildFCmp(c->b, LLVMRealOLT, call_intrinsic(c, "llvm.fabs", t, &x, 1, "ax"),
                              LLVMConstReal(t, __builtin_inf()), "isfinite");
-    case CJ_OP_NAME: return x;
+    case CJ_OP_NAME:
+    case CJ_OP_STOP_GRADIENT: return x;
     default: break;
     }
     cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a unary op", cj_op_name(op));

@@ -192,6 +192,7 @@ static int build_expr_uncached(fuser *f, int node, const node_view *v) {
         append_label(f, "iota");
         return add_expr(f, &e);
     case CJ_OP_NAME:
+    case CJ_OP_STOP_GRADIENT:
         return build_expr(f, n->inputs[0], v);
 
     case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1:
@@ -522,7 +523,7 @@ static int op_cost(cj_op op) {
     default: break;
     }
     switch (op) {
-    case CJ_OP_NAME: return 0;
+    case CJ_OP_NAME: case CJ_OP_STOP_GRADIENT: return 0;
     case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_TANH:
     case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_POW: case CJ_OP_FLOORDIV: return 4;
     default: return 1;

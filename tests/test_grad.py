@@ -1036,3 +1036,24 @@ def test_error_bad_argnums():
         cjit.grad(lambda x: cnp.sum(x), argnums="0")(np.ones(2))
     with pytest.raises(TypeError, match=r"out of range"):
         cjit.grad(lambda x: cnp.sum(x), argnums=3)(np.ones(2))
+
+
+def test_stop_gradient_is_a_constant_for_differentiation():
+    x = np.random.default_rng(7).standard_normal((4, 3))
+    g = cjit.grad(lambda a: (cjit.stop_gradient(a) * a).sum())(x)
+    np.testing.assert_allclose(g, x, rtol=1e-15)       # d/da (c * a) with c = a held fixed
+    np.testing.assert_allclose(cjit.jit(cjit.stop_gradient)(x), x)
+    np.testing.assert_allclose(cnp.stop_gradient(x), x)
+    # a second derivative sees it as a constant too
+    h = cjit.grad(cjit.grad(lambda a: cjit.stop_gradient(a) * a ** 2))(1.5)
+    np.testing.assert_allclose(h, 2 * 1.5, rtol=1e-15)
+
+
+def test_softmax_gradient_needs_no_tie_counting():
+    x = np.random.default_rng(8).standard_normal((16, 32))
+    w = np.random.default_rng(9).standard_normal((16, 32))
+    f = cjit.jit(cjit.grad(lambda a: (cjit.nn.log_softmax(a) * w).sum()))
+    assert f.lower(x).compile().memory_analysis().num_kernels == 1
+    s = np.exp(x - x.max(-1, keepdims=True))
+    s /= s.sum(-1, keepdims=True)
+    np.testing.assert_allclose(f(x), w - s * w.sum(-1, keepdims=True), rtol=1e-12, atol=1e-14)

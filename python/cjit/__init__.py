@@ -38,13 +38,14 @@ from .api import (  # noqa: E402
 from ._autodiff import grad, value_and_grad, vjp  # noqa: E402
 from ._remat import checkpoint, remat, saved_residuals  # noqa: E402
 from . import numpy  # noqa: E402
+from .numpy import stop_gradient  # noqa: E402
 from . import nn  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "jit", "grad", "value_and_grad", "vjp", "checkpoint", "remat", "checkpoint_name",
-    "checkpoint_policies", "saved_residuals", "clear_caches", "cache_info", "set_cache_limits",
+    "checkpoint_policies", "saved_residuals", "stop_gradient", "clear_caches", "cache_info", "set_cache_limits",
     "memory_stats",
     "reset_peak_memory_stats", "devices", "device_put", "ShapeDtypeStruct", "Array", "Device",
     "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn",

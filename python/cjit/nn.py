@@ -41,7 +41,8 @@ def _stable_max(x, axes):
     """The max over axes (kept as size-1 dims), with infinities replaced by 0
     so that x - max never computes inf - inf."""
     m = cnp.max(x, axis=axes, keepdims=True)
-    return cnp.where(cnp.isfinite(m), m, 0.0)
+    # the shift cancels out of every result, so its gradient is not needed
+    return cnp.stop_gradient(cnp.where(cnp.isfinite(m), m, 0.0))
 
 
 def _float(x, who):

@@ -408,6 +408,9 @@ sqrt = _unary_op("sqrt", "sqrt", "Square root, elementwise.")
 tanh = _unary_op("tanh", "tanh", "Hyperbolic tangent, elementwise.")
 sin = _unary_op("sin", "sin", "Sine, elementwise.")
 cos = _unary_op("cos", "cos", "Cosine, elementwise.")
+stop_gradient = _unary_op("stop_gradient", "stop_gradient",
+                          "x itself, but treated as a constant by grad, value_and_grad and vjp "
+                          "(as jax.lax.stop_gradient); also cjit.stop_gradient.")
 
 
 @_op("x")
