@@ -127,18 +127,18 @@ def llvm_flags():
                 macros.append((name, value or None))
         # other words (-O, -f..., -W...) are LLVM's build choices, not ours
 
-    library_dirs, libraries, link_args = [], [], []
+    libraries, link_args = [], []
     # --link-shared: the shared libLLVM-19, never the static archives.
+    # -L words stay link arguments: GNU ld applies every -L to every -l,
+    # wherever they stand on the command line.
     for word in (run_llvm_config(program, "--ldflags")
                  + run_llvm_config(program, "--link-shared", "--libs")):
-        if word.startswith("-L"):
-            library_dirs.append(word[2:])
-        elif word.startswith("-l"):
+        if word.startswith("-l"):
             libraries.append(word[2:])
         else:
             link_args.append(word)
     rpath = run_llvm_config(program, "--libdir")   # a list of one dir
-    return include_dirs, macros, library_dirs, libraries, link_args, rpath
+    return include_dirs, macros, libraries, link_args, rpath
 
 
 class BuildExt(build_ext):
@@ -162,11 +162,10 @@ class BuildExt(build_ext):
             raise BuildError(
                 "numpy (>= 2) must be importable at build time: "
                 "pip install 'numpy>=2' (needed with --no-build-isolation).")
-        inc, macros, libdirs, libs, link_args, rpath = llvm_flags()
+        inc, macros, libs, link_args, rpath = llvm_flags()
         for ext in self.extensions:
             ext.include_dirs = ["csrc", numpy.get_include()] + inc + ext.include_dirs
             ext.define_macros = macros + ext.define_macros
-            ext.library_dirs = libdirs + ext.library_dirs
             # LLVM first, then the system libraries it and we rely on.
             ext.libraries = libs + ext.libraries
             # rpath: libLLVM-19 is found without LD_LIBRARY_PATH
