@@ -472,8 +472,9 @@ static int check_argument(cj_py_executable *e, int i, PyObject *a, void **data)
     return 0;
 }
 
-/* Runs the executable on the sequence `argseq`; returns a new list of
- * output arrays. */
+/* Runs the executable on the sequence `argseq`: checks every argument,
+ * then runs as the cached-call path does.  Returns a new list of output
+ * arrays. */
 static PyObject *executable_run(cj_py_executable *e, PyObject *argseq)
 {
     if (e->x == NULL || e->release_pending)
@@ -489,65 +490,26 @@ static PyObject *executable_run(cj_py_executable *e, PyObject *argseq)
         return NULL;
     PyObject *outs = NULL;
     void *stack[16];
-    size_t nptr = (size_t)e->nparams + (size_t)e->narrays + (size_t)e->noutputs;
-    void **ptrs = nptr <= 16 ? stack : PyMem_Malloc(nptr * sizeof(void *));
-    if (ptrs == NULL) {
+    void **params = e->nparams <= 16 ? stack : PyMem_Malloc((size_t)e->nparams * sizeof(void *));
+    if (params == NULL) {
         PyErr_NoMemory();
-        goto fail;
+        goto done;
     }
-    void **params = ptrs, **arrays = ptrs + e->nparams, **outputs = arrays + e->narrays;
     if (PyTuple_GET_SIZE(args) != e->nparams) {
         PyErr_Format(PyExc_TypeError, "Executable: expected %d arguments, got %zd", e->nparams,
                      PyTuple_GET_SIZE(args));
-        goto fail;
+        goto done;
     }
     for (int i = 0; i < e->nparams; i++) {
         if (check_argument(e, i, PyTuple_GET_ITEM(args, i), &params[i]) < 0)
-            goto fail;
+            goto done;
     }
-    for (int j = 0; j < e->narrays; j++) {
-        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
-        if (PyArray_NBYTES(a) != e->array_nbytes[j]) {
-            PyErr_Format(PyExc_RuntimeError, "Executable: closed-over array %d was resized "
-                         "after tracing", j);
-            goto fail;
-        }
-        arrays[j] = PyArray_DATA(a);
-    }
-    outs = PyList_New(e->noutputs);
-    if (outs == NULL)
-        goto fail;
-    for (int k = 0; k < e->noutputs; k++) {
-        PyObject *o = new_output(&e->out_shapes[k], e->out_dtypes[k], &outputs[k]);
-        if (o == NULL)
-            goto fail;
-        PyList_SET_ITEM(outs, k, o);   /* steals o */
-    }
-
-    cj_error err = {0};
-    cj_status st;
-    cj_executable *x = e->x;
-    e->running++;   /* release() now waits for us (see executable_release) */
-    Py_BEGIN_ALLOW_THREADS
-    st = cj_executable_run(x, params, arrays, outputs, &err);
-    Py_END_ALLOW_THREADS
-    e->running--;
-    if (e->running == 0 && e->release_pending)
-        executable_free_code(e);
-    if (st != CJ_OK) {
-        cj_py_raise(&err);
-        goto fail;
-    }
-    if (ptrs != stack)
-        PyMem_Free(ptrs);
+    outs = cj_py_executable_run_ptrs((PyObject *)e, params);
+done:
+    if (params != NULL && params != stack)
+        PyMem_Free(params);
     Py_DECREF(args);
     return outs;
-fail:
-    Py_XDECREF(outs);   /* frees the outputs made so far */
-    if (ptrs != stack)
-        PyMem_Free(ptrs);
-    Py_DECREF(args);
-    return NULL;
 }
 
 /* See py_glue.h. */

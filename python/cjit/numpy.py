@@ -463,45 +463,16 @@ def reciprocal(x):
     return _apply("reciprocal", x)
 
 
-@_op("x")
-def floor(x):
-    """Round toward -inf (integers and bools are returned unchanged)."""
-    x = _operand(x, "floor")
-    if not _is_float(_info(x)[0]):
-        return _lift(x)
-    return _apply("floor", x)
+# on ints and bools the graph builder returns the operand itself (NumPy 2
+# keeps their dtype)
+floor = _unary_op("floor", "floor", "Round toward -inf, elementwise (ints and bools unchanged).")
+ceil = _unary_op("ceil", "ceil", "Round toward +inf, elementwise (ints and bools unchanged).")
 
 
-@_op("x")
-def ceil(x):
-    """Round toward +inf (integers and bools are returned unchanged)."""
-    x = _operand(x, "ceil")
-    if not _is_float(_info(x)[0]):
-        return _lift(x)
-    return _apply("ceil", x)
-
-
-def _const_like(x, value, dt):
-    t = _trace_of(x)
-    return t.apply("constant", value=value, dtype=dt.name, shape=_shape_of(x), weak=False)
-
-
-@_op("x")
-def isnan(x):
-    """x is nan, elementwise (always False for ints and bools)."""
-    x = _operand(x, "isnan")
-    if not _is_float(_info(x)[0]):
-        return _const_like(x, False, _BOOL)
-    return _apply("isnan", x)
-
-
-@_op("x")
-def isfinite(x):
-    """x is neither inf nor nan, elementwise (always True for ints, bools)."""
-    x = _operand(x, "isfinite")
-    if not _is_float(_info(x)[0]):
-        return _const_like(x, True, _BOOL)
-    return _apply("isfinite", x)
+# on ints and bools the graph builder answers with a constant (False, True)
+isnan = _unary_op("isnan", "isnan", "x is nan, elementwise (always False for ints and bools).")
+isfinite = _unary_op("isfinite", "isfinite",
+                     "x is neither inf nor nan, elementwise (always True for ints, bools).")
 
 
 @_op("x")
