@@ -15,9 +15,10 @@ benchmarks/results_checkpoint.md and benchmarks/results_checkpoint.png.
 """
 import argparse
 import os
-import time
 
 import numpy as np
+
+from timing import median_ms
 
 import cjit
 import cjit.numpy as cnp
@@ -60,16 +61,6 @@ def make_loss(np_like, mode, checkpoint=None):
                 h = lay(h, w, b)
         return (h * h).mean()
     return loss
-
-
-def median_ms(fn, repeats=7):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3
 
 
 def run_cjit(params, x, mode):

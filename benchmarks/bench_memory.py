@@ -7,10 +7,11 @@ compiled function) when installed.  Side by side, one run, medians.
     python benchmarks/bench_memory.py
 """
 import gc
-import time
 import tracemalloc
 
 import numpy as np
+
+from timing import median_ms
 
 import cjit
 import cjit.nn
@@ -50,16 +51,6 @@ def programs(xp, nn):
 
     return {"10-op chain": chain, "(x*y).sum(-1)": dot_sum, "row softmax": softmax,
             "layer norm": layer_norm, "MLP forward": mlp}
-
-
-def median_ms(fn, repeats=7):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times)) * 1e3
 
 
 def numpy_peak(fn, args):
