@@ -21,6 +21,12 @@ import sys
 # are dropped for this process only, before NumPy is imported.
 for _var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
     os.environ.pop(_var, None)
+# After a call, NumPy's threaded OpenBLAS keeps its threads spinning on the
+# cores for a while; the next framework's threads then run on a busy core,
+# and a 2-thread matmul takes as long as a 1-thread one.  A short timeout
+# (OpenBLAS's minimum) puts them to sleep at once; NumPy's own times do not
+# change (measured: 1024^3 float32, 11.5 ms either way).
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 import argparse  # noqa: E402
 import concurrent.futures  # noqa: E402
@@ -421,6 +427,7 @@ def main():
     print(f"copy bandwidth (np.copyto, read+write): {bw1 / 1e9:.1f} GB/s on one thread, "
           f"{bwn / 1e9:.1f} GB/s on {os.cpu_count()} threads")
     print(f"numpy {np.__version__} BLAS: {blas_info()}")
+    print(f"cjit BLAS: {_cjit.blas_library()}")
     print(f"jax: {jax.__version__ if jax else 'absent'}")
 
     workloads = [

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas.h"
 #include "cmath.h"
 #include "codegen.h"
 
@@ -530,6 +531,28 @@ static bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
     return true;
 }
 
+/* A kernel that BLAS runs (blas.c): its function passes a constant
+ * descriptor and its own arguments on to cj_rt_gemm. */
+static void emit_gemm_call(cg *c, int ki, LLVMValueRef start, LLVMValueRef end) {
+    int64_t desc[CJ_GEMM_DESC_LEN];
+    cj_blas_describe(&c->plan->kernels[ki], desc);
+    LLVMValueRef elems[CJ_GEMM_DESC_LEN];
+    for (int i = 0; i < CJ_GEMM_DESC_LEN; i++) elems[i] = LLVMConstInt(c->i64, (unsigned long long)desc[i], 1);
+    LLVMValueRef init = LLVMConstArray2(c->i64, elems, CJ_GEMM_DESC_LEN);
+    char name[64];
+    snprintf(name, sizeof name, "%s.desc", LLVMGetValueName(c->fn));
+    LLVMValueRef global = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
+    LLVMSetInitializer(global, init);
+    LLVMSetGlobalConstant(global, 1);
+    LLVMSetLinkage(global, LLVMPrivateLinkage);
+    LLVMTypeRef params[4] = {c->ptr, c->i64, c->i64, c->ptr};
+    LLVMTypeRef fty = LLVMFunctionType(c->void_t, params, 4, 0);
+    LLVMValueRef callee = LLVMGetNamedFunction(c->mod, "cj_rt_gemm");
+    if (!callee) callee = LLVMAddFunction(c->mod, "cj_rt_gemm", fty);
+    LLVMValueRef args[4] = {global, start, end, LLVMGetParam(c->fn, 2)};
+    LLVMBuildCall2(c->b, fty, callee, args, 4, "");
+}
+
 static bool emit_kernel(cg *c, int ki, const char *prefix) {
     const cj_kernel *k = &c->plan->kernels[ki];
     c->k = k;
@@ -537,6 +560,11 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     snprintf(name, sizeof name, "%s_k%d", prefix, ki);
     LLVMValueRef start, end;
     new_function(c, name, &start, &end);
+    if (k->gemm.on) {
+        emit_gemm_call(c, ki, start, end);
+        LLVMBuildRetVoid(c->b);
+        return true; /* beta = 0: no init */
+    }
     memset(c->buf_ptr, 0, sizeof(LLVMValueRef) * ((size_t)c->plan->nbuffers + 1));
     load_buffer_pointer(c, k->out_buffer);
     for (int e = 0; e < k->nexprs; e++)

@@ -108,9 +108,11 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         }
         g->block = CJ_GROUP_BLOCK_BYTES / widest;
         if (g->block < 1) g->block = 1;
+        /* a gemm call repacks B every time: give it all of a thread's rows */
+        if (head->gemm.on) g->block = g->rows;
         if (g->block > g->rows) g->block = g->rows;
         /* a kernel on its own runs best over as few, long loops as possible */
-        if (g->count == 1) cj_kernel_collapse(&p->kernels[k]);
+        if (g->count == 1 && !head->gemm.on) cj_kernel_collapse(&p->kernels[k]);
         k += g->count;
     }
     return CJ_OK;
@@ -143,7 +145,7 @@ cj_status cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char 
         LLVMValueRef r1 = LLVMBuildSelect(b, past, end, next, "r1");
         for (int s = g->first; s < g->first + g->count; s++) {
             const cj_kernel *k = &p->kernels[s];
-            if (k->reduced) {
+            if (k->reduced && !k->gemm.on) {
                 /* fill this block's rows of the output with the identity first */
                 int64_t row = cj_shape_numel(&p->buffers[k->out_buffer].shape) / g->rows;
                 LLVMValueRef rs = LLVMConstInt(i64, (unsigned long long)row, 0);

@@ -22,6 +22,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "blas.h"
 #include "codegen.h"
 #include "group.h"
 #include "pipeline.h"
@@ -107,8 +108,10 @@ static cj_status jit_init(cj_error *err) {
     LLVMOrcCSymbolMapPair helpers[] = {
         {LLVMOrcLLJITMangleAndIntern(jit_state.jit, "cj_rt_ipow"),
          {(LLVMOrcExecutorAddress)(uintptr_t)&cj_rt_ipow, flags}},
+        {LLVMOrcLLJITMangleAndIntern(jit_state.jit, "cj_rt_gemm"),
+         {(LLVMOrcExecutorAddress)(uintptr_t)&cj_rt_gemm, flags}},
     };
-    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(helpers, 1); /* takes the names */
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(helpers, 2); /* takes the names */
     e = LLVMOrcJITDylibDefine(main_jd, mu);                                 /* consumes mu */
     if (e) return take_llvm_error(e, "defining runtime helpers", err);
     jit_state.ready = true;
@@ -201,7 +204,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         }
         kernels[i] = (cj_kernel_fn)(uintptr_t)addr;
         inits[i] = NULL;
-        if (plan->kernels[i].reduced) {
+        if (plan->kernels[i].reduced && !plan->kernels[i].gemm.on) {
             snprintf(name, sizeof name, "%s_k%d_init", prefix, i);
             e = LLVMOrcLLJITLookup(jit_state.jit, &addr, name);
             if (e) {

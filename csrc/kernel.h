@@ -35,6 +35,16 @@ typedef struct {
     int64_t ivalue;
 } cj_expr;
 
+/* A matmul kernel that one BLAS gemm call per batch index runs (blas.c).
+ * The kernel's loops are (batch..., M, K, N) with K reduced; C is the
+ * output, A and B the two loads, each a row-major matrix (or its
+ * transpose) with leading dimension ld. */
+typedef struct {
+    bool on;
+    bool trans_a, trans_b;
+    int64_t lda, ldb, ldc;
+} cj_gemm;
+
 typedef struct {
     int rank;
     int64_t dims[CJ_MAX_RANK];
@@ -46,6 +56,7 @@ typedef struct {
     cj_affine out_index;
     int root_node;          /* the graph node this kernel materializes */
     char *label;            /* "exp+mul+reduce_sum": the ops fused, for as_text */
+    cj_gemm gemm;           /* on: a BLAS call runs this kernel, not a loop nest */
 } cj_kernel;
 
 typedef enum {

@@ -1,7 +1,8 @@
 /* pipeline.c - the pass list.  Reading cj_compile tells the whole story:
  *
  *   graph --simplify (dead code, CSE)--> graph --fuse--> kernels
- *         --group (stages sharing row loops)--> --memplan--> buffers in one arena
+ *         --blas (matmuls a library call runs)--> --group (stages sharing row loops)-->
+ *         --memplan--> buffers in one arena
  *         --codegen + jit--> machine code
  *
  * CJIT_PASSES=-cse,-fuse,-group,-memplan switches passes off; results do not change. */
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "blas.h"
 #include "executable.h"
 #include "group.h"
 #include "simplify.h"
@@ -90,6 +92,7 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
     }
     for (int i = 0; i < x->graph->nnodes; i++) live[i] = true; /* simplify dropped the dead */
     if (cj_fuse_run(x->graph, live, !pass_disabled("fuse"), &x->plan, err) != CJ_OK) goto fail;
+    cj_blas_plan(&x->plan);
     t0 = cj_runtime_now_ns();
     cj_runtime_note_phase(CJ_PHASE_FUSE, t0 - t1);
     if (donated && ndonated > 0) {
@@ -132,6 +135,7 @@ cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
     if (live) {
         for (int i = 0; i < g->nnodes; i++) live[i] = true;
         if (cj_fuse_run(g, live, !pass_disabled("fuse"), &plan, err) == CJ_OK &&
+            (cj_blas_plan(&plan), true) &&
             cj_group_run(&plan, !pass_disabled("group") && !pass_disabled("fuse"), err) == CJ_OK &&
             cj_memplan_run(&plan, !pass_disabled("memplan"), err) == CJ_OK)
             *peak = plan.peak_bytes;
@@ -212,8 +216,8 @@ char *cj_plan_to_text(const cj_plan *p) {
                     gi, grp->count, (long long)grp->rows, (long long)grp->block);
         }
         bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
-        put(&t, "  stage %d: %s%s  loops [", k, kern->label ? kern->label : "?",
-            recomputed ? " (recomputed for the backward pass)" : "");
+        put(&t, "  stage %d: %s%s%s  loops [", k, kern->label ? kern->label : "?",
+            kern->gemm.on ? " (BLAS gemm)" : "", recomputed ? " (recomputed for the backward pass)" : "");
         for (int d = 0; d < kern->rank; d++)
             put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");
         put(&t, "] -> buf%d", kern->out_buffer);

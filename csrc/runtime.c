@@ -257,14 +257,15 @@ int cj_runtime_num_threads(void) {
 }
 
 /* Runs fn over [0, n): split across the pool when `split` and the pool is
- * free, else on this thread. */
-static void parallel_for(cj_kernel_fn fn, int64_t n, bool split, void *const *slots) {
+ * free, else on this thread.  `coarse`: one chunk per thread, for calls
+ * with a fixed cost each (a gemm repacks its B operand per call). */
+static void parallel_for(cj_kernel_fn fn, int64_t n, bool split, bool coarse, void *const *slots) {
     if (!split || n < 2 || cj_runtime_num_threads() < 2 || pthread_mutex_trylock(&pool.busy) != 0) {
         fn(0, n, slots);
         return;
     }
     pool_job j = {.fn = fn, .slots = slots, .n = n};
-    int64_t want = (int64_t)pool.nthreads * 4;
+    int64_t want = (int64_t)pool.nthreads * (coarse ? 1 : 4);
     j.nchunks = n < want ? n : want;
     j.chunk = (n + j.nchunks - 1) / j.nchunks;
     if (j.chunk >= 64) j.chunk = (j.chunk + 15) / 16 * 16; /* whole vectors per chunk */
@@ -326,19 +327,20 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
                 for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
                 points += n;
             }
-            parallel_for(x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, slots);
+            parallel_for(x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, p->kernels[grp->first].gemm.on,
+                         slots);
             continue;
         }
         int k = grp->first;
         const cj_kernel *kern = &p->kernels[k];
         if (x->inits[k]) {
             int64_t n = cj_shape_numel(&p->buffers[kern->out_buffer].shape);
-            parallel_for(x->inits[k], n, n >= PARALLEL_MIN_POINTS, slots);
+            parallel_for(x->inits[k], n, n >= PARALLEL_MIN_POINTS, false, slots);
         }
         int64_t points = 1;
         for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
         bool split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u);
-        parallel_for(x->kernels[k], kern->rank > 0 ? kern->dims[0] : 1, split, slots);
+        parallel_for(x->kernels[k], kern->rank > 0 ? kern->dims[0] : 1, split, kern->gemm.on, slots);
     }
     if (arena) {
         cj_runtime_block_free(arena, (size_t)p->arena_bytes);

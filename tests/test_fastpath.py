@@ -245,6 +245,11 @@ def test_thread_pool_matches_one_thread(tmp_path):
     for name in one.files:
         if name == "nthreads":
             continue
+        if name == "matmul" and not _cjit.blas_library().startswith("none"):
+            # BLAS computes a block of rows with kernels chosen by the
+            # block's size, so the last bits depend on how rows are split.
+            np.testing.assert_allclose(many[name], one[name], rtol=1e-5, atol=1e-5, err_msg=name)
+            continue
         # Each output element is computed by one thread with the same code:
         # the results agree to the bit.
         np.testing.assert_array_equal(many[name], one[name], err_msg=name)

@@ -1,0 +1,228 @@
+/* blas.c - matmul kernels run by a BLAS library.
+ *
+ * A fast matmul is mostly not about the arithmetic: it is about keeping
+ * tiles of A and B in registers and cache, packing them so that the inner
+ * kernel reads memory in order, and choosing tile sizes per processor.
+ * OpenBLAS has done that, by hand and per microarchitecture, for every CPU
+ * cjit runs on; our generated loop nests reach a third of its speed.  So a
+ * matmul kernel whose operands are plain matrices becomes one gemm call per
+ * batch index (docs/ARCHITECTURE.md, "Matmul", gives the measurements).
+ *
+ * The library is opened with dlopen, as the CUDA driver is, so cjit builds
+ * and runs without it: then every matmul stays a generated loop nest.  The
+ * call sits inside cjit's own machinery: the thread pool splits the rows of
+ * C between threads (so the library must be single-threaded: a threaded
+ * OpenBLAS is told to use one thread), the group driver runs the matmul's
+ * epilogue on those rows right after it, and the memory plan is unchanged.
+ * One thing lies outside the plan: the library's own packing workspace,
+ * allocated once per process by OpenBLAS and reused by every call. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blas.h"
+
+/* CBLAS's enums and the two entry points used (LP64: int dimensions). */
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float,
+                         float *, int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *, int, double,
+                         double *, int);
+
+/* Below this many multiply-adds a call costs more than the loop nest. */
+#define CJ_BLAS_MIN_WORK ((int64_t)4096)
+
+static struct {
+    pthread_once_t once;
+    sgemm_fn sgemm;
+    dgemm_fn dgemm;
+    char description[256];
+} blas = {.once = PTHREAD_ONCE_INIT};
+
+static _Atomic bool blas_enabled = true; /* cj_blas_set_enabled, for tests */
+
+static void blas_load(void) {
+    const char *want = getenv("CJIT_BLAS");
+    if (want && (!strcmp(want, "0") || !strcmp(want, "none"))) {
+        snprintf(blas.description, sizeof blas.description, "none (CJIT_BLAS=%s)", want);
+        return;
+    }
+    const char *names[] = {want && *want ? want : "libopenblas.so.0", want && *want ? NULL : "libopenblas.so"};
+    void *lib = NULL;
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof *names && !lib; i++)
+        if (names[i]) lib = dlopen(name = names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(blas.description, sizeof blas.description, "none (%s)", why ? why : "not found");
+        return;
+    }
+    sgemm_fn s = (sgemm_fn)(uintptr_t)dlsym(lib, "cblas_sgemm");
+    dgemm_fn d = (dgemm_fn)(uintptr_t)dlsym(lib, "cblas_dgemm");
+    if (!s || !d) {
+        snprintf(blas.description, sizeof blas.description, "none (%s has no cblas_sgemm/cblas_dgemm)", name);
+        dlclose(lib);
+        return;
+    }
+    /* our pool splits the rows; a library with threads of its own would
+     * oversubscribe the cores, so it gets one */
+    int (*get_parallel)(void) = (int (*)(void))(uintptr_t)dlsym(lib, "openblas_get_parallel");
+    void (*set_threads)(int) = (void (*)(int))(uintptr_t)dlsym(lib, "openblas_set_num_threads");
+    if (get_parallel && set_threads && get_parallel() != 0) set_threads(1);
+    char *(*get_config)(void) = (char *(*)(void))(uintptr_t)dlsym(lib, "openblas_get_config");
+    snprintf(blas.description, sizeof blas.description, "%s", get_config ? get_config() : name);
+    blas.sgemm = s;
+    blas.dgemm = d;
+}
+
+bool cj_blas_available(void) {
+    pthread_once(&blas.once, blas_load);
+    return blas.sgemm != NULL && atomic_load(&blas_enabled);
+}
+
+const char *cj_blas_description(void) {
+    pthread_once(&blas.once, blas_load);
+    return blas.description;
+}
+
+bool cj_blas_set_enabled(bool on) { return atomic_exchange(&blas_enabled, on); }
+
+/* Is the R x C matrix whose element (r, c) lies at r*sr + c*sc a BLAS
+ * operand?  Row-major as it stands (*trans false) or as the transpose of a
+ * stored C x R matrix (*trans true); *ld is the stored leading dimension. */
+static bool as_matrix(int64_t R, int64_t C, int64_t sr, int64_t sc, bool *trans, int64_t *ld) {
+    if ((sc == 1 || C == 1) && (R == 1 || sr >= C)) {
+        *trans = false;
+        *ld = R == 1 ? (C > 1 ? C : 1) : sr;
+        return *ld >= 1 && *ld <= INT_MAX;
+    }
+    if ((sr == 1 || R == 1) && (C == 1 || sc >= R)) {
+        *trans = true;
+        *ld = C == 1 ? (R > 1 ? R : 1) : sc;
+        return *ld >= 1 && *ld <= INT_MAX;
+    }
+    return false;
+}
+
+/* Loops (batch..., M, K, N), K reduced; exprs: load A, load B, multiply. */
+static bool gemm_layout(const cj_plan *p, const cj_kernel *k, cj_gemm *out) {
+    const cj_graph *g = p->graph;
+    if (!g || k->root_node < 0 || g->nodes[k->root_node].op != CJ_OP_MATMUL) return false;
+    cj_dtype dt = p->buffers[k->out_buffer].dtype;
+    if (dt != CJ_FLOAT32 && dt != CJ_FLOAT64) return false;
+    int R = k->rank, m = R - 3, kk = R - 2, n = R - 1;
+    if (R < 3 || k->reduced != (1u << kk) || k->reduce_op != CJ_OP_REDUCE_SUM || k->nexprs != 3) return false;
+    const cj_expr *a = &k->exprs[0], *b = &k->exprs[1], *mul = &k->exprs[2];
+    if (a->kind != CJ_EX_LOAD || b->kind != CJ_EX_LOAD || mul->kind != CJ_EX_OP || mul->op != CJ_OP_MUL ||
+        mul->args[0] != 0 || mul->args[1] != 1 || a->dtype != dt || b->dtype != dt)
+        return false;
+    for (int d = 0; d < m; d++)
+        if (k->dims[d] < 1) return false;
+    int64_t M = k->dims[m], K = k->dims[kk], N = k->dims[n];
+    if (M > INT_MAX || N > INT_MAX || K > INT_MAX || M * N * K < CJ_BLAS_MIN_WORK) return false;
+    /* A does not move with n, B not with m, C not with k; C's rows are plain */
+    if (a->index.stride[n] != 0 || b->index.stride[m] != 0 || k->out_index.stride[kk] != 0) return false;
+    for (int d = 0; d < R; d++)
+        if (a->index.stride[d] < 0 || b->index.stride[d] < 0 || k->out_index.stride[d] < 0) return false;
+    bool c_trans;
+    if (!as_matrix(M, K, a->index.stride[m], a->index.stride[kk], &out->trans_a, &out->lda) ||
+        !as_matrix(K, N, b->index.stride[kk], b->index.stride[n], &out->trans_b, &out->ldb) ||
+        !as_matrix(M, N, k->out_index.stride[m], k->out_index.stride[n], &c_trans, &out->ldc) || c_trans)
+        return false;
+    out->on = true;
+    return true;
+}
+
+/* See blas.h. */
+void cj_blas_plan(cj_plan *p) {
+    bool ok = cj_blas_available();
+    for (int i = 0; i < p->nkernels; i++) {
+        cj_kernel *k = &p->kernels[i];
+        memset(&k->gemm, 0, sizeof k->gemm);
+        if (ok) gemm_layout(p, k, &k->gemm);
+    }
+}
+
+/* The layout of a descriptor. */
+enum {
+    D_DTYPE, D_BATCH_RANK, D_M, D_N, D_K, D_A, D_B, D_C, D_TRANS_A, D_TRANS_B,
+    D_LDA, D_LDB, D_LDC, D_A_ROW, D_C_ROW, D_UNUSED,
+    D_BATCH_DIMS = 16, D_A_OFF = D_BATCH_DIMS + CJ_MAX_RANK,
+    D_B_OFF = D_A_OFF + CJ_MAX_RANK, D_C_OFF = D_B_OFF + CJ_MAX_RANK,
+};
+/* D_A_OFF + d (d < batch rank) is A's stride over batch loop d, and
+ * D_A_OFF + CJ_MAX_RANK - 1 A's base offset; likewise for B and C. */
+
+/* See blas.h. */
+void cj_blas_describe(const cj_kernel *k, int64_t *desc) {
+    memset(desc, 0, sizeof(int64_t) * CJ_GEMM_DESC_LEN);
+    const cj_affine *a = &k->exprs[0].index, *b = &k->exprs[1].index, *c = &k->out_index;
+    int R = k->rank, m = R - 3;
+    desc[D_DTYPE] = k->exprs[2].dtype;
+    desc[D_BATCH_RANK] = m;
+    desc[D_M] = k->dims[m];
+    desc[D_K] = k->dims[R - 2];
+    desc[D_N] = k->dims[R - 1];
+    desc[D_A] = k->exprs[0].buffer;
+    desc[D_B] = k->exprs[1].buffer;
+    desc[D_C] = k->out_buffer;
+    desc[D_TRANS_A] = k->gemm.trans_a;
+    desc[D_TRANS_B] = k->gemm.trans_b;
+    desc[D_LDA] = k->gemm.lda;
+    desc[D_LDB] = k->gemm.ldb;
+    desc[D_LDC] = k->gemm.ldc;
+    desc[D_A_ROW] = a->stride[m]; /* to start at row `start` when loop 0 is M */
+    desc[D_C_ROW] = c->stride[m];
+    for (int d = 0; d < m; d++) {
+        desc[D_BATCH_DIMS + d] = k->dims[d];
+        desc[D_A_OFF + d] = a->stride[d];
+        desc[D_B_OFF + d] = b->stride[d];
+        desc[D_C_OFF + d] = c->stride[d];
+    }
+    desc[D_A_OFF + CJ_MAX_RANK - 1] = a->offset;
+    desc[D_B_OFF + CJ_MAX_RANK - 1] = b->offset;
+    desc[D_C_OFF + CJ_MAX_RANK - 1] = c->offset;
+}
+
+static void one_gemm(const int64_t *d, int64_t rows, int64_t a_off, int64_t b_off, int64_t c_off,
+                     void *const *bufs) {
+    int ta = d[D_TRANS_A] ? CBLAS_TRANS : CBLAS_NO_TRANS, tb = d[D_TRANS_B] ? CBLAS_TRANS : CBLAS_NO_TRANS;
+    int M = (int)rows, N = (int)d[D_N], K = (int)d[D_K];
+    if (d[D_DTYPE] == CJ_FLOAT32) {
+        const float *A = (const float *)bufs[d[D_A]] + a_off, *B = (const float *)bufs[d[D_B]] + b_off;
+        blas.sgemm(CBLAS_ROW_MAJOR, ta, tb, M, N, K, 1.0f, A, (int)d[D_LDA], B, (int)d[D_LDB], 0.0f,
+                   (float *)bufs[d[D_C]] + c_off, (int)d[D_LDC]);
+    } else {
+        const double *A = (const double *)bufs[d[D_A]] + a_off, *B = (const double *)bufs[d[D_B]] + b_off;
+        blas.dgemm(CBLAS_ROW_MAJOR, ta, tb, M, N, K, 1.0, A, (int)d[D_LDA], B, (int)d[D_LDB], 0.0,
+                   (double *)bufs[d[D_C]] + c_off, (int)d[D_LDC]);
+    }
+}
+
+/* See blas.h.  Loop 0 is M when there are no batch loops, else the first
+ * batch loop; the other batch loops run whole, last one fastest. */
+void cj_rt_gemm(const int64_t *d, int64_t start, int64_t end, void *const *bufs) {
+    int nb = (int)d[D_BATCH_RANK];
+    int64_t a0 = d[D_A_OFF + CJ_MAX_RANK - 1], b0 = d[D_B_OFF + CJ_MAX_RANK - 1], c0 = d[D_C_OFF + CJ_MAX_RANK - 1];
+    if (nb == 0) {
+        if (end > start) one_gemm(d, end - start, a0 + start * d[D_A_ROW], b0, c0 + start * d[D_C_ROW], bufs);
+        return;
+    }
+    int64_t idx[CJ_MAX_RANK] = {0};
+    for (idx[0] = start; idx[0] < end;) {
+        int64_t a = a0, b = b0, c = c0;
+        for (int q = 0; q < nb; q++) {
+            a += idx[q] * d[D_A_OFF + q];
+            b += idx[q] * d[D_B_OFF + q];
+            c += idx[q] * d[D_C_OFF + q];
+        }
+        one_gemm(d, d[D_M], a, b, c, bufs);
+        int q = nb - 1; /* next batch index, odometer style */
+        while (q > 0 && ++idx[q] == d[D_BATCH_DIMS + q]) idx[q--] = 0;
+        if (q == 0) idx[0]++;
+    }
+}
