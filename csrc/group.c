@@ -119,7 +119,8 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
 }
 
 /* See group.h. */
-cj_status cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *prefix, cj_error *err) {
+cj_status cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *prefix, const bool *only,
+                                cj_error *err) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx), ptr = LLVMPointerTypeInContext(ctx, 0);
     LLVMTypeRef params[3] = {i64, i64, ptr};
@@ -128,7 +129,7 @@ cj_status cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char 
     char name[128];
     for (int gi = 0; gi < p->ngroups; gi++) {
         const cj_group *g = &p->groups[gi];
-        if (g->count < 2) continue;
+        if (g->count < 2 || (only && !only[gi])) continue;
         snprintf(name, sizeof name, "%s_g%d", prefix, gi);
         LLVMValueRef fn = LLVMAddFunction(mod, name, fty);
         LLVMValueRef start = LLVMGetParam(fn, 0), end = LLVMGetParam(fn, 1), bufs = LLVMGetParam(fn, 2);
