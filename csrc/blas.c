@@ -11,9 +11,13 @@
  * The library is opened with dlopen, as the CUDA driver is, so cjit builds
  * and runs without it: then every matmul stays a generated loop nest.  The
  * call sits inside cjit's own machinery: the thread pool splits the rows of
- * C between threads (so the library must be single-threaded: a threaded
- * OpenBLAS is told to use one thread), the group driver runs the matmul's
- * epilogue on those rows right after it, and the memory plan is unchanged.
+ * C between threads, the group driver runs the matmul's epilogue on those
+ * rows right after it, and the memory plan is unchanged.  So the library
+ * must not start threads of its own (a threaded OpenBLAS is told to use
+ * one), and must be safe to call from several threads at once.  OpenBLAS's
+ * threaded build is; its sequential build is not (two calls at once share
+ * one packing buffer and give wrong results, as measured here), so with
+ * that build the calls take turns behind a mutex.
  * One thing lies outside the plan: the library's own packing workspace,
  * allocated once per process by OpenBLAS and reused by every call. */
 #include <dlfcn.h>
@@ -40,8 +44,10 @@ static struct {
     pthread_once_t once;
     sgemm_fn sgemm;
     dgemm_fn dgemm;
+    bool serialize;         /* one call at a time (a sequential OpenBLAS) */
+    pthread_mutex_t lock;
     char description[256];
-} blas = {.once = PTHREAD_ONCE_INIT};
+} blas = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic bool blas_enabled = true; /* cj_blas_set_enabled, for tests */
 
@@ -73,8 +79,10 @@ static void blas_load(void) {
     int (*get_parallel)(void) = (int (*)(void))(uintptr_t)dlsym(lib, "openblas_get_parallel");
     void (*set_threads)(int) = (void (*)(int))(uintptr_t)dlsym(lib, "openblas_set_num_threads");
     if (get_parallel && set_threads && get_parallel() != 0) set_threads(1);
+    blas.serialize = get_parallel && get_parallel() == 0;
     char *(*get_config)(void) = (char *(*)(void))(uintptr_t)dlsym(lib, "openblas_get_config");
-    snprintf(blas.description, sizeof blas.description, "%s", get_config ? get_config() : name);
+    snprintf(blas.description, sizeof blas.description, "%s%s", get_config ? get_config() : name,
+             blas.serialize ? " (sequential build: one call at a time)" : "");
     blas.sgemm = s;
     blas.dgemm = d;
 }
@@ -192,6 +200,7 @@ static void one_gemm(const int64_t *d, int64_t rows, int64_t a_off, int64_t b_of
                      void *const *bufs) {
     int ta = d[D_TRANS_A] ? CBLAS_TRANS : CBLAS_NO_TRANS, tb = d[D_TRANS_B] ? CBLAS_TRANS : CBLAS_NO_TRANS;
     int M = (int)rows, N = (int)d[D_N], K = (int)d[D_K];
+    if (blas.serialize) pthread_mutex_lock(&blas.lock);
     if (d[D_DTYPE] == CJ_FLOAT32) {
         const float *A = (const float *)bufs[d[D_A]] + a_off, *B = (const float *)bufs[d[D_B]] + b_off;
         blas.sgemm(CBLAS_ROW_MAJOR, ta, tb, M, N, K, 1.0f, A, (int)d[D_LDA], B, (int)d[D_LDB], 0.0f,
@@ -201,6 +210,7 @@ static void one_gemm(const int64_t *d, int64_t rows, int64_t a_off, int64_t b_of
         blas.dgemm(CBLAS_ROW_MAJOR, ta, tb, M, N, K, 1.0, A, (int)d[D_LDA], B, (int)d[D_LDB], 0.0,
                    (double *)bufs[d[D_C]] + c_off, (int)d[D_LDC]);
     }
+    if (blas.serialize) pthread_mutex_unlock(&blas.lock);
 }
 
 /* See blas.h.  Loop 0 is M when there are no batch loops, else the first

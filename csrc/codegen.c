@@ -365,8 +365,17 @@ static LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueR
     switch (op) {
     case CJ_OP_REDUCE_SUM: r = emit_binary(c, CJ_OP_ADD, acc, v, dt); break;
     case CJ_OP_REDUCE_PROD: r = emit_binary(c, CJ_OP_MUL, acc, v, dt); break;
-    case CJ_OP_REDUCE_MAX: return emit_minmax(c, true, acc, v, dt);
-    case CJ_OP_REDUCE_MIN: return emit_minmax(c, false, acc, v, dt);
+    case CJ_OP_REDUCE_MAX:
+    case CJ_OP_REDUCE_MIN:
+        if (is_float(dt) && c->target == CJ_TARGET_CPU) {
+            /* llvm.maximum/minimum propagate nan, as NumPy's max does, and
+             * the vectorizer knows them as reductions; the select form of
+             * emit_minmax would keep the loop scalar (4x slower) */
+            LLVMValueRef args[2] = {acc, v};
+            return call_intrinsic(c, op == CJ_OP_REDUCE_MAX ? "llvm.maximum" : "llvm.minimum", reg_type(c, dt), args,
+                                  2, op == CJ_OP_REDUCE_MAX ? "max" : "min");
+        }
+        return emit_minmax(c, op == CJ_OP_REDUCE_MAX, acc, v, dt);
     default: return cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: bad reduction"), NULL;
     }
     /* sums and products may be reassociated, which lets them vectorize */

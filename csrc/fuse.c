@@ -511,9 +511,12 @@ void cj_kernel_collapse(cj_kernel *k) {
     }
 }
 
-/* Recompute a multi-use elementwise value inline when its chain costs at
- * most this many (roughly: arithmetic ops; transcendentals count 4) and it
- * has at most this many consumers. */
+/* Recompute a multi-use elementwise value inline in each consumer when the
+ * extra work, its chain's cost (roughly: arithmetic ops; transcendentals
+ * count 4) times the consumers beyond the first, is at most this much, and
+ * it has at most this many consumers.  So exp(x - max) in a softmax (cost
+ * 5, two consumers) is recomputed, and a gelu read by three consumers
+ * (cost 12, extra work 24) is stored once. */
 #define CJ_RECOMPUTE_MAX_COST 16
 #define CJ_RECOMPUTE_MAX_USERS 4
 
@@ -569,7 +572,7 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         for (int a = 0; a < n->ninputs; a++)
             if (!f->root[n->inputs[a]]) my_cost += cost ? cost[n->inputs[a]] : 0;
         if (cost) cost[i] = my_cost;
-        if ((!users || !cost || users[i] > CJ_RECOMPUTE_MAX_USERS || my_cost > CJ_RECOMPUTE_MAX_COST) &&
+        if ((!users || !cost || users[i] > CJ_RECOMPUTE_MAX_USERS || my_cost * (users[i] - 1) > CJ_RECOMPUTE_MAX_COST) &&
             users && users[i] > 1 && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && n->op != CJ_OP_NAME)
             f->root[i] = true;
         if (!users && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && n->op != CJ_OP_NAME)

@@ -118,9 +118,15 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
     return CJ_OK;
 }
 
+/* The stage's function: defined in this module, or declared here and
+ * defined in another module of the same executable (the JIT links them). */
+static LLVMValueRef stage_function(LLVMModuleRef mod, const char *name, LLVMTypeRef fty) {
+    LLVMValueRef fn = LLVMGetNamedFunction(mod, name);
+    return fn ? fn : LLVMAddFunction(mod, name, fty);
+}
+
 /* See group.h. */
-cj_status cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *prefix, const bool *only,
-                                cj_error *err) {
+void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *prefix, const bool *only) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx), ptr = LLVMPointerTypeInContext(ctx, 0);
     LLVMTypeRef params[3] = {i64, i64, ptr};
@@ -151,20 +157,12 @@ cj_status cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char 
                 int64_t row = cj_shape_numel(&p->buffers[k->out_buffer].shape) / g->rows;
                 LLVMValueRef rs = LLVMConstInt(i64, (unsigned long long)row, 0);
                 snprintf(name, sizeof name, "%s_k%d_init", prefix, s);
-                LLVMValueRef init = LLVMGetNamedFunction(mod, name);
-                if (!init) {
-                    LLVMDisposeBuilder(b);
-                    return cj_error_set(err, CJ_ERR_INTERNAL, "group: %s missing", name);
-                }
+                LLVMValueRef init = stage_function(mod, name, fty);
                 LLVMValueRef args[3] = {LLVMBuildMul(b, r0, rs, "i0"), LLVMBuildMul(b, r1, rs, "i1"), bufs};
                 LLVMBuildCall2(b, fty, init, args, 3, "");
             }
             snprintf(name, sizeof name, "%s_k%d", prefix, s);
-            LLVMValueRef stage = LLVMGetNamedFunction(mod, name);
-            if (!stage) {
-                LLVMDisposeBuilder(b);
-                return cj_error_set(err, CJ_ERR_INTERNAL, "group: %s missing", name);
-            }
+            LLVMValueRef stage = stage_function(mod, name, fty);
             LLVMValueRef args[3] = {r0, r1, bufs};
             LLVMBuildCall2(b, fty, stage, args, 3, "");
         }
@@ -176,5 +174,4 @@ cj_status cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char 
         LLVMBuildRetVoid(b);
     }
     LLVMDisposeBuilder(b);
-    return CJ_OK;
 }

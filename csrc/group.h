@@ -12,9 +12,9 @@ cj_status cj_group_run(cj_plan *plan, bool enabled, cj_error *err);
 
 /* Adds "<prefix>_g<j>" to `mod` for every group j of two or more stages
  * with only[j] (every group when `only` is NULL): for each block of rows in
- * [start, end) it calls each stage's init (if it has one) and kernel,
- * which codegen has already added to `mod`. */
-cj_status cj_group_emit_drivers(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, const bool *only,
-                                cj_error *err);
+ * [start, end) it calls each stage's init (if it has one) and kernel; the
+ * stages not defined in `mod` are declared, to be linked from another
+ * module of the same executable. */
+void cj_group_emit_drivers(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, const bool *only);
 
 #endif

@@ -185,9 +185,8 @@ static void *compile_module(void *arg) {
 
     int64_t t0 = cj_runtime_now_ns(), t1;
     char *msg = NULL;
-    if (cj_codegen_module(j->plan, mod, j->prefix, j->kernels, &j->err) != CJ_OK ||
-        cj_group_emit_drivers(j->plan, mod, j->prefix, j->groups, &j->err) != CJ_OK)
-        goto done;
+    if (cj_codegen_module(j->plan, mod, j->prefix, j->kernels, &j->err) != CJ_OK) goto done;
+    cj_group_emit_drivers(j->plan, mod, j->prefix, j->groups);
     dump_module(mod, name, "raw");
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
         cj_error_set(&j->err, CJ_ERR_COMPILE, "generated IR is invalid: %s", msg);
@@ -223,22 +222,15 @@ done:
     return NULL;
 }
 
-/* Rough cost of compiling a group's kernels: LLVM's time grows with the
+/* Rough cost of compiling a kernel: LLVM's time grows with the
  * instructions, and a vectorized transcendental is many of them. */
-static int64_t group_compile_cost(const cj_plan *p, const cj_group *g) {
-    int64_t cost = 0;
-    for (int k = g->first; k < g->first + g->count; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        if (kern->gemm.on) {
-            cost += 1;
-            continue;
-        }
-        cost += 4 + kern->nexprs;
-        for (int e = 0; e < kern->nexprs; e++)
-            if (kern->exprs[e].kind == CJ_EX_OP && cj_op_kind(kern->exprs[e].op) == CJ_OPKIND_UNARY &&
-                kern->exprs[e].op != CJ_OP_NEG && kern->exprs[e].op != CJ_OP_ABS)
-                cost += 8;
-    }
+static int64_t kernel_compile_cost(const cj_kernel *k) {
+    if (k->gemm.on) return 1;
+    int64_t cost = 4 + k->nexprs;
+    for (int e = 0; e < k->nexprs; e++)
+        if (k->exprs[e].kind == CJ_EX_OP && cj_op_kind(k->exprs[e].op) == CJ_OPKIND_UNARY &&
+            k->exprs[e].op != CJ_OP_NEG && k->exprs[e].op != CJ_OP_ABS)
+            cost += 8;
     return cost;
 }
 
@@ -246,36 +238,33 @@ static int64_t group_compile_cost(const cj_plan *p, const cj_group *g) {
  * module of its own cost more than they save on a small executable. */
 #define CJ_PARALLEL_COMPILE_MIN_COST 48
 
-/* Shares the groups out between modules (the costliest group to the least
- * loaded module, in turn); returns how many modules got any. */
+/* Shares the kernels out between modules (the costliest kernel to the
+ * least loaded module, in turn; a group's driver goes with its first
+ * stage, and calls stages in other modules through the JIT's linker);
+ * returns how many modules there are. */
 static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     int64_t total = 0, load[CJ_MAX_COMPILE_THREADS] = {0};
-    for (int g = 0; g < p->ngroups; g++) total += group_compile_cost(p, &p->groups[g]);
+    for (int k = 0; k < p->nkernels; k++) total += kernel_compile_cost(&p->kernels[k]);
     int n = total < CJ_PARALLEL_COMPILE_MIN_COST ? 1 : nmax;
-    if (n > p->ngroups) n = p->ngroups > 0 ? p->ngroups : 1;
-    bool *placed = calloc((size_t)p->ngroups + 1, sizeof(bool));
-    if (!placed) { /* out of memory: everything goes to module 0 */
-        for (int g = 0; g < p->ngroups; g++) jobs[0].groups[g] = true;
-        for (int k = 0; k < p->nkernels; k++) jobs[0].kernels[k] = true;
-        return 1;
-    }
-    for (int done = 0; done < p->ngroups; done++) {
+    if (n > p->nkernels) n = p->nkernels > 0 ? p->nkernels : 1;
+    int *module_of = calloc((size_t)p->nkernels + 1, sizeof(int));
+    if (!module_of) n = 1;
+    for (int placed = 0; n > 1 && placed < p->nkernels; placed++) {
         int best = -1;
         int64_t best_cost = -1;
-        for (int g = 0; g < p->ngroups; g++) {
-            int64_t c = placed[g] ? -1 : group_compile_cost(p, &p->groups[g]);
-            if (c > best_cost) best_cost = c, best = g;
+        for (int k = 0; k < p->nkernels; k++) {
+            int64_t c = module_of[k] ? -1 : kernel_compile_cost(&p->kernels[k]);
+            if (c > best_cost) best_cost = c, best = k;
         }
         int m = 0;
         for (int i = 1; i < n; i++)
             if (load[i] < load[m]) m = i;
         load[m] += best_cost;
-        placed[best] = true;
-        jobs[m].groups[best] = true;
-        const cj_group *grp = &p->groups[best];
-        for (int k = grp->first; k < grp->first + grp->count; k++) jobs[m].kernels[k] = true;
+        module_of[best] = m + 1; /* 0 means not placed yet */
     }
-    free(placed);
+    for (int k = 0; k < p->nkernels; k++) jobs[n > 1 ? module_of[k] - 1 : 0].kernels[k] = true;
+    for (int g = 0; g < p->ngroups; g++) jobs[n > 1 ? module_of[p->groups[g].first] - 1 : 0].groups[g] = true;
+    free(module_of);
     return n;
 }
 

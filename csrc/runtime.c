@@ -181,12 +181,12 @@ typedef struct {
 static struct {
     pthread_once_t once;
     pthread_mutex_t busy;   /* held by the caller whose job the pool runs */
-    pthread_mutex_t m;      /* guards gen, job, active */
+    pthread_mutex_t m;      /* guards job, and gen and active's changes */
     pthread_cond_t wake, idle;
     int nthreads;           /* workers + the calling thread */
-    uint64_t gen;           /* bumped for each job */
+    _Atomic uint64_t gen;   /* bumped for each job; read without m while spinning */
     pool_job *job;          /* NULL between jobs */
-    int active;             /* workers inside the current job */
+    _Atomic int active;     /* workers inside the current job */
 } pool = {.once = PTHREAD_ONCE_INIT,
           .busy = PTHREAD_MUTEX_INITIALIZER,
           .m = PTHREAD_MUTEX_INITIALIZER,
@@ -203,20 +203,46 @@ static void run_chunks(pool_job *j) {
     }
 }
 
+/* The kernels of one call follow each other within microseconds, and a
+ * sleeping thread takes tens of microseconds to wake: so a worker, and the
+ * caller waiting for workers, spin this long before they sleep. */
+#define POOL_SPIN_NS 100000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Spins until *gen != old (when gen is given) or *active == 0, or until
+ * the spin time is over; returns whether the condition came true. */
+static bool spin_until(const _Atomic uint64_t *gen, uint64_t old, const _Atomic int *active) {
+    int64_t until = cj_runtime_now_ns() + POOL_SPIN_NS;
+    for (int i = 1;; i++) {
+        if (gen ? atomic_load(gen) != old : atomic_load(active) == 0) return true;
+        cpu_relax();
+        if (i % 64 == 0 && cj_runtime_now_ns() > until) return false;
+    }
+}
+
 static void *worker_main(void *arg) {
     (void)arg;
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool.m);
     for (;;) {
-        while (pool.gen == seen) pthread_cond_wait(&pool.wake, &pool.m);
-        seen = pool.gen;
+        spin_until(&pool.gen, seen, NULL);
+        pthread_mutex_lock(&pool.m);
+        while (atomic_load(&pool.gen) == seen) pthread_cond_wait(&pool.wake, &pool.m);
+        seen = atomic_load(&pool.gen);
         pool_job *j = pool.job;
-        if (!j) continue;   /* woke after that job ended */
-        pool.active++;
+        if (j) atomic_fetch_add(&pool.active, 1);
         pthread_mutex_unlock(&pool.m);
+        if (!j) continue;   /* woke after that job ended */
         run_chunks(j);
         pthread_mutex_lock(&pool.m);
-        if (--pool.active == 0) pthread_cond_signal(&pool.idle);
+        if (atomic_fetch_sub(&pool.active, 1) == 1) pthread_cond_signal(&pool.idle);
+        pthread_mutex_unlock(&pool.m);
     }
     return NULL;
 }
@@ -273,12 +299,15 @@ static void parallel_for(cj_kernel_fn fn, int64_t n, bool split, bool coarse, vo
     atomic_init(&j.next, 0);
     pthread_mutex_lock(&pool.m);
     pool.job = &j;
-    pool.gen++;
+    atomic_fetch_add(&pool.gen, 1);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.m);
     run_chunks(&j);
+    /* every chunk is taken; wait for workers still running theirs.  A worker
+     * that has not joined yet finds the job gone, under m, and skips it. */
+    spin_until(NULL, 0, &pool.active);
     pthread_mutex_lock(&pool.m);
-    while (pool.active > 0) pthread_cond_wait(&pool.idle, &pool.m);
+    while (atomic_load(&pool.active) > 0) pthread_cond_wait(&pool.idle, &pool.m);
     pool.job = NULL;   /* late wakers see no job */
     pthread_mutex_unlock(&pool.m);
     pthread_mutex_unlock(&pool.busy);

@@ -41,8 +41,13 @@ else
     command -v llvm-config-19 >/dev/null || need+=(llvm-19-dev)
 fi
 command -v gcc >/dev/null || need+=(build-essential)
-# matmuls run in OpenBLAS (loaded at run time; without it they are loop nests)
-{ ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q 'libopenblas\.so\.0' || need+=(libopenblas0-serial)
+# Matmuls run in OpenBLAS, loaded at run time (without it they are loop
+# nests).  The threaded build: cjit's threads call it at once, which its
+# sequential build cannot take (csrc/blas.c).
+[[ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0 ||
+   -e /usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.so.0 ]] ||
+    { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q 'libopenblas\.so\.0' ||
+    need+=(libopenblas0-pthread)
 if ! command -v python3 >/dev/null; then
     need+=(python3 python3-dev python3-venv)
 else

@@ -139,3 +139,39 @@ def test_no_blas_library(tmp_path):
         env = dict(os.environ, CJIT_BLAS=setting)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+STRESS = (
+    "import numpy as np, cjit\n"
+    "from cjit import _cjit\n"
+    "rng = np.random.default_rng(3)\n"
+    "a = rng.standard_normal((512, 64)).astype(np.float32)\n"
+    "b = rng.standard_normal((64, 256)).astype(np.float32)\n"
+    "f = cjit.jit(lambda x, y: x @ y)\n"
+    "assert '(BLAS gemm)' in f.lower(a, b).compile().as_text()\n"
+    "first = np.asarray(f(a, b))\n"
+    "np.testing.assert_allclose(first, a @ b, rtol=1e-4, atol=1e-4)\n"
+    "for _ in range(300):\n"
+    "    np.testing.assert_array_equal(np.asarray(f(a, b)), first)\n"
+    "print(_cjit.blas_library())\n")
+
+
+@needs_blas
+def test_threads_calling_blas_at_once_get_the_same_result():
+    # the pool's threads call gemm on their rows at the same time, over and
+    # over: a library that shares state between calls fails this
+    env = dict(os.environ, CJIT_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", STRESS], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+
+
+SEQUENTIAL = "/usr/lib/x86_64-linux-gnu/openblas-serial/libopenblas.so.0"
+
+
+@pytest.mark.skipif(not os.path.exists(SEQUENTIAL), reason="no sequential OpenBLAS build installed")
+def test_sequential_openblas_takes_turns():
+    # its calls share one packing buffer: cjit makes them take turns
+    env = dict(os.environ, CJIT_NUM_THREADS="2", CJIT_BLAS=SEQUENTIAL)
+    out = subprocess.run([sys.executable, "-c", STRESS], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "one call at a time" in out.stdout
