@@ -617,22 +617,6 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     if (!emit_loops(c, 0, start, end)) return false;
     LLVMBuildRetVoid(c->b);
 
-    if (k->reduced) {
-        /* <name>_init: out[start:end] = identity */
-        snprintf(name, sizeof name, "%s_k%d_init", prefix, ki);
-        new_function(c, name, &start, &end);
-        memset(c->buf_ptr, 0, sizeof(LLVMValueRef) * ((size_t)c->plan->nbuffers + 1));
-        load_buffer_pointer(c, k->out_buffer);
-        const cj_buffer *out = &c->plan->buffers[k->out_buffer];
-        loop_state L;
-        loop_begin(c, &L, start, end, "j");
-        LLVMValueRef v = reduce_identity(c, k->reduce_op, out->dtype);
-        if (out->dtype == CJ_BOOL) v = LLVMBuildZExt(c->b, v, c->i8, "b");
-        LLVMValueRef addr = LLVMBuildInBoundsGEP2(c->b, mem_type(c, out->dtype), c->buf_ptr[k->out_buffer], &L.phi, 1, "addr");
-        LLVMBuildStore(c->b, v, addr);
-        loop_end(c, &L);
-        LLVMBuildRetVoid(c->b);
-    }
     return true;
 }
 

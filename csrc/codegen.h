@@ -11,9 +11,9 @@
 typedef void (*cj_kernel_fn)(int64_t start, int64_t end, void *const *buffers);
 
 /* Adds to `mod` one function "<prefix>_k<i>" per kernel i with only[i]
- * (every kernel when `only` is NULL), and for kernels that accumulate in a
- * loop nest "<prefix>_k<i>_init", which fills elements [start, end) of the
- * output buffer with the reduction's identity.  (CPU target.) */
+ * (every kernel when `only` is NULL).  (CPU target.)  A kernel that
+ * accumulates in a loop nest expects its output to hold the reduction's
+ * identity already: the runtime fills it with cj_rt_fill_identity. */
 cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, const bool *only,
                             cj_error *err);
 
@@ -49,16 +49,22 @@ int64_t cj_codegen_gpu_points(const cj_plan *plan, int ki, bool *serial);
 /* Compiled code of one executable; freeing it removes the code from the JIT. */
 typedef struct cj_jit_code cj_jit_code;
 
-/* Compiles every kernel of `plan`.  On success fills kernels[i] and
- * inits[i] (NULL when the kernel has no init), groups[g] with the driver
- * of each group of two or more stages (NULL for a group of one: run its
- * kernel), and returns the code, which the caller owns (cj_jit_code_free). */
-cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *inits,
-                         cj_kernel_fn *groups, cj_jit_code **code, cj_error *err);
+/* Compiles every kernel of `plan`.  On success fills kernels[i], groups[g]
+ * with the driver of each group of two or more stages (NULL for a group of
+ * one: run its kernel), and returns the code, which the caller owns
+ * (cj_jit_code_free). */
+cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
+                         cj_error *err);
 void cj_jit_code_free(cj_jit_code *code);
 int64_t cj_jit_code_bytes(const cj_jit_code *code);
 
 /* Runtime helpers the generated code calls (registered with the JIT). */
 int64_t cj_rt_ipow(int64_t base, int64_t exponent);
+/* Does kernel k accumulate into its output in a loop nest (so that the
+ * output must hold the identity first)? */
+bool cj_kernel_needs_identity(const cj_kernel *k);
+/* out[start:end] = the identity of reduction `op` in dtype `dtype` (runtime.c;
+ * also called by group drivers before each block of an accumulating stage). */
+void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op);
 
 #endif

@@ -9,7 +9,6 @@ struct cj_executable {
     cj_graph *graph;        /* owned copy: names, shapes and source lines */
     cj_plan plan;           /* kernels and buffers */
     cj_kernel_fn *kernels;  /* one per plan kernel */
-    cj_kernel_fn *inits;    /* NULL entries for kernels that do not accumulate */
     cj_kernel_fn *groups;   /* per plan group: its driver, NULL for a group of one */
     cj_jit_code *code;      /* owns the machine code */
     int64_t flops, bytes_accessed;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen.h"
 #include "group.h"
 
 /* Bytes of row data a block of rows should touch: about half of a typical L2. */
@@ -131,6 +132,10 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
     LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx), ptr = LLVMPointerTypeInContext(ctx, 0);
     LLVMTypeRef params[3] = {i64, i64, ptr};
     LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, 3, 0);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+    LLVMTypeRef fill_params[5] = {ptr, i64, i64, i32, i32};
+    LLVMTypeRef fill_ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), fill_params, 5, 0);
+    LLVMValueRef fill = stage_function(mod, "cj_rt_fill_identity", fill_ty); /* runtime.c */
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     char name[128];
     for (int gi = 0; gi < p->ngroups; gi++) {
@@ -152,14 +157,17 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
         LLVMValueRef r1 = LLVMBuildSelect(b, past, end, next, "r1");
         for (int s = g->first; s < g->first + g->count; s++) {
             const cj_kernel *k = &p->kernels[s];
-            if (k->reduced && !k->gemm.on) {
+            if (cj_kernel_needs_identity(k)) {
                 /* fill this block's rows of the output with the identity first */
                 int64_t row = cj_shape_numel(&p->buffers[k->out_buffer].shape) / g->rows;
                 LLVMValueRef rs = LLVMConstInt(i64, (unsigned long long)row, 0);
-                snprintf(name, sizeof name, "%s_k%d_init", prefix, s);
-                LLVMValueRef init = stage_function(mod, name, fty);
-                LLVMValueRef args[3] = {LLVMBuildMul(b, r0, rs, "i0"), LLVMBuildMul(b, r1, rs, "i1"), bufs};
-                LLVMBuildCall2(b, fty, init, args, 3, "");
+                LLVMValueRef slot_index = LLVMConstInt(i64, (unsigned long long)k->out_buffer, 0);
+                LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, ptr, bufs, &slot_index, 1, "slot");
+                LLVMValueRef args[5] = {LLVMBuildLoad2(b, ptr, slot, "out"), LLVMBuildMul(b, r0, rs, "i0"),
+                                        LLVMBuildMul(b, r1, rs, "i1"),
+                                        LLVMConstInt(i32, (unsigned long long)p->buffers[k->out_buffer].dtype, 0),
+                                        LLVMConstInt(i32, (unsigned long long)k->reduce_op, 0)};
+                LLVMBuildCall2(b, fill_ty, fill, args, 5, "");
             }
             snprintf(name, sizeof name, "%s_k%d", prefix, s);
             LLVMValueRef stage = stage_function(mod, name, fty);

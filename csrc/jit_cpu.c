@@ -126,8 +126,10 @@ static cj_status jit_init(cj_error *err) {
          {(LLVMOrcExecutorAddress)(uintptr_t)&cj_rt_ipow, flags}},
         {LLVMOrcLLJITMangleAndIntern(jit_state.jit, "cj_rt_gemm"),
          {(LLVMOrcExecutorAddress)(uintptr_t)&cj_rt_gemm, flags}},
+        {LLVMOrcLLJITMangleAndIntern(jit_state.jit, "cj_rt_fill_identity"),
+         {(LLVMOrcExecutorAddress)(uintptr_t)&cj_rt_fill_identity, flags}},
     };
-    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(helpers, 2); /* takes the names */
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(helpers, 3); /* takes the names */
     e = LLVMOrcJITDylibDefine(main_jd, mu);                                 /* consumes mu */
     if (e) return take_llvm_error(e, "defining runtime helpers", err);
     jit_state.ready = true;
@@ -273,8 +275,8 @@ static cj_status lookup(const char *name, LLVMOrcExecutorAddress *addr, const ch
     return e ? take_llvm_error(e, what, err) : CJ_OK;
 }
 
-static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *inits,
-                                cj_kernel_fn *groups, cj_jit_code **out, cj_error *err) {
+static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
+                                cj_jit_code **out, cj_error *err) {
     if (jit_init(err) != CJ_OK) return err->status;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "cj%llu", (unsigned long long)++jit_state.serial);
@@ -342,12 +344,6 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         snprintf(name, sizeof name, "%s_k%d", prefix, i);
         if (lookup(name, &addr, "looking up a kernel", err) != CJ_OK) goto fail;
         kernels[i] = (cj_kernel_fn)(uintptr_t)addr;
-        inits[i] = NULL;
-        if (plan->kernels[i].reduced && !plan->kernels[i].gemm.on) {
-            snprintf(name, sizeof name, "%s_k%d_init", prefix, i);
-            if (lookup(name, &addr, "looking up a kernel", err) != CJ_OK) goto fail;
-            inits[i] = (cj_kernel_fn)(uintptr_t)addr;
-        }
     }
     for (int g = 0; g < plan->ngroups; g++) {
         char name[128];
@@ -384,10 +380,10 @@ fail:
 }
 
 /* See codegen.h. */
-cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *inits,
-                         cj_kernel_fn *groups, cj_jit_code **code, cj_error *err) {
+cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
+                         cj_error *err) {
     pthread_mutex_lock(&jit_state.lock);
-    cj_status st = compile_locked(plan, kernels, inits, groups, code, err);
+    cj_status st = compile_locked(plan, kernels, groups, code, err);
     pthread_mutex_unlock(&jit_state.lock);
     return st;
 }

@@ -107,14 +107,13 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
     if (cj_memplan_run(&x->plan, !pass_disabled("memplan"), err) != CJ_OK) goto fail;
     cj_runtime_note_phase(CJ_PHASE_MEMPLAN, cj_runtime_now_ns() - t0);
     x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
-    x->inits = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
     x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
-    if (!x->kernels || !x->inits || !x->groups) {
+    if (!x->kernels || !x->groups) {
         cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
         goto fail;
     }
     dump_graph_and_plan(x);
-    if (cj_jit_compile(&x->plan, x->kernels, x->inits, x->groups, &x->code, err) != CJ_OK) goto fail;
+    if (cj_jit_compile(&x->plan, x->kernels, x->groups, &x->code, err) != CJ_OK) goto fail;
     count_costs(x);
     cj_runtime_note_compile(cj_jit_code_bytes(x->code));
     free(live);

@@ -18,6 +18,7 @@
  * cache when freed, so that a function called in a loop reuses memory
  * whose pages are already mapped instead of faulting fresh pages in on
  * every call (as glibc's mmap'd blocks would). */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -164,6 +165,31 @@ void cj_runtime_block_trim(void) {
     blocks.bytes = 0;
     pthread_mutex_unlock(&blocks.lock);
     for (int i = 0; i < n; i++) free(evict[i]);
+}
+
+/* ---- the identity an accumulating kernel starts from ------------------------ */
+
+/* See codegen.h. */
+bool cj_kernel_needs_identity(const cj_kernel *k) { return k->reduced != 0 && !k->gemm.on; }
+
+#define FILL(type, value)                                                            \
+    do {                                                                             \
+        type v = (value), *o = out;                                                  \
+        for (int64_t i = start; i < end; i++) o[i] = v;                              \
+    } while (0)
+
+/* See codegen.h.  The values match codegen's reduce_combine: -inf and +inf
+ * for float max and min, the integer extremes, false/true for any/all. */
+void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op) {
+    bool is_max = op == CJ_OP_REDUCE_MAX, is_min = op == CJ_OP_REDUCE_MIN, is_prod = op == CJ_OP_REDUCE_PROD;
+    switch ((cj_dtype)dtype) {
+    case CJ_BOOL: FILL(uint8_t, is_min || is_prod ? 1 : 0); break;
+    case CJ_INT32: FILL(int32_t, is_max ? INT32_MIN : is_min ? INT32_MAX : is_prod ? 1 : 0); break;
+    case CJ_INT64: FILL(int64_t, is_max ? INT64_MIN : is_min ? INT64_MAX : is_prod ? 1 : 0); break;
+    case CJ_FLOAT32: FILL(float, is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0f : 0.0f); break;
+    case CJ_FLOAT64: FILL(double, is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0 : 0.0); break;
+    case CJ_NUM_DTYPES: break;
+    }
 }
 
 /* ---- the thread pool -------------------------------------------------------- */
@@ -362,10 +388,9 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         }
         int k = grp->first;
         const cj_kernel *kern = &p->kernels[k];
-        if (x->inits[k]) {
-            int64_t n = cj_shape_numel(&p->buffers[kern->out_buffer].shape);
-            parallel_for(x->inits[k], n, n >= PARALLEL_MIN_POINTS, false, slots);
-        }
+        if (cj_kernel_needs_identity(kern))
+            cj_rt_fill_identity(slots[kern->out_buffer], 0, cj_shape_numel(&p->buffers[kern->out_buffer].shape),
+                                p->buffers[kern->out_buffer].dtype, kern->reduce_op);
         int64_t points = 1;
         for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
         bool split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u);
@@ -388,7 +413,6 @@ void cj_executable_free(cj_executable *x) {
     cj_plan_free(&x->plan);
     if (x->graph) cj_graph_free(x->graph);
     free(x->kernels);
-    free(x->inits);
     free(x->groups);
     free(x);
 }
