@@ -109,3 +109,22 @@ def test_kernels_tell_llvm_which_buffers_cannot_overlap(tmp_path):
     ir = function_ir(dump / "cj2.0.raw.ll", "cj2_k1")
     assert len(re.findall(r"!alias\.scope", ir)) == 3          # two loads and a store
     assert len(set(re.findall(r"!alias\.scope (![0-9]+)", ir))) == 2
+
+
+def test_optimizer_never_aborts_on_a_clipped_pow():
+    # Found by the fuzz tests: instcombine named in a pass list checks that
+    # one run reaches a fixpoint and aborts the process when it does not;
+    # this program's pow made it run twice.  Run apart, as an abort would
+    # take the test process with it.
+    code = textwrap.dedent("""
+        import numpy as np, cjit, cjit.numpy as cnp
+        a = np.arange(-3, 3, dtype=np.int32).reshape(1, 2, 3, 1)
+        c = cnp.clip
+        got = np.asarray(cjit.jit(lambda a: cnp.abs(c(a.astype(np.float64), -2.0, 2.5)
+                                                 ** c(a.astype(np.float64), -2.0, 2.5)))(a))
+        x = np.clip(a.astype(np.float64), -2.0, 2.5)
+        np.testing.assert_allclose(got, np.abs(x ** x), rtol=1e-13)
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
