@@ -417,7 +417,7 @@ def blas_info():
         return "threadpoolctl not installed (pip install threadpoolctl to see NumPy's BLAS)"
     rows = []
     for d in threadpool_info():
-        if d.get("user_api") == "blas":
+        if d.get("user_api") == "blas" and "numpy" in d.get("filepath", ""):
             rows.append(f"{d.get('internal_api')} {d.get('version')} kernel "
                         f"{d.get('architecture')}, {d.get('num_threads')} threads")
     return "; ".join(rows) or "no BLAS found by threadpoolctl"

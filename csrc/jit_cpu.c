@@ -40,7 +40,7 @@ static struct {
     pthread_mutex_t lock;
     bool ready;
     LLVMOrcLLJITRef jit;
-    LLVMTargetMachineRef tms[CJ_MAX_COMPILE_THREADS]; /* host machine, one per compile thread */
+    LLVMTargetMachineRef tms[CJ_MAX_COMPILE_THREADS + 1]; /* host machine, one per compile thread */
     int ntms;
     char *triple;
     uint64_t serial;           /* makes symbol names unique */
@@ -98,6 +98,7 @@ static cj_status jit_init(cj_error *err) {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     int ntms = cj_runtime_num_threads();
     if (ntms > CJ_MAX_COMPILE_THREADS) ntms = CJ_MAX_COMPILE_THREADS;
+    ntms++; /* and one for the module of small kernels */
     for (jit_state.ntms = 0; jit_state.ntms < ntms; jit_state.ntms++)
         jit_state.tms[jit_state.ntms] = LLVMCreateTargetMachine(target, triple, cpu, features,
                                                                 LLVMCodeGenLevelAggressive, LLVMRelocPIC,
@@ -153,6 +154,13 @@ static cj_status jit_init(cj_error *err) {
     "loop-mssa(licm),indvars,loop-vectorize,loop-mssa(licm),instcombine<no-verify-fixpoint>,"    \
     "simplifycfg,reassociate)"
 
+/* Kernels of fewer loop points than this are not worth vectorizing: a
+ * scalar loop over 4096 floats takes a few microseconds, and the vector
+ * loop, its remainder and its interleaving are most of a kernel's compile
+ * time.  They share a module of their own, optimized with the short list. */
+#define CJ_SMALL_KERNEL_POINTS 4096
+#define CJ_LLVM_PIPELINE_SMALL "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)"
+
 /* CJIT_DUMP=DIR: write each executable's IR (before and after optimization). */
 static void dump_module(LLVMModuleRef mod, const char *prefix, const char *stage) {
     const char *dir = getenv("CJIT_DUMP");
@@ -171,6 +179,7 @@ typedef struct {
     const char *prefix;         /* of every symbol: "cj12" */
     int index;                  /* which module: names the IR dumps */
     bool *kernels, *groups;     /* what this module holds */
+    bool small;                 /* small kernels only: the short pass list */
     LLVMTargetMachineRef tm;
     LLVMMemoryBufferRef obj;    /* the result: an object file */
     int64_t ns[3];              /* codegen, optimize, emit */
@@ -202,7 +211,8 @@ static void *compile_module(void *arg) {
 
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = getenv("CJIT_LLVM_PASSES");
-    LLVMErrorRef e = LLVMRunPasses(mod, passes && *passes ? passes : CJ_LLVM_PIPELINE, j->tm, opts);
+    if (!passes || !*passes) passes = j->small ? CJ_LLVM_PIPELINE_SMALL : CJ_LLVM_PIPELINE;
+    LLVMErrorRef e = LLVMRunPasses(mod, passes, j->tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (e) {
         take_llvm_error(e, "optimizing", &j->err);
@@ -243,18 +253,40 @@ static int64_t kernel_compile_cost(const cj_kernel *k) {
  * module of its own cost more than they save on a small executable. */
 #define CJ_PARALLEL_COMPILE_MIN_COST 48
 
-/* Shares the kernels out between modules (the costliest kernel to the
- * least loaded module, in turn; a group's driver goes with its first
- * stage, and calls stages in other modules through the JIT's linker);
- * returns how many modules there are. */
+static bool is_small_kernel(const cj_kernel *k) {
+    int64_t points = 1;
+    for (int d = 0; d < k->rank; d++) points *= k->dims[d];
+    return !k->gemm.on && points < CJ_SMALL_KERNEL_POINTS;
+}
+
+/* Shares the kernels out between modules: the small ones to a module of
+ * their own (the last), the others the costliest first to the least loaded
+ * of up to nmax modules.  A group's driver goes with its first stage and
+ * calls stages in other modules through the JIT's linker.  Returns how many
+ * modules there are (jobs has room for nmax + 1). */
 static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     int64_t total = 0, load[CJ_MAX_COMPILE_THREADS] = {0};
-    for (int k = 0; k < p->nkernels; k++) total += kernel_compile_cost(&p->kernels[k]);
+    int nbig = 0, nsmall = 0;
+    for (int k = 0; k < p->nkernels; k++) {
+        if (is_small_kernel(&p->kernels[k])) {
+            nsmall++;
+            continue;
+        }
+        nbig++;
+        total += kernel_compile_cost(&p->kernels[k]);
+    }
     int n = total < CJ_PARALLEL_COMPILE_MIN_COST ? 1 : nmax;
-    if (n > p->nkernels) n = p->nkernels > 0 ? p->nkernels : 1;
+    if (n > nbig) n = nbig;
     int *module_of = calloc((size_t)p->nkernels + 1, sizeof(int));
-    if (!module_of) n = 1;
-    for (int placed = 0; n > 1 && placed < p->nkernels; placed++) {
+    if (!module_of || (n == 0 && nsmall == 0)) { /* out of memory, or nothing: one module */
+        for (int k = 0; k < p->nkernels; k++) jobs[0].kernels[k] = true;
+        for (int g = 0; g < p->ngroups; g++) jobs[0].groups[g] = true;
+        free(module_of);
+        return 1;
+    }
+    for (int k = 0; k < p->nkernels; k++)
+        if (is_small_kernel(&p->kernels[k])) module_of[k] = n + 1; /* 0 means not placed yet */
+    for (int placed = 0; placed < nbig; placed++) {
         int best = -1;
         int64_t best_cost = -1;
         for (int k = 0; k < p->nkernels; k++) {
@@ -265,12 +297,13 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
         for (int i = 1; i < n; i++)
             if (load[i] < load[m]) m = i;
         load[m] += best_cost;
-        module_of[best] = m + 1; /* 0 means not placed yet */
+        module_of[best] = m + 1;
     }
-    for (int k = 0; k < p->nkernels; k++) jobs[n > 1 ? module_of[k] - 1 : 0].kernels[k] = true;
-    for (int g = 0; g < p->ngroups; g++) jobs[n > 1 ? module_of[p->groups[g].first] - 1 : 0].groups[g] = true;
+    if (nsmall > 0) jobs[n].small = true;
+    for (int k = 0; k < p->nkernels; k++) jobs[module_of[k] - 1].kernels[k] = true;
+    for (int g = 0; g < p->ngroups; g++) jobs[module_of[p->groups[g].first] - 1].groups[g] = true;
     free(module_of);
-    return n;
+    return n + (nsmall > 0);
 }
 
 static cj_status lookup(const char *name, LLVMOrcExecutorAddress *addr, const char *what, cj_error *err) {
@@ -284,20 +317,21 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     char prefix[64];
     snprintf(prefix, sizeof prefix, "cj%llu", (unsigned long long)++jit_state.serial);
 
-    module_job jobs[CJ_MAX_COMPILE_THREADS];
+    module_job jobs[CJ_MAX_COMPILE_THREADS + 1];
     memset(jobs, 0, sizeof jobs);
-    pthread_t threads[CJ_MAX_COMPILE_THREADS];
-    bool started[CJ_MAX_COMPILE_THREADS] = {false};
+    pthread_t threads[CJ_MAX_COMPILE_THREADS + 1];
+    bool started[CJ_MAX_COMPILE_THREADS + 1] = {false};
     cj_jit_code *code = NULL;
     int nmax = cj_runtime_num_threads();
-    if (nmax > jit_state.ntms) nmax = jit_state.ntms;
-    for (int i = 0; i < nmax; i++) {
+    if (nmax > jit_state.ntms - 1) nmax = jit_state.ntms - 1;
+    int njobs = nmax + 1; /* the big kernels' modules and the small kernels' */
+    for (int i = 0; i < njobs; i++) {
         jobs[i] = (module_job){.plan = plan, .prefix = prefix, .index = i, .tm = jit_state.tms[i]};
         jobs[i].kernels = calloc((size_t)plan->nkernels + 1, sizeof(bool));
         jobs[i].groups = calloc((size_t)plan->ngroups + 1, sizeof(bool));
         if (!jobs[i].kernels || !jobs[i].groups) {
             cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
-            nmax = i + 1;
+            njobs = i + 1;
             goto fail;
         }
     }
@@ -357,7 +391,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         if (lookup(name, &addr, "looking up a kernel group", err) != CJ_OK) goto fail;
         groups[g] = (cj_kernel_fn)(uintptr_t)addr;
     }
-    for (int i = 0; i < nmax; i++) {
+    for (int i = 0; i < njobs; i++) {
         free(jobs[i].kernels);
         free(jobs[i].groups);
     }
@@ -366,7 +400,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     return CJ_OK;
 
 fail:
-    for (int i = 0; i < nmax; i++) {
+    for (int i = 0; i < njobs; i++) {
         if (jobs[i].obj) LLVMDisposeMemoryBuffer(jobs[i].obj);
         free(jobs[i].kernels);
         free(jobs[i].groups);

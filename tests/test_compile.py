@@ -46,21 +46,31 @@ def kernel_definitions(path):
         return re.findall(r"^define [^@]*@(cj\d+_[kg]\d+(?:_init)?)\(", fh.read(), re.M)
 
 
+def modules(dump, executable):
+    return sorted(os.path.basename(p) for p in glob.glob(str(dump / f"{executable}.*.raw.ll")))
+
+
 def test_modules_compiled_side_by_side_match_one_module(tmp_path):
     dump1, one = compile_in_subprocess(tmp_path, 1, "1")
     dump2, two = compile_in_subprocess(tmp_path, 2, "2")
-    # one thread: each executable is one module
-    assert sorted(os.path.basename(p) for p in glob.glob(str(dump1 / "*.raw.ll"))) == \
-        ["cj1.0.raw.ll", "cj2.0.raw.ll"]
-    # two threads: the gradient step is split over two modules, x + 1 is not
-    step_modules = sorted(glob.glob(str(dump2 / "cj1.*.raw.ll")))
-    assert [os.path.basename(p) for p in step_modules] == ["cj1.0.raw.ll", "cj1.1.raw.ll"]
-    assert [os.path.basename(p) for p in glob.glob(str(dump2 / "cj2.*.raw.ll"))] == ["cj2.0.raw.ll"]
+    # one thread: the step's vectorized kernels in one module, its small
+    # kernels (under 4096 points: the loss, the updates of w1 and w2) in
+    # another; x + 1 on 2048 numbers is one small module
+    assert modules(dump1, "cj1") == ["cj1.0.raw.ll", "cj1.1.raw.ll"]
+    assert modules(dump1, "cj2") == ["cj2.0.raw.ll"]
+    # two threads: the vectorized kernels are split over two modules
+    assert modules(dump2, "cj1") == ["cj1.0.raw.ll", "cj1.1.raw.ll", "cj1.2.raw.ll"]
+    assert modules(dump2, "cj2") == ["cj2.0.raw.ll"]
     # every function is defined exactly once, and the same set either way
-    split = [kernel_definitions(p) for p in step_modules]
-    assert split[0] and split[1]
-    assert sorted(split[0] + split[1]) == sorted(set(split[0] + split[1]))
-    assert sorted(split[0] + split[1]) == sorted(kernel_definitions(dump1 / "cj1.0.raw.ll"))
+    split = [kernel_definitions(dump2 / m) for m in modules(dump2, "cj1")]
+    assert all(split)
+    every = sum(split, [])
+    assert sorted(every) == sorted(set(every))
+    assert sorted(every) == sorted(sum((kernel_definitions(dump1 / m) for m in modules(dump1, "cj1")), []))
+    # small kernels stay scalar loops, the others are vectorized
+    small = open(dump2 / "cj1.2.opt.ll").read()
+    assert "x float>" not in small and "x double>" not in small
+    assert "x float>" in open(dump2 / "cj1.0.opt.ll").read() + open(dump2 / "cj1.1.opt.ll").read()
     # and the code computes the same: kernels are bitwise independent of how
     # they were compiled (the matmuls here are BLAS calls or loops alike)
     for name in one.files:
