@@ -243,3 +243,17 @@ def test_matmul_epilogue_is_fused():
     assert ma.num_kernels == 1
     assert ma.temp_size_in_bytes == 0      # the product is computed in the output array
     np.testing.assert_allclose(cjit.jit(f)(x, w, b), np.maximum(x @ w + b, 0), rtol=1e-12)
+
+
+def test_donated_argument_passed_twice_is_refused():
+    # its bytes may hold temporaries while the other argument still reads them
+    f = cjit.jit(lambda a, b: cnp.tanh(a * 2.0) + b.sum(), donate_argnums=0)
+    x = np.arange(12.0).reshape(3, 4)
+    with pytest.raises(ValueError, match=r"donated .* shares memory"):
+        f(x, x)
+    with pytest.raises(ValueError, match=r"donated .* shares memory"):
+        f(x, x[1:])
+    # distinct arrays are fine, and a failed call leaves the cache usable
+    y = x.copy()
+    np.testing.assert_allclose(f(x.copy(), y), np.tanh(x * 2.0) + y.sum())
+    np.testing.assert_allclose(f(x.copy(), y), np.tanh(x * 2.0) + y.sum())
