@@ -158,7 +158,7 @@ void cj_blas_plan(cj_plan *p) {
 /* The layout of a descriptor. */
 enum {
     D_DTYPE, D_BATCH_RANK, D_M, D_N, D_K, D_A, D_B, D_C, D_TRANS_A, D_TRANS_B,
-    D_LDA, D_LDB, D_LDC, D_A_ROW, D_C_ROW, D_UNUSED,
+    D_LDA, D_LDB, D_LDC, D_A_ROW, D_C_ROW,
     D_BATCH_DIMS = 16, D_A_OFF = D_BATCH_DIMS + CJ_MAX_RANK,
     D_B_OFF = D_A_OFF + CJ_MAX_RANK, D_C_OFF = D_B_OFF + CJ_MAX_RANK,
 };

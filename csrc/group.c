@@ -119,9 +119,10 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
     return CJ_OK;
 }
 
-/* The stage's function: defined in this module, or declared here and
- * defined in another module of the same executable (the JIT links them). */
-static LLVMValueRef stage_function(LLVMModuleRef mod, const char *name, LLVMTypeRef fty) {
+/* The function `name`: defined in this module, or declared here and
+ * defined in another module of the same executable or in the runtime (the
+ * JIT links them). */
+static LLVMValueRef function_here(LLVMModuleRef mod, const char *name, LLVMTypeRef fty) {
     LLVMValueRef fn = LLVMGetNamedFunction(mod, name);
     return fn ? fn : LLVMAddFunction(mod, name, fty);
 }
@@ -135,7 +136,7 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
     LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
     LLVMTypeRef fill_params[5] = {ptr, i64, i64, i32, i32};
     LLVMTypeRef fill_ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), fill_params, 5, 0);
-    LLVMValueRef fill = stage_function(mod, "cj_rt_fill_identity", fill_ty); /* runtime.c */
+    LLVMValueRef fill = function_here(mod, "cj_rt_fill_identity", fill_ty); /* runtime.c */
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     char name[128];
     for (int gi = 0; gi < p->ngroups; gi++) {
@@ -170,7 +171,7 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
                 LLVMBuildCall2(b, fill_ty, fill, args, 5, "");
             }
             snprintf(name, sizeof name, "%s_k%d", prefix, s);
-            LLVMValueRef stage = stage_function(mod, name, fty);
+            LLVMValueRef stage = function_here(mod, name, fty);
             LLVMValueRef args[3] = {r0, r1, bufs};
             LLVMBuildCall2(b, fty, stage, args, 3, "");
         }
