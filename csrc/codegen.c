@@ -529,13 +529,8 @@ static void loop_end_step(cg *c, loop_state *L, int64_t step) {
 #define CJ_MATH_INTERLEAVE_MIN_TRIP 64
 
 static bool has_long_math(const cj_kernel *k) {
-    for (int e = 0; e < k->nexprs; e++) {
-        cj_op op = k->exprs[e].op;
-        if (k->exprs[e].kind == CJ_EX_OP &&
-            (op == CJ_OP_EXP || op == CJ_OP_EXPM1 || op == CJ_OP_LOG || op == CJ_OP_LOG1P || op == CJ_OP_TANH ||
-             op == CJ_OP_SIN || op == CJ_OP_COS || op == CJ_OP_POW))
-            return true;
-    }
+    for (int e = 0; e < k->nexprs; e++)
+        if (k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op)) return true;
     return false;
 }
 

@@ -525,12 +525,8 @@ static int op_cost(cj_op op) {
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: return 0;
     default: break;
     }
-    switch (op) {
-    case CJ_OP_NAME: case CJ_OP_STOP_GRADIENT: return 0;
-    case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_TANH:
-    case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_POW: case CJ_OP_FLOORDIV: return 4;
-    default: return 1;
-    }
+    if (op == CJ_OP_NAME || op == CJ_OP_STOP_GRADIENT) return 0;
+    return cj_op_is_long_math(op) || op == CJ_OP_FLOORDIV ? 4 : 1;
 }
 
 /* Which nodes get buffers, before any kernel is built. */

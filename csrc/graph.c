@@ -45,6 +45,13 @@ cj_opkind cj_op_kind(cj_op op)
     return op_valid(op) ? op_info[op].kind : CJ_OPKIND_SOURCE;
 }
 
+/* See graph.h. */
+bool cj_op_is_long_math(cj_op op)
+{
+    return op == CJ_OP_EXP || op == CJ_OP_EXPM1 || op == CJ_OP_LOG || op == CJ_OP_LOG1P || op == CJ_OP_TANH ||
+           op == CJ_OP_SIN || op == CJ_OP_COS || op == CJ_OP_POW;
+}
+
 /* Looks an op up by its text name; returns false (out untouched) if none. */
 bool cj_op_from_name(const char *name, cj_op *out)
 {

@@ -25,6 +25,9 @@ typedef enum {
 const char *cj_op_name(cj_op op);
 cj_opkind cj_op_kind(cj_op op);
 bool cj_op_from_name(const char *name, cj_op *out);
+/* Is op evaluated by a long polynomial (cmath.c: exp, expm1, log, log1p,
+ * tanh, sin, cos, pow)?  Fusion, codegen and compile planning weigh these. */
+bool cj_op_is_long_math(cj_op op);
 
 /* Attributes; which fields matter depends on the op (see ops.def). */
 typedef struct {

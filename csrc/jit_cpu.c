@@ -243,9 +243,7 @@ static int64_t kernel_compile_cost(const cj_kernel *k) {
     if (k->gemm.on) return 1;
     int64_t cost = 4 + k->nexprs;
     for (int e = 0; e < k->nexprs; e++)
-        if (k->exprs[e].kind == CJ_EX_OP && cj_op_kind(k->exprs[e].op) == CJ_OPKIND_UNARY &&
-            k->exprs[e].op != CJ_OP_NEG && k->exprs[e].op != CJ_OP_ABS)
-            cost += 8;
+        if (k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op)) cost += 8;
     return cost;
 }
 
