@@ -252,6 +252,15 @@ class _Gen:
 
     # -- inputs --------------------------------------------------------------
 
+    def add_input(self, a):
+        """Makes array a the next parameter; returns its name."""
+        name = f"a{len(self.inputs)}"
+        self.params.append(name)
+        self.inputs.append(a)
+        self.env[name] = np.asarray(a)
+        self.vals.append(name)
+        return name
+
     def new_input(self, shape, dtype=None):
         if len(self.inputs) >= MAX_INPUTS or math.prod(shape) > MAX_SIZE:
             return None
@@ -263,12 +272,7 @@ class _Gen:
         a = make_input(self.rng, shape, dtype, layout, specials, wide)
         if not shape and self.coin(3):
             a = a[()]                  # a NumPy scalar (strongly typed)
-        name = f"a{len(self.inputs)}"
-        self.params.append(name)
-        self.inputs.append(a)
-        self.env[name] = np.asarray(a)
-        self.vals.append(name)
-        return name
+        return self.add_input(a)
 
     # -- emitting ------------------------------------------------------------
 
@@ -779,12 +783,7 @@ class _SmoothGen(_Gen):
             return None
         layout = self.pick(["c", "c", "f", "strided"]) if len(shape) else "c"
         a = make_input(self.rng, shape, "float64", layout)
-        name = f"a{len(self.inputs)}"
-        self.params.append(name)
-        self.inputs.append(a)
-        self.env[name] = np.asarray(a)
-        self.vals.append(name)
-        return name
+        return self.add_input(a)
 
     def op_smooth_unary(self):
         x = self.operand()

@@ -92,18 +92,23 @@ def _scalar_output(trace, out, who):
     return out
 
 
+def _split_aux(result, has_aux, who):
+    """(output, aux) of what the differentiated function returned."""
+    if not has_aux:
+        return result, None
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        raise TypeError(f"{who} with has_aux=True requires the function to return a pair "
+                        f"(output, auxiliary data), got {type(result).__name__}")
+    return result[0], result[1]
+
+
 def _value_and_grad_traced(fun, argnums, single, has_aux, who, args, kwargs, memory_budget=None):
     trace = current_trace()
     if memory_budget is not None:
         request_memory_budget(trace, memory_budget)
     args, first, parts = _differentiable_inputs(trace, args, argnums, who)
     result = fun(*args, **kwargs)
-    aux = None
-    if has_aux:
-        if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            raise TypeError(f"{who} with has_aux=True requires the function to return a pair "
-                            f"(output, auxiliary data), got {type(result).__name__}")
-        result, aux = result
+    result, aux = _split_aux(result, has_aux, who)
     out = _scalar_output(trace, result, who)
     one = trace.apply("constant", value=1.0, dtype=out.dtype.name, shape=())
     wrt = [p for _, proxies in parts for p in proxies]
@@ -203,12 +208,7 @@ def _vjp_traced(fun, primals, has_aux, who):
     trace = current_trace()
     args, first, parts = _differentiable_inputs(trace, primals, tuple(range(len(primals))), who)
     result = fun(*args)
-    aux = None
-    if has_aux:
-        if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            raise TypeError(f"{who} with has_aux=True requires the function to return a pair "
-                            f"(output, auxiliary data), got {type(result).__name__}")
-        result, aux = result
+    result, aux = _split_aux(result, has_aux, who)
     out_leaves, out_treedef = _tree.flatten(result)
     outs = []
     for x in out_leaves:

@@ -590,30 +590,28 @@ def _reduce(prim, x, axes, keepdims):
     return r
 
 
-@_op("a")
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Sum over axis (None: all); bool and int32 inputs sum as int64, as NumPy."""
-    _check_reduce_args("sum", out, initial, where)
-    x = _lift(_operand(a, "sum"))
+def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
+    """sum or prod: bool and int32 inputs accumulate as int64, as NumPy."""
+    _check_reduce_args(name, out, initial, where)
+    x = _lift(_operand(a, name))
     axes = _norm_axes(axis, x.ndim)
     if dtype is not None:
         x = _cast(x, canonical_dtype(dtype))
     elif x.dtype in (_BOOL, _I32):
         x = _cast(x, _I64)
-    return _reduce("reduce_sum", x, axes, keepdims)
+    return _reduce("reduce_" + name, x, axes, keepdims)
+
+
+@_op("a")
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Sum over axis (None: all); bool and int32 inputs sum as int64, as NumPy."""
+    return _accumulate("sum", a, axis, dtype, out, keepdims, initial, where)
 
 
 @_op("a")
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Product over axis (None: all); bool and int32 inputs as int64, as NumPy."""
-    _check_reduce_args("prod", out, initial, where)
-    x = _lift(_operand(a, "prod"))
-    axes = _norm_axes(axis, x.ndim)
-    if dtype is not None:
-        x = _cast(x, canonical_dtype(dtype))
-    elif x.dtype in (_BOOL, _I32):
-        x = _cast(x, _I64)
-    return _reduce("reduce_prod", x, axes, keepdims)
+    return _accumulate("prod", a, axis, dtype, out, keepdims, initial, where)
 
 
 def _minmax(who, prim, npname, a, axis, out, keepdims, initial, where):
