@@ -265,32 +265,31 @@ static bool is_small_kernel(const cj_kernel *k) {
 static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     int64_t total = 0, load[CJ_MAX_COMPILE_THREADS] = {0};
     int nbig = 0, nsmall = 0;
-    for (int k = 0; k < p->nkernels; k++) {
-        if (is_small_kernel(&p->kernels[k])) {
-            nsmall++;
-            continue;
-        }
-        nbig++;
-        total += kernel_compile_cost(&p->kernels[k]);
+    int *module_of = calloc((size_t)p->nkernels + 1, sizeof(int));
+    int64_t *cost = calloc((size_t)p->nkernels + 1, sizeof(int64_t)); /* -1: small */
+    for (int k = 0; module_of && cost && k < p->nkernels; k++) {
+        bool small = is_small_kernel(&p->kernels[k]);
+        cost[k] = small ? -1 : kernel_compile_cost(&p->kernels[k]);
+        nsmall += small;
+        nbig += !small;
+        total += small ? 0 : cost[k];
     }
     int n = total < CJ_PARALLEL_COMPILE_MIN_COST ? 1 : nmax;
     if (n > nbig) n = nbig;
-    int *module_of = calloc((size_t)p->nkernels + 1, sizeof(int));
-    if (!module_of || (n == 0 && nsmall == 0)) { /* out of memory, or nothing: one module */
+    if (!module_of || !cost || (n == 0 && nsmall == 0)) { /* out of memory, or nothing: one module */
         for (int k = 0; k < p->nkernels; k++) jobs[0].kernels[k] = true;
         for (int g = 0; g < p->ngroups; g++) jobs[0].groups[g] = true;
         free(module_of);
+        free(cost);
         return 1;
     }
     for (int k = 0; k < p->nkernels; k++)
-        if (is_small_kernel(&p->kernels[k])) module_of[k] = n + 1; /* 0 means not placed yet */
+        if (cost[k] < 0) module_of[k] = n + 1; /* 0 means not placed yet */
     for (int placed = 0; placed < nbig; placed++) {
         int best = -1;
         int64_t best_cost = -1;
-        for (int k = 0; k < p->nkernels; k++) {
-            int64_t c = module_of[k] ? -1 : kernel_compile_cost(&p->kernels[k]);
-            if (c > best_cost) best_cost = c, best = k;
-        }
+        for (int k = 0; k < p->nkernels; k++)
+            if (!module_of[k] && cost[k] > best_cost) best_cost = cost[k], best = k;
         int m = 0;
         for (int i = 1; i < n; i++)
             if (load[i] < load[m]) m = i;
@@ -301,6 +300,7 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     for (int k = 0; k < p->nkernels; k++) jobs[module_of[k] - 1].kernels[k] = true;
     for (int g = 0; g < p->ngroups; g++) jobs[module_of[p->groups[g].first] - 1].groups[g] = true;
     free(module_of);
+    free(cost);
     return n + (nsmall > 0);
 }
 

@@ -178,8 +178,9 @@ bool cj_kernel_needs_identity(const cj_kernel *k) { return k->reduced != 0 && !k
         for (int64_t i = start; i < end; i++) o[i] = v;                              \
     } while (0)
 
-/* See codegen.h.  The values match codegen's reduce_combine: -inf and +inf
- * for float max and min, the integer extremes, false/true for any/all. */
+/* See codegen.h.  The values are those of codegen's reduce_identity (which
+ * the NVPTX target still compiles into init kernels): -inf and +inf for
+ * float max and min, the integer extremes, false/true for any/all. */
 void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op) {
     bool is_max = op == CJ_OP_REDUCE_MAX, is_min = op == CJ_OP_REDUCE_MIN, is_prod = op == CJ_OP_REDUCE_PROD;
     switch ((cj_dtype)dtype) {
@@ -243,13 +244,13 @@ static inline void cpu_relax(void) {
 }
 
 /* Spins until *gen != old (when gen is given) or *active == 0, or until
- * the spin time is over; returns whether the condition came true. */
-static bool spin_until(const _Atomic uint64_t *gen, uint64_t old, const _Atomic int *active) {
+ * the spin time is over; the caller then checks again under the mutex. */
+static void spin_until(const _Atomic uint64_t *gen, uint64_t old, const _Atomic int *active) {
     int64_t until = cj_runtime_now_ns() + POOL_SPIN_NS;
     for (int i = 1;; i++) {
-        if (gen ? atomic_load(gen) != old : atomic_load(active) == 0) return true;
+        if (gen ? atomic_load(gen) != old : atomic_load(active) == 0) return;
         cpu_relax();
-        if (i % 64 == 0 && cj_runtime_now_ns() > until) return false;
+        if (i % 64 == 0 && cj_runtime_now_ns() > until) return;
     }
 }
 
