@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/DebugInfo.h> /* temporary metadata nodes, for loop hints */
+#include <llvm-c/DebugInfo.h> /* temporary metadata nodes: self-referential loop ids and scopes */
 
 #include "blas.h"
 #include "cmath.h"
@@ -113,7 +113,9 @@ static void store_value(cg *c, int buffer, const cj_affine *a, LLVMValueRef v) {
     tag_access(c, buffer, LLVMBuildStore(c->b, v, element_ptr(c, buffer, a)));
 }
 
-/* A distinct node !{self, ops...}: alias scopes and domains must be. */
+/* A distinct node !{self, ops...}: loop ids, alias scopes and
+ * domains must be.  The temporary first operand is replaced by the node
+ * itself, which ties the knot. */
 static LLVMMetadataRef self_node(cg *c, LLVMMetadataRef *ops, int nops) {
     LLVMMetadataRef all[4];
     all[0] = LLVMTemporaryMDNode(c->ctx, NULL, 0);
@@ -536,13 +538,11 @@ static bool has_long_math(const cj_kernel *k) {
 
 /* !llvm.loop !{self, !{"llvm.loop.interleave.count", i32 n}} on the latch */
 static void set_interleave(cg *c, LLVMValueRef latch, unsigned n) {
-    LLVMMetadataRef self = LLVMTemporaryMDNode(c->ctx, NULL, 0);
     const char *key = "llvm.loop.interleave.count";
     LLVMMetadataRef hint[2] = {LLVMMDStringInContext2(c->ctx, key, strlen(key)),
                                LLVMValueAsMetadata(LLVMConstInt(c->i32, n, 0))};
-    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c->ctx, hint, 2)};
-    LLVMMetadataRef loop = LLVMMDNodeInContext2(c->ctx, ops, 2);
-    LLVMMetadataReplaceAllUsesWith(self, loop); /* ties the knot; frees `self` */
+    LLVMMetadataRef op = LLVMMDNodeInContext2(c->ctx, hint, 2);
+    LLVMMetadataRef loop = self_node(c, &op, 1);
     LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9), LLVMMetadataAsValue(c->ctx, loop));
 }
 
