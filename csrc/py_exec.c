@@ -521,6 +521,37 @@ int cj_py_executable_ready(PyObject *exe, int nparams)
     return e->x != NULL && !e->release_pending && e->arrays != NULL && e->nparams == nparams;
 }
 
+/* A donated argument's bytes may hold temporaries while the call runs, so
+ * it must not share memory with another argument (f(x, x) with argument 0
+ * donated), which would still be read: raises ValueError, as JAX does.
+ * Arguments are contiguous here, so a buffer's bytes are [data, data + nbytes). */
+static int check_donated(const cj_plan *p, void *const *params)
+{
+    if (p->donated == NULL)
+        return 0;
+    for (int a = 0; a < p->nbuffers; a++) {
+        const cj_buffer *A = &p->buffers[a];
+        if (A->kind != CJ_BUF_PARAM || !p->donated[A->slot] || A->nbytes == 0)
+            continue;
+        const char *lo = params[A->slot], *hi = lo + A->nbytes;
+        for (int b = 0; b < p->nbuffers; b++) {
+            const cj_buffer *B = &p->buffers[b];
+            if (B->kind != CJ_BUF_PARAM || B->slot == A->slot || B->nbytes == 0)
+                continue;
+            const char *blo = params[B->slot], *bhi = blo + B->nbytes;
+            if (blo < hi && lo < bhi) {
+                PyErr_Format(PyExc_ValueError,
+                             "cjit: argument %d (counting array arguments in order) is donated "
+                             "(donate_argnums) but shares memory with argument %d; the call could "
+                             "overwrite it while reading it. Pass a copy, or do not donate it",
+                             A->slot, B->slot);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* See py_glue.h: executable_run without the argument checks, which the
  * caller's signature key has made. */
 PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params)
@@ -528,6 +559,8 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params)
     cj_py_executable *e = (cj_py_executable *)exe;
     if (e->x == NULL || e->release_pending)
         return released_error();
+    if (check_donated(cj_executable_plan(e->x), params) < 0)
+        return NULL;
     PyObject *outs = NULL;
     void *stack[16];
     size_t nptr = (size_t)e->narrays + (size_t)e->noutputs;

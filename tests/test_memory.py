@@ -257,3 +257,10 @@ def test_donated_argument_passed_twice_is_refused():
     y = x.copy()
     np.testing.assert_allclose(f(x.copy(), y), np.tanh(x * 2.0) + y.sum())
     np.testing.assert_allclose(f(x.copy(), y), np.tanh(x * 2.0) + y.sum())
+    # the check is made on cached calls (the C fast path) and on Compiled too
+    with pytest.raises(ValueError, match=r"argument 0 .* donated .* shares memory with argument 1"):
+        f(x, x)
+    compiled = f.lower(x, y).compile()
+    with pytest.raises(ValueError, match=r"donated .* shares memory"):
+        compiled(y, y)
+    np.testing.assert_allclose(compiled(x.copy(), y), np.tanh(x * 2.0) + y.sum())

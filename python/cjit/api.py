@@ -516,12 +516,11 @@ def jit(fun=None, *, static_argnums=None, static_argnames=None, donate_argnums=N
 
 
 class _Entry:
-    __slots__ = ("exe", "out_treedef", "donated")
+    __slots__ = ("exe", "out_treedef")
 
-    def __init__(self, exe, out_treedef, donated=()):
+    def __init__(self, exe, out_treedef):
         self.exe = exe
         self.out_treedef = out_treedef
-        self.donated = donated    # flat leaf indices whose bytes the plan may reuse
 
 
 # ---------------------------------------------------------------------------
@@ -735,29 +734,9 @@ class Jitted(_cjit.JitBase):
             # inside `+=`, and these counters are statistics.
             self._hits += 1
             _stats["hits"] += 1
-        if entry.donated:
-            # checked on every call, so these calls stay off the fast path
-            self._check_donated(entry.donated, arrays, node, call)
-        elif _fkey is not None and type(entry.exe) is _cjit.Executable:
+        if _fkey is not None and type(entry.exe) is _cjit.Executable:
             self._fast_put(_fkey, entry.exe, *_out_kind(entry.out_treedef))
         return _tree.unflatten(entry.out_treedef, entry.exe(arrays))
-
-    def _check_donated(self, donated, arrays, node, call):
-        """A donated argument's bytes may be overwritten while the call runs,
-        so it must not also reach the function as another argument (as
-        JAX, cjit refuses f(x, x) with x donated once)."""
-        for i in donated:
-            a = arrays[i]
-            if not isinstance(a, np.ndarray):
-                continue
-            for j, b in enumerate(arrays):
-                if j != i and isinstance(b, np.ndarray) and np.may_share_memory(a, b):
-                    treedef = _tree.treedef_of(node)
-                    names = [self._arg_desc(self._spec.leaf_name(treedef, k, call[0])) for k in (i, j)]
-                    raise ValueError(
-                        f"cjit.jit: argument {names[0]} is donated (donate_argnums) but shares memory "
-                        f"with argument {names[1]}; the call could overwrite it while reading it. "
-                        f"Pass a copy, or do not donate it")
 
     # -- the slow path ------------------------------------------------------
 
@@ -809,10 +788,9 @@ class Jitted(_cjit.JitBase):
             print(f"cjit: compiling {self._name}: {reason}", file=sys.stderr, flush=True)
         treedef = _tree.treedef_of(key[0])
         lowered, out_treedef, _ = self._trace(treedef, call, avals)
-        donated = self._donated_leaves(treedef, call[0])
-        exe = self._executable(lowered, donated)
+        exe = self._executable(lowered, self._donated_leaves(treedef, call[0]))
         _count("compiles")
-        entry = _Entry(exe, out_treedef, donated)
+        entry = _Entry(exe, out_treedef)
         self._cache[key] = entry
         self._last_key = key
         return entry
