@@ -18,6 +18,7 @@ typedef struct {
     cj_error *err;
     int *ct;   /* cotangent node of each node, -1: none (zero) */
     int *copy; /* recomputed copy of each forward node, -1: none yet */
+    int *stack; /* fwd's nodes waiting for their inputs (room for every forward node) */
     bool *escapes; /* read outside its checkpoint region: the region's output,
                     * which is the next region's input and so is kept */
     const char **tag; /* the checkpoint_name a value was given (by a NAME node reading it) */
@@ -104,20 +105,40 @@ static void find_escapes(vjp_ctx *c, int last) { /* and the names values were gi
     }
 }
 
-/* The forward value of node id as the backward pass may read it. */
+/* The forward value of node id as the backward pass may read it: the
+ * node itself when it is saved, else its recomputed copy, made now (after
+ * the copies of its own unsaved inputs) if it does not exist yet.  A chain
+ * of recomputed values may be as long as the graph, so the walk keeps its
+ * own stack (c->stack) of nodes waiting for their inputs' copies. */
 static int fwd(vjp_ctx *c, int id) {
     if (saved(c, id)) return id;
     if (c->copy[id] >= 0) return c->copy[id];
-    cj_node n = c->g->nodes[id];
-    int ins[CJ_MAX_INPUTS > 3 ? CJ_MAX_INPUTS : 3];
-    if (n.ninputs > (int)(sizeof ins / sizeof ins[0]))
-        return cj_error_set(c->err, CJ_ERR_INTERNAL, "autodiff: %d inputs", n.ninputs), -1;
-    for (int a = 0; a < n.ninputs; a++)
-        if ((ins[a] = fwd(c, n.inputs[a])) < 0) return -1;
-    n.inputs = ins;
-    n.remat = true;
-    n.region = 0;
-    return c->copy[id] = cj_graph_append(c->g, &n, c->err);
+    int depth = 0;
+    c->stack[depth++] = id; /* a node is on the stack at most once: room for all */
+    while (depth > 0) {
+        int top = c->stack[depth - 1];
+        const cj_node *t = &c->g->nodes[top];
+        int waiting = -1;
+        for (int a = 0; a < t->ninputs && waiting < 0; a++) {
+            int x = t->inputs[a];
+            if (!saved(c, x) && c->copy[x] < 0) waiting = x;
+        }
+        if (waiting >= 0) {
+            c->stack[depth++] = waiting;
+            continue;
+        }
+        cj_node n = *t; /* appending may move the node array */
+        int ins[CJ_MAX_INPUTS > 3 ? CJ_MAX_INPUTS : 3];
+        if (n.ninputs > (int)(sizeof ins / sizeof ins[0]))
+            return cj_error_set(c->err, CJ_ERR_INTERNAL, "autodiff: %d inputs", n.ninputs), -1;
+        for (int a = 0; a < n.ninputs; a++) ins[a] = saved(c, n.inputs[a]) ? n.inputs[a] : c->copy[n.inputs[a]];
+        n.inputs = ins;
+        n.remat = true;
+        n.region = 0;
+        if ((c->copy[top] = cj_graph_append(c->g, &n, c->err)) < 0) return -1;
+        depth--;
+    }
+    return c->copy[id];
 }
 
 /* adds `contribution` to the cotangent of node `to` */
@@ -418,11 +439,13 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
     vjp_ctx c = {.g = g, .err = err, .loc = -1};
     c.ct = malloc(sizeof(int) * ((size_t)last + 1));
     c.copy = malloc(sizeof(int) * ((size_t)last + 1));
+    c.stack = malloc(sizeof(int) * ((size_t)last + 1));
     c.escapes = calloc((size_t)last + 1, sizeof(bool));
     c.tag = calloc((size_t)last + 1, sizeof(char *));
-    if (!c.ct || !c.copy || !c.escapes || !c.tag) {
+    if (!c.ct || !c.copy || !c.stack || !c.escapes || !c.tag) {
         free(c.ct);
         free(c.copy);
+        free(c.stack);
         free(c.escapes);
         free(c.tag);
         return cj_error_set(err, CJ_ERR_MEMORY, "autodiff: out of memory");
@@ -457,6 +480,7 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
     }
     free(c.ct);
     free(c.copy);
+    free(c.stack);
     free(c.escapes);
     free(c.tag);
     if (!ok && err->status == CJ_OK) cj_error_set(err, CJ_ERR_INTERNAL, "autodiff failed");

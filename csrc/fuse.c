@@ -29,6 +29,7 @@ typedef struct {
     int node;
     node_view view;
     int expr;
+    int slot;            /* its place in the hash table */
 } memo_entry;
 
 typedef struct {
@@ -40,8 +41,12 @@ typedef struct {
     /* the kernel being built */
     cj_kernel *k;
     int exprs_cap;
-    memo_entry *memo;
+    memo_entry *memo;    /* (node, view) -> expression, for the kernel being built */
     int nmemo, memo_cap;
+    int *table;          /* hash table of memo indices, -1 when empty */
+    int table_cap;       /* a power of two */
+    struct expr_frame_s *stack; /* build_expr's pending nodes */
+    int stack_cap;
     int must_materialize; /* node found to need a buffer, or -1 */
     /* the labels of the fused ops */
     char label[256];
@@ -154,7 +159,83 @@ static bool reshape_input_view(const cj_shape *in, const cj_shape *out, const no
     return true;
 }
 
-static int build_expr(fuser *f, int node, const node_view *v);
+/* ---- the expression memo ------------------------------------------------
+ * A node seen through the same view twice in one kernel (a value read by
+ * several consumers, or x * x) becomes one expression.  The memo is a hash
+ * table of (node, view) -> expression, cleared entry by entry when the next
+ * kernel begins, so building a plan stays linear in the graph's size. */
+
+static uint64_t view_hash(int node, const node_view *v) {
+    /* FNV-1a over the node and the view's bytes (views are zeroed before
+     * they are filled, so equal views have equal bytes) */
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uint32_t)node;
+    const unsigned char *p = (const unsigned char *)v;
+    for (size_t i = 0; i < sizeof *v; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+/* The slot of (node, v) in the table: its entry's, or the empty one where it goes. */
+static int memo_slot(const fuser *f, int node, const node_view *v, uint64_t h) {
+    int mask = f->table_cap - 1;
+    for (int s = (int)(h & (uint64_t)mask);; s = (s + 1) & mask) {
+        int i = f->table[s];
+        if (i < 0) return s;
+        const memo_entry *m = &f->memo[i];
+        if (m->node == node && memcmp(&m->view, v, sizeof *v) == 0) return s;
+    }
+}
+
+static int memo_find(const fuser *f, int node, const node_view *v) {
+    if (!f->nmemo) return -1;
+    int i = f->table[memo_slot(f, node, v, view_hash(node, v))];
+    return i < 0 ? -1 : f->memo[i].expr;
+}
+
+static void memo_clear(fuser *f) {
+    for (int i = 0; i < f->nmemo; i++) f->table[f->memo[i].slot] = -1;
+    f->nmemo = 0;
+}
+
+static bool memo_add(fuser *f, int node, const node_view *v, int expr) {
+    if (2 * (f->nmemo + 1) > f->table_cap) {
+        /* grow the table (kept at most half full) and place the entries again */
+        int ncap = f->table_cap ? 2 * f->table_cap : 256;
+        int *t = malloc(sizeof(int) * (size_t)ncap);
+        if (!t) return false;
+        free(f->table);
+        f->table = t;
+        f->table_cap = ncap;
+        for (int s = 0; s < ncap; s++) t[s] = -1;
+        for (int i = 0; i < f->nmemo; i++) {
+            memo_entry *m = &f->memo[i];
+            m->slot = memo_slot(f, m->node, &m->view, view_hash(m->node, &m->view));
+            t[m->slot] = i;
+        }
+    }
+    if (!grow((void **)&f->memo, &f->memo_cap, f->nmemo + 1, sizeof(memo_entry))) return false;
+    int slot = memo_slot(f, node, v, view_hash(node, v));
+    memo_entry *m = &f->memo[f->nmemo];
+    memset(m, 0, sizeof *m);
+    m->node = node;
+    m->view = *v;
+    m->expr = expr;
+    m->slot = slot;
+    f->table[slot] = f->nmemo++;
+    return true;
+}
+
+/* ---- expressions, built without recursion ---------------------------------
+ * The expression of a node is built from those of its inputs, each seen
+ * through the view the node's op gives it (a movement op changes only the
+ * view).  A graph may be a chain of 100,000 nodes, so the walk keeps its
+ * own stack of pending nodes instead of recursing on the C stack. */
+
+typedef struct expr_frame_s {
+    int node;
+    node_view view;
+    int next;        /* inputs whose expression is known */
+    int args[3];
+} expr_frame;
 
 static int load_expr(fuser *f, int node, int buf, const node_view *v) {
     const cj_node *n = node_at(f, node);
@@ -167,33 +248,48 @@ static int load_expr(fuser *f, int node, int buf, const node_view *v) {
     return add_expr(f, &e);
 }
 
-static int build_expr_uncached(fuser *f, int node, const node_view *v) {
-    const cj_node *n = node_at(f, node);
+/* What one step of the walk found for a node. */
+typedef enum { STEP_DONE, STEP_INPUT, STEP_FAIL } expr_step;
+
+/* Looks at frame `fr`: either its expression is known (STEP_DONE, *out),
+ * or the input `*in` must first be built through view `*vin` (STEP_INPUT). */
+static expr_step expr_visit(fuser *f, expr_frame *fr, int *out, int *in, node_view *vin) {
+    const cj_node *n = node_at(f, fr->node);
+    const node_view *v = &fr->view;
     cj_expr e;
     memset(&e, 0, sizeof e);
     e.dtype = n->dtype;
+    memset(vin, 0, sizeof *vin);
 
     /* a value that lives in a buffer is loaded, unless it is this kernel's own root */
-    if (f->node_buf[node] >= 0 && node != f->k->root_node)
-        return load_expr(f, node, f->node_buf[node], v);
+    if (f->node_buf[fr->node] >= 0 && fr->node != f->k->root_node) {
+        *out = load_expr(f, fr->node, f->node_buf[fr->node], v);
+        return *out < 0 ? STEP_FAIL : STEP_DONE;
+    }
 
     switch (n->op) {
     case CJ_OP_PARAM:
     case CJ_OP_ARRAY:
-        return cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s without a buffer", cj_op_name(n->op)), -1;
+        cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s without a buffer", cj_op_name(n->op));
+        return STEP_FAIL;
     case CJ_OP_CONSTANT:
         e.kind = CJ_EX_CONST;
         e.fvalue = n->attrs.fvalue;
         e.ivalue = n->attrs.ivalue;
-        return add_expr(f, &e);
+        *out = add_expr(f, &e);
+        return *out < 0 ? STEP_FAIL : STEP_DONE;
     case CJ_OP_IOTA:
         e.kind = CJ_EX_INDEX;
         e.index = v->idx[n->attrs.axis];
         append_label(f, "iota");
-        return add_expr(f, &e);
+        *out = add_expr(f, &e);
+        return *out < 0 ? STEP_FAIL : STEP_DONE;
     case CJ_OP_NAME:
     case CJ_OP_STOP_GRADIENT:
-        return build_expr(f, n->inputs[0], v);
+        if (fr->next) break; /* the input's expression is this node's */
+        *in = n->inputs[0];
+        *vin = *v;
+        return STEP_INPUT;
 
     case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1:
     case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_SQRT: case CJ_OP_RECIPROCAL: case CJ_OP_TANH:
@@ -203,95 +299,125 @@ static int build_expr_uncached(fuser *f, int node, const node_view *v) {
     case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND:
     case CJ_OP_LOGICAL_OR: case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE:
     case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: {
+        if (fr->next < n->ninputs) { /* inputs first, in order */
+            *in = n->inputs[fr->next];
+            *vin = *v;
+            return STEP_INPUT;
+        }
         e.kind = CJ_EX_OP;
         e.op = n->op;
         e.nargs = n->ninputs;
-        for (int a = 0; a < n->ninputs; a++) {
-            int x = build_expr(f, n->inputs[a], v);
-            if (x < 0) return -1;
-            e.args[a] = x;
-        }
+        for (int a = 0; a < n->ninputs; a++) e.args[a] = fr->args[a];
         append_label(f, cj_op_name(n->op));
-        return add_expr(f, &e);
+        *out = add_expr(f, &e);
+        return *out < 0 ? STEP_FAIL : STEP_DONE;
     }
 
     case CJ_OP_BROADCAST: {
-        const cj_node *in = node_at(f, n->inputs[0]);
-        node_view vin;
-        memset(&vin, 0, sizeof vin);
-        vin.rank = in->shape.rank;
-        int lead = n->shape.rank - in->shape.rank;
-        for (int j = 0; j < in->shape.rank; j++)
-            if (in->shape.dims[j] != 1) vin.idx[j] = v->idx[j + lead];
-        return build_expr(f, n->inputs[0], &vin);
+        if (fr->next) break;
+        const cj_node *src = node_at(f, n->inputs[0]);
+        vin->rank = src->shape.rank;
+        int lead = n->shape.rank - src->shape.rank;
+        for (int j = 0; j < src->shape.rank; j++)
+            if (src->shape.dims[j] != 1) vin->idx[j] = v->idx[j + lead];
+        *in = n->inputs[0];
+        return STEP_INPUT;
     }
-    case CJ_OP_TRANSPOSE: {
-        node_view vin;
-        memset(&vin, 0, sizeof vin);
-        vin.rank = n->shape.rank;
-        for (int d = 0; d < n->shape.rank; d++) vin.idx[n->attrs.perm[d]] = v->idx[d];
-        return build_expr(f, n->inputs[0], &vin);
-    }
-    case CJ_OP_SLICE: {
-        node_view vin;
-        memset(&vin, 0, sizeof vin);
-        vin.rank = n->shape.rank;
+    case CJ_OP_TRANSPOSE:
+        if (fr->next) break;
+        vin->rank = n->shape.rank;
+        for (int d = 0; d < n->shape.rank; d++) vin->idx[n->attrs.perm[d]] = v->idx[d];
+        *in = n->inputs[0];
+        return STEP_INPUT;
+    case CJ_OP_SLICE:
+        if (fr->next) break;
+        vin->rank = n->shape.rank;
         for (int k = 0; k < n->shape.rank; k++) {
             int64_t step = n->attrs.step[k];
-            vin.idx[k].offset = n->attrs.start[k] + step * v->idx[k].offset;
-            for (int d = 0; d < CJ_MAX_RANK; d++) vin.idx[k].stride[d] = step * v->idx[k].stride[d];
+            vin->idx[k].offset = n->attrs.start[k] + step * v->idx[k].offset;
+            for (int d = 0; d < CJ_MAX_RANK; d++) vin->idx[k].stride[d] = step * v->idx[k].stride[d];
         }
-        return build_expr(f, n->inputs[0], &vin);
-    }
+        *in = n->inputs[0];
+        return STEP_INPUT;
     case CJ_OP_RESHAPE: {
+        if (fr->next) break;
         int in_id = n->inputs[0];
-        const cj_node *in = node_at(f, in_id);
+        const cj_node *src = node_at(f, in_id);
         /* a contiguous buffer keeps row-major order: load by linear offset */
         if (f->node_buf[in_id] >= 0) {
-            cj_expr l;
-            memset(&l, 0, sizeof l);
-            l.kind = CJ_EX_LOAD;
-            l.dtype = in->dtype;
-            l.buffer = f->node_buf[in_id];
-            l.index = buffer_offset(&n->shape, v, f->k->rank);
-            return add_expr(f, &l);
+            e.kind = CJ_EX_LOAD;
+            e.dtype = src->dtype;
+            e.buffer = f->node_buf[in_id];
+            e.index = buffer_offset(&n->shape, v, f->k->rank);
+            *out = add_expr(f, &e);
+            return *out < 0 ? STEP_FAIL : STEP_DONE;
         }
-        node_view vin;
-        if (!reshape_input_view(&in->shape, &n->shape, v, &vin)) {
+        if (!reshape_input_view(&src->shape, &n->shape, v, vin)) {
             f->must_materialize = in_id;
-            return -1;
+            return STEP_FAIL;
         }
-        return build_expr(f, in_id, &vin);
+        *in = in_id;
+        return STEP_INPUT;
     }
 
     case CJ_OP_CONCATENATE:
     case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
     case CJ_OP_MATMUL:
         /* always materialized, so only reached for the kernel's own root */
-        return cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s inlined", cj_op_name(n->op)), -1;
+        cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s inlined", cj_op_name(n->op));
+        return STEP_FAIL;
     case CJ_NUM_OPS:
-        break;
+        cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: unknown op %d", (int)n->op);
+        return STEP_FAIL;
     }
-    return cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: unknown op %d", (int)n->op), -1;
+    /* a one-input op whose input is built: its expression is the input's */
+    *out = fr->args[0];
+    return STEP_DONE;
 }
 
-/* Builds (or reuses) the expression of `node` seen through `v`. */
+/* Builds (or reuses) the expression of `node` seen through `v`; -1 on
+ * failure (f->err set, or f->must_materialize names a node). */
 static int build_expr(fuser *f, int node, const node_view *v) {
-    for (int i = 0; i < f->nmemo; i++)
-        if (f->memo[i].node == node && memcmp(&f->memo[i].view, v, sizeof *v) == 0)
-            return f->memo[i].expr;
-    int e = build_expr_uncached(f, node, v);
-    if (e < 0) return -1;
-    if (!grow((void **)&f->memo, &f->memo_cap, f->nmemo + 1, sizeof(memo_entry))) {
-        cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
-        return -1;
+    int found = memo_find(f, node, v);
+    if (found >= 0) return found;
+    int depth = 0, result = -1;
+    if (!grow((void **)&f->stack, &f->stack_cap, 1, sizeof(expr_frame))) goto oom;
+    memset(&f->stack[0], 0, sizeof f->stack[0]);
+    f->stack[0].node = node;
+    f->stack[0].view = *v;
+    depth = 1;
+    while (depth > 0) {
+        expr_frame *fr = &f->stack[depth - 1];
+        int out = -1, in = -1;
+        node_view vin;
+        expr_step step = expr_visit(f, fr, &out, &in, &vin);
+        if (step == STEP_FAIL) return -1;
+        if (step == STEP_INPUT) {
+            int e = memo_find(f, in, &vin);
+            if (e >= 0) { /* already built: hand it to the frame and look again */
+                fr->args[fr->next++] = e;
+                continue;
+            }
+            if (!grow((void **)&f->stack, &f->stack_cap, depth + 1, sizeof(expr_frame))) goto oom;
+            expr_frame *child = &f->stack[depth++];
+            memset(child, 0, sizeof *child);
+            child->node = in;
+            child->view = vin;
+            continue;
+        }
+        /* this frame is done: remember it, and give its expression to its parent */
+        if (!memo_add(f, fr->node, &fr->view, out)) goto oom;
+        depth--;
+        if (depth == 0) result = out;
+        else {
+            expr_frame *parent = &f->stack[depth - 1];
+            parent->args[parent->next++] = out;
+        }
     }
-    memo_entry *m = &f->memo[f->nmemo++];
-    memset(m, 0, sizeof *m);
-    m->node = node;
-    m->view = *v;
-    m->expr = e;
-    return e;
+    return result;
+oom:
+    cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
+    return -1;
 }
 
 /* ---- kernels ------------------------------------------------------------- */
@@ -310,7 +436,7 @@ static cj_kernel *begin_kernel(fuser *f, int root, int rank, const int64_t *dims
     k->reduce_op = CJ_OP_NAME; /* "no reduction"; only read when reduced != 0 */
     f->k = k;
     f->exprs_cap = 0;
-    f->nmemo = 0;
+    memo_clear(f);
     f->label[0] = 0;
     f->must_materialize = -1;
     return k;
@@ -368,7 +494,7 @@ static bool emit_elementwise(fuser *f, int node, int buf) {
     f->k->out_buffer = buf;
     f->k->out_index = store_index(&n->shape, dim_of, 0);
     /* the root itself must be computed here, not loaded from its own buffer */
-    return end_kernel(f, build_expr_uncached(f, node, &v));
+    return end_kernel(f, build_expr(f, node, &v));
 }
 
 static bool emit_reduce(fuser *f, int node, int buf) {
@@ -520,6 +646,13 @@ void cj_kernel_collapse(cj_kernel *k) {
 #define CJ_RECOMPUTE_MAX_COST 16
 #define CJ_RECOMPUTE_MAX_USERS 4
 
+/* The most work (op_cost summed over the fused ops) one kernel's loop body
+ * takes: a longer elementwise chain is cut into kernels of about this
+ * size.  LLVM's time on one loop body grows faster than its length (a
+ * chain of 500 sin compiled in 20 s as one kernel, 1.7 s cut at 64), and
+ * past a few dozen ops a bigger body saves no memory traffic worth having. */
+#define CJ_KERNEL_MAX_COST 64
+
 static int op_cost(cj_op op) {
     switch (cj_op_kind(op)) {
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: return 0;
@@ -573,6 +706,10 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
             f->root[i] = true;
         if (!users && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && n->op != CJ_OP_NAME)
             f->root[i] = true; /* out of memory for the counts: store everything */
+        /* a chain too long for one loop body is cut here (see CJ_KERNEL_MAX_COST) */
+        if (my_cost > CJ_KERNEL_MAX_COST && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE &&
+            n->op != CJ_OP_NAME && n->op != CJ_OP_STOP_GRADIENT)
+            f->root[i] = true;
         if (kind == CJ_OPKIND_MATMUL) {
             /* matmul operands that compute something are stored, not recomputed per output */
             for (int a = 0; a < 2; a++) {
@@ -706,6 +843,8 @@ cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan
     free(f.root);
     free(f.node_buf);
     free(f.memo);
+    free(f.table);
+    free(f.stack);
     return again == -1 ? CJ_OK : err->status;
 }
 

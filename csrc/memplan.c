@@ -59,10 +59,55 @@ static int by_size_desc(const void *x, const void *y, void *ctx) {
 
 /* ---- reuse: in-place updates and donated arguments ------------------------ */
 
-static int group_of(const cj_plan *p, int k) {
+/* Facts about who reads and writes each buffer, gathered in one pass over
+ * the kernels so that no question below walks every kernel again (a plan
+ * may have thousands of kernels and buffers). */
+typedef struct {
+    int *group_of;      /* per kernel: its group */
+    int *writers;       /* per buffer: kernels that write it */
+    int *last_group;    /* per buffer: the last group that reads it, or -1 */
+    int *last_readers;  /* per buffer: kernels of that group that read it */
+} plan_facts;
+
+static void facts_free(plan_facts *f) {
+    free(f->group_of);
+    free(f->writers);
+    free(f->last_group);
+    free(f->last_readers);
+}
+
+static bool facts_gather(const cj_plan *p, plan_facts *f) {
+    f->group_of = malloc(sizeof(int) * ((size_t)p->nkernels + 1));
+    f->writers = calloc((size_t)p->nbuffers + 1, sizeof(int));
+    f->last_group = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
+    f->last_readers = calloc((size_t)p->nbuffers + 1, sizeof(int));
+    if (!f->group_of || !f->writers || !f->last_group || !f->last_readers) {
+        facts_free(f);
+        return false;
+    }
+    for (int k = 0; k < p->nkernels; k++) f->group_of[k] = -1;
     for (int g = 0; g < p->ngroups; g++)
-        if (k >= p->groups[g].first && k < p->groups[g].first + p->groups[g].count) return g;
-    return -1;
+        for (int k = p->groups[g].first; k < p->groups[g].first + p->groups[g].count; k++) f->group_of[k] = g;
+    for (int b = 0; b < p->nbuffers; b++) f->last_group[b] = -1;
+    for (int k = 0; k < p->nkernels; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        int g = f->group_of[k];
+        f->writers[kern->out_buffer]++;
+        for (int e = 0; e < kern->nexprs; e++) {
+            const cj_expr *ex = &kern->exprs[e];
+            if (ex->kind != CJ_EX_LOAD) continue;
+            bool seen = false; /* count each kernel once per buffer */
+            for (int q = 0; q < e && !seen; q++)
+                seen = kern->exprs[q].kind == CJ_EX_LOAD && kern->exprs[q].buffer == ex->buffer;
+            if (seen) continue;
+            if (g > f->last_group[ex->buffer]) {
+                f->last_group[ex->buffer] = g;
+                f->last_readers[ex->buffer] = 0;
+            }
+            if (g == f->last_group[ex->buffer]) f->last_readers[ex->buffer]++;
+        }
+    }
+    return true;
 }
 
 static bool same_index(const cj_affine *a, const cj_affine *b, int rank) {
@@ -75,42 +120,27 @@ static bool same_index(const cj_affine *a, const cj_affine *b, int rank) {
 /* Is stage k the last reader of buffer x, reading each element only where
  * it writes its own output (so it may overwrite x as it goes)?  Reads by
  * stages of earlier groups are fine; any other read is not. */
-static bool last_read_in_place(const cj_plan *p, int x, int k) {
+static bool last_read_in_place(const cj_plan *p, const plan_facts *f, int x, int k) {
     const cj_kernel *kern = &p->kernels[k];
-    int gk = group_of(p, k);
-    bool read_by_k = false;
-    for (int s = 0; s < p->nkernels; s++) {
-        const cj_kernel *ks = &p->kernels[s];
-        for (int e = 0; e < ks->nexprs; e++) {
-            const cj_expr *ex = &ks->exprs[e];
-            if (ex->kind != CJ_EX_LOAD || ex->buffer != x) continue;
-            if (s == k) {
-                if (!same_index(&ex->index, &kern->out_index, kern->rank)) return false;
-                read_by_k = true;
-            } else if (group_of(p, s) >= gk) {
-                return false;
-            }
-        }
+    if (f->last_group[x] != f->group_of[k] || f->last_readers[x] != 1) return false;
+    for (int e = 0; e < kern->nexprs; e++) {
+        const cj_expr *ex = &kern->exprs[e];
+        if (ex->kind == CJ_EX_LOAD && ex->buffer == x && !same_index(&ex->index, &kern->out_index, kern->rank))
+            return false;
     }
-    return read_by_k;
-}
-
-static int writer_count(const cj_plan *p, int b) {
-    int n = 0;
-    for (int k = 0; k < p->nkernels; k++) n += p->kernels[k].out_buffer == b;
-    return n;
+    return true;
 }
 
 /* In-place updates: an elementwise stage whose input dies as it is read
  * writes over it.  A temporary that dies into an output lives in the
  * output's array; a temporary written over a dying temporary shares its
  * bytes; one written over a dying donated argument lives in the argument. */
-static void plan_in_place(cj_plan *p, bool *hosts) {
+static void plan_in_place(cj_plan *p, const plan_facts *f, bool *hosts) {
     for (int k = 0; k < p->nkernels; k++) {
         const cj_kernel *kern = &p->kernels[k];
         int y = kern->out_buffer;
         cj_buffer *Y = &p->buffers[y];
-        if (kern->reduced || Y->alias_of >= 0 || hosts[y] || writer_count(p, y) != 1) continue;
+        if (kern->reduced || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1) continue;
         if (Y->kind != CJ_BUF_TEMP && Y->kind != CJ_BUF_OUTPUT) continue;
         for (int e = 0; e < kern->nexprs; e++) {
             const cj_expr *ex = &kern->exprs[e];
@@ -120,7 +150,7 @@ static void plan_in_place(cj_plan *p, bool *hosts) {
             bool donated = X->kind == CJ_BUF_PARAM && p->donated && p->donated[X->slot];
             if (X->kind != CJ_BUF_TEMP && !donated) continue;
             if (X->alias_of >= 0 || hosts[x] || X->nbytes != Y->nbytes ||
-                cj_dtype_size(X->dtype) != cj_dtype_size(Y->dtype) || !last_read_in_place(p, x, k))
+                cj_dtype_size(X->dtype) != cj_dtype_size(Y->dtype) || !last_read_in_place(p, f, x, k))
                 continue;
             if (X->kind == CJ_BUF_TEMP && Y->kind == CJ_BUF_OUTPUT) {
                 X->alias_of = y; /* x is computed straight into the output array */
@@ -137,19 +167,6 @@ static void plan_in_place(cj_plan *p, bool *hosts) {
         }
     }
 }
-
-/* The last group that reads buffer b, or -1. */
-static int last_read_group(const cj_plan *p, int b) {
-    int last = -1;
-    for (int k = 0; k < p->nkernels; k++)
-        for (int e = 0; e < p->kernels[k].nexprs; e++)
-            if (p->kernels[k].exprs[e].kind == CJ_EX_LOAD && p->kernels[k].exprs[e].buffer == b) {
-                int g = group_of(p, k);
-                if (g > last) last = g;
-            }
-    return last;
-}
-
 
 /* Places temporary t in a donated argument whose last reader ran before
  * t's first writer, at the lowest offset clear of the temporaries already
@@ -203,14 +220,25 @@ cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
         free(donor_end);
         return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
     }
+    plan_facts facts;
+    if (!facts_gather(p, &facts)) {
+        free(order);
+        free(placed);
+        free(hosts);
+        free(donor_end);
+        return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
+    }
     for (int b = 0; b < p->nbuffers; b++) p->buffers[b].alias_of = -1;
-    if (enabled) plan_in_place(p, hosts);
+    if (enabled) plan_in_place(p, &facts, hosts);
     /* a donated argument takes temporaries once its last reader is done */
+    int ndonors = 0;
     for (int b = 0; b < p->nbuffers; b++) {
         const cj_buffer *buf = &p->buffers[b];
         bool donated = buf->kind == CJ_BUF_PARAM && p->donated && p->donated[buf->slot];
-        donor_end[b] = donated && enabled ? last_read_group(p, b) : -2;
+        donor_end[b] = donated && enabled ? facts.last_group[b] : -2;
+        ndonors += donor_end[b] >= -1;
     }
+    facts_free(&facts);
     for (int b = 0; b < p->nbuffers; b++)
         if (p->buffers[b].kind == CJ_BUF_TEMP && p->buffers[b].alias_of < 0) order[n++] = b;
     qsort_r(order, (size_t)n, sizeof(int), by_size_desc, p->buffers);
@@ -221,7 +249,7 @@ cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
         cj_buffer *b = &p->buffers[order[i]];
         int64_t size = align_up(b->nbytes);
         int64_t offset = 0;
-        if (!hosts[order[i]] && place_in_donor(p, order[i], donor_end)) {
+        if (ndonors && !hosts[order[i]] && place_in_donor(p, order[i], donor_end)) {
             placed[nplaced++] = order[i];
             continue;
         }
@@ -263,32 +291,42 @@ cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
     p->temp_bytes = arena;
     /* bytes that live in donated arguments instead of new memory */
     p->alias_bytes = 0;
-    for (int d = 0; d < p->nbuffers; d++) {
-        if (p->buffers[d].kind != CJ_BUF_PARAM) continue;
-        int64_t extent = 0; /* how much of the argument is reused */
-        for (int b = 0; b < p->nbuffers; b++) {
-            const cj_buffer *buf = &p->buffers[b];
-            if (buf->alias_of == d && buf->offset + buf->nbytes > extent) extent = buf->offset + buf->nbytes;
-        }
-        p->alias_bytes += extent < p->buffers[d].nbytes ? extent : p->buffers[d].nbytes;
+    int64_t *extent = calloc((size_t)p->nbuffers + 1, sizeof(int64_t)); /* how much of each is reused */
+    int64_t *live_at = calloc((size_t)p->ngroups + 2, sizeof(int64_t));
+    if (!extent || !live_at) {
+        free(extent);
+        free(live_at);
+        return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
     }
+    for (int b = 0; b < p->nbuffers; b++) {
+        const cj_buffer *buf = &p->buffers[b];
+        if (buf->alias_of >= 0 && buf->offset + buf->nbytes > extent[buf->alias_of])
+            extent[buf->alias_of] = buf->offset + buf->nbytes;
+    }
+    for (int d = 0; d < p->nbuffers; d++)
+        if (p->buffers[d].kind == CJ_BUF_PARAM)
+            p->alias_bytes += extent[d] < p->buffers[d].nbytes ? extent[d] : p->buffers[d].nbytes;
+    free(extent);
     /* outputs are never placed in arguments yet, so nothing is counted twice */
     p->peak_bytes = p->argument_bytes + p->output_bytes + p->temp_bytes;
 
     /* the group at which the most temporary bytes are live names peak_live */
-    int64_t best = -1;
+    /* (bytes becoming live at each group, less those dying before it, summed) */
+    for (int b = 0; b < p->nbuffers; b++) {
+        const cj_buffer *buf = &p->buffers[b];
+        if (buf->kind != CJ_BUF_TEMP || buf->alias_of >= 0 || buf->first_use < 0) continue;
+        live_at[buf->first_use] += buf->nbytes;
+        live_at[buf->last_use + 1] -= buf->nbytes;
+    }
+    int64_t best = -1, live = 0;
     p->peak_kernel = 0;
     for (int k = 0; k < p->ngroups; k++) {
-        int64_t live = 0;
-        for (int b = 0; b < p->nbuffers; b++) {
-            const cj_buffer *buf = &p->buffers[b];
-            if (buf->kind == CJ_BUF_TEMP && buf->alias_of < 0 && buf->first_use <= k && k <= buf->last_use)
-                live += buf->nbytes;
-        }
+        live += live_at[k];
         if (live > best) {
             best = live;
             p->peak_kernel = k;
         }
     }
+    free(live_at);
     return CJ_OK;
 }

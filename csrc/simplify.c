@@ -47,7 +47,30 @@ static uint64_t node_hash(const cj_node *n, const int *inputs) {
     MIX(n->shape.rank);
     for (int d = 0; d < n->shape.rank; d++) MIX(n->shape.dims[d]);
     for (int i = 0; i < n->ninputs; i++) MIX(inputs[i]);
-    if (n->op == CJ_OP_CONSTANT) MIX(n->attrs.ivalue);
+    /* the attributes same_attrs compares, so that nodes that differ only
+     * there (constants, slices of one array) do not share a probe chain */
+    const cj_attrs *x = &n->attrs;
+    switch (n->op) {
+    case CJ_OP_CONSTANT: {
+        uint64_t bits;
+        memcpy(&bits, &x->fvalue, sizeof bits);
+        MIX(bits);
+        MIX(x->ivalue);
+        break;
+    }
+    case CJ_OP_IOTA: case CJ_OP_CONCATENATE: MIX(x->axis); break;
+    case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
+        MIX(x->axes);
+        break;
+    case CJ_OP_TRANSPOSE:
+        for (int d = 0; d < n->shape.rank; d++) MIX(x->perm[d]);
+        break;
+    case CJ_OP_SLICE:
+        for (int d = 0; d < n->shape.rank; d++) MIX(x->start[d]), MIX(x->step[d]);
+        break;
+    case CJ_OP_PARAM: case CJ_OP_ARRAY: MIX(x->index); break;
+    default: break;
+    }
 #undef MIX
     return h;
 }

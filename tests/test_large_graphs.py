@@ -1,0 +1,140 @@
+"""Graphs far larger than anyone writes by hand: long chains, thousands of
+arguments, long recomputed chains in a gradient.  Every walk over a graph
+must be iterative (a recursion one C frame per node overflowed the stack at
+about 19,000 fused ops, or 600 on a thread with a 1 MiB stack), and a fused
+kernel's loop body is cut at a bounded size so that LLVM's time on it stays
+linear.  The crash reproducers run in a subprocess."""
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import cjit
+import cjit.numpy as cnp
+
+
+def run_python(code, timeout=600):
+    """Runs code in a fresh interpreter; returns its stdout (fails on a crash)."""
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"exit status {proc.returncode}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def stages(compiled):
+    """The fused stages of a compiled function, as their op labels."""
+    return re.findall(r"stage \d+: (\S+)", compiled.as_text())
+
+
+def affine_chain(x, n):
+    for _ in range(n):
+        x = x * 0.999 + 0.001
+    return x
+
+
+def test_chain_of_5000_steps_under_jit():
+    # Was: SIGSEGV in fusion (one C frame per fused op).
+    out = run_python("""
+        import numpy as np, cjit
+        def f(x):
+            for _ in range(5000):
+                x = x * 0.999 + 0.001
+            return x
+        x = np.linspace(-1, 1, 257).astype(np.float32)
+        want = x.copy()
+        for _ in range(5000):
+            want = want * np.float32(0.999) + np.float32(0.001)
+        got = cjit.jit(f)(x)
+        print(np.array_equal(got, want))
+    """)
+    assert out.split()[-1] == "True"
+
+
+def test_sum_of_10000_arrays():
+    # Was: SIGSEGV (the builtin sum folds 10,000 additions into one chain).
+    out = run_python("""
+        import numpy as np, cjit
+        xs = [np.full(3, float(i)) for i in range(10000)]
+        got = cjit.jit(sum)(xs)
+        print(np.array_equal(got, sum(xs)))
+    """)
+    assert out.split()[-1] == "True"
+
+
+def test_long_chain_on_a_thread_with_a_small_stack():
+    # Was: 600 steps crashed on a thread with a 1 MiB stack.
+    out = run_python("""
+        import threading, numpy as np, cjit
+        def f(x):
+            for _ in range(3000):
+                x = x * 0.999 + 0.001
+            return x
+        result = []
+        def work():
+            x = np.ones(8, np.float32)
+            g = cjit.jit(cjit.grad(lambda x: cjit.checkpoint(f)(x).sum()))(x)
+            result.append((cjit.jit(f)(x), g))
+        threading.stack_size(1 << 20)
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        y, g = result[0]
+        print(bool(np.all(np.isfinite(y))), bool(np.allclose(g, np.float32(0.999) ** 3000, rtol=1e-3)))
+    """)
+    assert out.split()[-2:] == ["True", "True"]
+
+
+def test_gradient_of_a_long_recomputed_chain():
+    # The checkpointed chain is recomputed for the backward pass, a copy per
+    # node, made by a walk that was recursive (one frame per node).
+    x = np.linspace(0.5, 1.5, 16)
+    n = 20000
+    loss = lambda x: cjit.checkpoint(lambda x: affine_chain(x, n))(x).sum()
+    g = cjit.jit(cjit.grad(loss))(x)
+    assert np.allclose(g, 0.999 ** n, rtol=1e-9)
+
+
+def test_long_chains_are_cut_into_bounded_kernels():
+    x = np.linspace(-1, 1, 10000).astype(np.float32)
+
+    def sin_chain(n):
+        def f(x):
+            for _ in range(n):
+                x = cnp.sin(x) + 1
+            return x
+        return f
+
+    short = stages(cjit.jit(sin_chain(8)).lower(x).compile())
+    assert short == ["+".join(["sin", "add"] * 8)]
+    long_fn = sin_chain(400)
+    long = stages(cjit.jit(long_fn).lower(x).compile())
+    # cut into pieces of at most 13 sin+add pairs (op cost 64), never fewer ops per piece than fit
+    assert len(long) == -(-400 // 13)
+    assert all(s == "+".join(["sin", "add"] * 13) for s in long[:-1])
+    ref = x.copy()
+    for _ in range(400):
+        ref = np.sin(ref) + np.float32(1)
+    np.testing.assert_allclose(cjit.jit(long_fn)(x), ref, rtol=2e-5, atol=2e-5)
+
+
+def test_cut_chain_keeps_every_value_and_one_pass_over_rows():
+    # The pieces of a cut chain still run as one kernel, row block by row block.
+    x = np.ones((64, 1024), np.float32)
+    c = cjit.jit(lambda x: affine_chain(x, 200)).lower(x).compile()
+    assert c.memory_analysis().num_kernels == 1
+    assert len(stages(c)) > 1
+    np.testing.assert_allclose(c(x), affine_chain(x, 200), rtol=1e-5)
+
+
+def test_many_arguments_many_constants_many_slices():
+    # CSE hashes every attribute it compares, so nodes that differ only in a
+    # constant, a slice start or an argument slot do not share a probe chain.
+    xs = [np.full(4, float(i)) for i in range(1000)]
+    scaled = cjit.jit(lambda xs: [x * (i + 0.5) for i, x in enumerate(xs)])(xs)
+    assert all(np.array_equal(s, x * (i + 0.5)) for i, (s, x) in enumerate(zip(scaled, xs)))
+    y = np.arange(1000.0)
+    parts = cjit.jit(lambda y: [y[i:i + 1] * 2 for i in range(1000)])(y)
+    assert np.array_equal(np.concatenate(parts), y * 2)
