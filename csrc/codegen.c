@@ -23,6 +23,7 @@
 #include "blas.h"
 #include "cmath.h"
 #include "codegen.h"
+#include "mathlib.h"
 
 /* Most storages one kernel's alias metadata distinguishes (more: none). */
 #define CJ_MAX_SCOPES 32
@@ -40,6 +41,7 @@ typedef struct {
     LLVMValueRef *scope, *noalias;      /* per plan buffer: alias metadata for its accesses (CPU) */
     LLVMValueRef idx[CJ_MAX_RANK];      /* loop counters */
     int unroll_dim, unroll;             /* reduced loop evaluated `unroll` points at a time */
+    bool call_math;                     /* elementary functions as calls into mathlib.c, not inline */
     LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, void_t;
 } cg;
 
@@ -304,6 +306,10 @@ static LLVMValueRef emit_float_pow(cg *c, LLVMValueRef x, LLVMValueRef y) {
         if (e == 1.0) return x;
         if (e == 2.0) return LLVMBuildFMul(c->b, x, x, "square");
     }
+    if (c->call_math) {
+        LLVMValueRef args[2] = {x, y};
+        return cj_mathlib_call(c->b, CJ_OP_POW, args, 2);
+    }
     return cj_math_pow(c->b, x, y);
 }
 
@@ -342,13 +348,18 @@ static LLVMValueRef emit_unary(cg *c, cj_op op, LLVMValueRef x, cj_dtype dt) {
             LLVMValueRef neg = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "n"), t, "nz");
             return LLVMBuildSub(c->b, pos, neg, "sign");
         }
-    case CJ_OP_EXP: return cj_math_exp(c->b, x);
-    case CJ_OP_EXPM1: return cj_math_expm1(c->b, x);
-    case CJ_OP_LOG: return cj_math_log(c->b, x);
-    case CJ_OP_LOG1P: return cj_math_log1p(c->b, x);
-    case CJ_OP_TANH: return cj_math_tanh(c->b, x);
-    case CJ_OP_SIN: return cj_math_sin(c->b, x);
-    case CJ_OP_COS: return cj_math_cos(c->b, x);
+    case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_TANH:
+    case CJ_OP_SIN: case CJ_OP_COS:
+        if (c->call_math) return cj_mathlib_call(c->b, op, &x, 1);
+        switch (op) {
+        case CJ_OP_EXP: return cj_math_exp(c->b, x);
+        case CJ_OP_EXPM1: return cj_math_expm1(c->b, x);
+        case CJ_OP_LOG: return cj_math_log(c->b, x);
+        case CJ_OP_LOG1P: return cj_math_log1p(c->b, x);
+        case CJ_OP_TANH: return cj_math_tanh(c->b, x);
+        case CJ_OP_SIN: return cj_math_sin(c->b, x);
+        default: return cj_math_cos(c->b, x);
+        }
     case CJ_OP_SQRT: return call_intrinsic(c, "llvm.sqrt", t, &x, 1, "sqrt");
     case CJ_OP_RECIPROCAL:
         if (f) return LLVMBuildFDiv(c->b, LLVMConstReal(t, 1), x, "recip");
@@ -486,8 +497,39 @@ static LLVMValueRef new_function(cg *c, const char *name, LLVMValueRef *start, L
     return fn;
 }
 
+/* The storage buffer b lives in (as storage_of) and b's byte offset there,
+ * as the runtime binds it (runtime.c: a host's address plus the offset). */
+static int storage_and_offset(const cj_plan *p, int b, int64_t *offset) {
+    *offset = 0;
+    while (p->buffers[b].alias_of >= 0) {
+        *offset += p->buffers[b].offset;
+        b = p->buffers[b].alias_of;
+    }
+    return b;
+}
+
+/* Loads buffer's data pointer in the entry block.  Buffers at one address
+ * (an in-place update reads x and writes y over it) get one pointer value:
+ * LLVM then sees that each iteration loads and stores the same element,
+ * and vectorizes the loop without a run-time overlap check, which two
+ * pointers of unknown distance would need (and which always failed). */
 static void load_buffer_pointer(cg *c, int buffer) {
     if (c->buf_ptr[buffer]) return;
+    const cj_kernel *k = c->k;
+    int64_t offset, other_offset;
+    int root = storage_and_offset(c->plan, buffer, &offset);
+    int others[1 + 64], nothers = 0;
+    others[nothers++] = k->out_buffer;
+    for (int e = 0; e < k->nexprs && nothers < (int)(sizeof others / sizeof *others); e++)
+        if (k->exprs[e].kind == CJ_EX_LOAD) others[nothers++] = k->exprs[e].buffer;
+    for (int i = 0; i < nothers; i++) {
+        int o = others[i];
+        if (o == buffer || !c->buf_ptr[o]) continue;
+        if (storage_and_offset(c->plan, o, &other_offset) == root && other_offset == offset) {
+            c->buf_ptr[buffer] = c->buf_ptr[o];
+            return;
+        }
+    }
     LLVMValueRef bufs = LLVMGetParam(c->fn, 2);
     LLVMValueRef i = LLVMConstInt(c->i64, (unsigned long long)buffer, 0);
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(c->b, c->ptr, bufs, &i, 1, "slot");
@@ -669,6 +711,19 @@ static void emit_gemm_call(cg *c, int ki, LLVMValueRef start, LLVMValueRef end) 
     LLVMBuildCall2(c->b, fty, callee, args, 4, "");
 }
 
+/* A kernel with more elementary functions than this calls them (mathlib.c)
+ * instead of inlining them.  Inline is faster to run (no call, and the
+ * vectorizer interleaves across the polynomials), but each copy costs LLVM
+ * about 4 ms, and a loop body of 13 sin (the most a kernel holds, see
+ * CJ_KERNEL_MAX_COST in fuse.c) took 60 ms inline against ... as calls. */
+#define CJ_INLINE_MATH_MAX 4
+
+static int long_math_count(const cj_kernel *k) {
+    int n = 0;
+    for (int e = 0; e < k->nexprs; e++) n += k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op);
+    return n;
+}
+
 static bool emit_kernel(cg *c, int ki, const char *prefix) {
     const cj_kernel *k = &c->plan->kernels[ki];
     c->k = k;
@@ -686,6 +741,7 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     for (int e = 0; e < k->nexprs; e++)
         if (k->exprs[e].kind == CJ_EX_LOAD) load_buffer_pointer(c, k->exprs[e].buffer);
     if (c->scope) set_alias_scopes(c, ki, k);
+    c->call_math = c->target == CJ_TARGET_CPU && long_math_count(k) > CJ_INLINE_MATH_MAX;
     /* the register accumulator lives in a stack slot that mem2reg promotes */
     c->buf_ptr[c->plan->nbuffers] =
         LLVMBuildAlloca(c->b, reg_type(c, c->plan->buffers[k->out_buffer].dtype), "acc.slot");

@@ -26,6 +26,7 @@
 #include "blas.h"
 #include "codegen.h"
 #include "group.h"
+#include "mathlib.h"
 #include "pipeline.h"
 
 /* An executable's groups are shared out between up to this many modules,
@@ -44,6 +45,7 @@ static struct {
     int ntms;
     char *triple;
     uint64_t serial;           /* makes symbol names unique */
+    bool math_defined[CJ_MATHLIB_SIZE]; /* mathlib functions in the JIT (for good) */
 } jit_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 struct cj_jit_code {
@@ -183,8 +185,19 @@ typedef struct {
     LLVMTargetMachineRef tm;
     LLVMMemoryBufferRef obj;    /* the result: an object file */
     int64_t ns[3];              /* codegen, optimize, emit */
+    bool math_used[CJ_MATHLIB_SIZE]; /* mathlib functions the optimized module calls */
     cj_error err;
 } module_job;
+
+/* Notes which mathlib functions mod calls (after vectorizing: which widths). */
+static void note_math_used(LLVMModuleRef mod, bool *used) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        if (!LLVMIsDeclaration(fn) || !LLVMGetFirstUse(fn)) continue;
+        size_t len;
+        int i = cj_mathlib_index(LLVMGetValueName2(fn, &len));
+        if (i >= 0) used[i] = true;
+    }
+}
 
 static void *compile_module(void *arg) {
     module_job *j = arg;
@@ -219,6 +232,7 @@ static void *compile_module(void *arg) {
         goto done;
     }
     dump_module(mod, name, "opt");
+    note_math_used(mod, j->math_used);
     t0 = cj_runtime_now_ns();
     j->ns[1] = t0 - t1;
 
@@ -304,6 +318,46 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     return n + (nsmall > 0);
 }
 
+/* Compiles the mathlib functions the jobs' modules call that the JIT does
+ * not hold yet, into one module that stays for the life of the process.
+ * (Called with jit_lock held, before the kernels that call them are added.) */
+static cj_status define_math(const module_job *jobs, int n, cj_error *err) {
+    bool missing[CJ_MATHLIB_SIZE] = {false}, any = false;
+    for (int i = 0; i < n; i++)
+        for (int f = 0; f < CJ_MATHLIB_SIZE; f++)
+            if (jobs[i].math_used[f] && !jit_state.math_defined[f]) missing[f] = any = true;
+    if (!any) return CJ_OK;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("cj_mathlib", ctx);
+    LLVMTargetMachineRef tm = jit_state.tms[0];
+    LLVMSetTarget(mod, jit_state.triple);
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(mod, layout);
+    LLVMDisposeTargetData(layout);
+    for (int f = 0; f < CJ_MATHLIB_SIZE; f++)
+        if (missing[f]) cj_mathlib_define(mod, f);
+    dump_module(mod, "cj_mathlib", "raw");
+    cj_status st = CJ_OK;
+    char *msg = NULL;
+    LLVMMemoryBufferRef obj = NULL;
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(mod, CJ_LLVM_PIPELINE_SMALL, tm, opts);
+    LLVMDisposePassBuilderOptions(opts);
+    if (e) st = take_llvm_error(e, "optimizing the math library", err);
+    else if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &obj)) {
+        st = cj_error_set(err, CJ_ERR_COMPILE, "emitting the math library: %s", msg);
+        obj = NULL;
+    }
+    if (msg) LLVMDisposeMessage(msg);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    if (st != CJ_OK) return st;
+    e = LLVMOrcLLJITAddObjectFile(jit_state.jit, LLVMOrcLLJITGetMainJITDylib(jit_state.jit), obj);
+    if (e) return take_llvm_error(e, "adding the math library to the JIT", err);
+    for (int f = 0; f < CJ_MATHLIB_SIZE; f++) jit_state.math_defined[f] |= missing[f];
+    return CJ_OK;
+}
+
 static cj_status lookup(const char *name, LLVMOrcExecutorAddress *addr, const char *what, cj_error *err) {
     LLVMErrorRef e = LLVMOrcLLJITLookup(jit_state.jit, addr, name);
     return e ? take_llvm_error(e, what, err) : CJ_OK;
@@ -357,6 +411,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         }
 
     int64_t t1 = cj_runtime_now_ns();
+    if (define_math(jobs, n, err) != CJ_OK) goto fail;
     code = calloc(1, sizeof *code);
     if (!code) {
         cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");

@@ -138,3 +138,57 @@ def test_optimizer_never_aborts_on_a_clipped_pow():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+INPLACE = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import cjit, cjit.numpy as cnp
+    def chain(x):
+        for _ in range(40):
+            x = cnp.sin(x) + 1     # cut into pieces of 13 (fuse.c), each updating the last in place
+        return x
+    x = np.linspace(-3, 3, 100000).astype(np.float32)
+    c = cjit.jit(chain).lower(x).compile()
+    print(c.as_text())
+    got = c(x)
+    want = x.copy()
+    for _ in range(40):
+        want = np.sin(want) + np.float32(1)
+    print("max error", float(np.max(np.abs(got - want))))
+""")
+
+
+def test_in_place_kernels_vectorize_without_overlap_checks(tmp_path):
+    # Was: an in-place stage loaded x and stored y through two pointers to
+    # the same bytes, so the vectorizer guarded its loop with a distance
+    # check that always failed, and the scalar loop ran (7x slower).
+    dump = tmp_path / "dump"
+    env = dict(os.environ, CJIT_NUM_THREADS="1", CJIT_DUMP=str(dump))
+    out = subprocess.run([sys.executable, "-c", INPLACE], check=True, env=env, timeout=300,
+                         capture_output=True, text=True).stdout
+    in_place = re.findall(r"buf(\d+) temp \S+ \d+ bytes in buf(\d+)'s bytes at offset 0 \(in place\)", out)
+    assert in_place, out
+    opt = open(dump / "cj1.0.opt.ll").read()
+    stages = re.findall(r"^define [^@]*@(cj1_k\d+)\(", opt, re.M)
+    assert len(stages) == 4
+    for name in stages:
+        ir = function_ir(dump / "cj1.0.opt.ll", name)
+        assert "memcheck" not in ir and "diff.check" not in ir, name
+        assert re.search(r"load <\d+ x float>", ir), name
+    assert float(out.split()[-1]) < 1e-4
+
+
+def test_kernels_with_many_elementary_functions_call_them(tmp_path):
+    # A piece of 13 sin calls the vectorized library function instead of
+    # inlining 13 copies (mathlib.c); a kernel with a few keeps them inline.
+    dump = tmp_path / "dump"
+    env = dict(os.environ, CJIT_NUM_THREADS="1", CJIT_DUMP=str(dump))
+    subprocess.run([sys.executable, "-c", INPLACE], check=True, env=env, timeout=300, capture_output=True)
+    opt = open(dump / "cj1.0.opt.ll").read()
+    assert re.search(r"call <\d+ x float> @cj_m_sin_f32_v\d+\(", opt)
+    library = open(dump / "cj_mathlib.raw.ll").read()
+    assert re.search(r"^define [^@]*@cj_m_sin_f32\(", library, re.M)
+    # the step of the first test has at most 4 per kernel: all inline
+    step_dump, _ = compile_in_subprocess(tmp_path, 1, "m")
+    assert "@cj_m_" not in open(step_dump / "cj1.0.opt.ll").read()

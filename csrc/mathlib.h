@@ -1,0 +1,33 @@
+/* mathlib.h - cjit's elementary functions as functions that kernels call.
+ *
+ * cmath.c emits exp, sin, pow, ... inline, which is fastest to run but
+ * costs LLVM time per copy: a loop body holding dozens of them (a long
+ * chain of sin) took seconds to compile.  Such kernels call these
+ * functions instead.  Each is declared in the kernel's module with vector
+ * variants (LLVM's "vector-function-abi-variant"), so the loop vectorizer
+ * still widens the loop and calls, say, cj_m_sin_f32_v8 on 8 lanes at once;
+ * the definitions are compiled once per process, only those some module
+ * calls (jit_cpu.c). */
+#ifndef CJ_MATHLIB_H
+#define CJ_MATHLIB_H
+
+#include <llvm-c/Core.h>
+
+#include "graph.h"
+
+/* How many library functions there are (ops x dtypes x widths); each has an
+ * index in [0, CJ_MATHLIB_SIZE). */
+#define CJ_MATHLIB_SIZE 64
+
+/* op(args) through a call to the library function for op (EXP, EXPM1, LOG,
+ * LOG1P, TANH, SIN, COS, or POW with two args), declared in the builder's
+ * module if it is not yet; args are float or double scalars. */
+LLVMValueRef cj_mathlib_call(LLVMBuilderRef b, cj_op op, LLVMValueRef *args, int nargs);
+
+/* The index of the library function `name`, or -1 if it is not one. */
+int cj_mathlib_index(const char *name);
+
+/* Defines library function `index` in mod (external linkage). */
+void cj_mathlib_define(LLVMModuleRef mod, int index);
+
+#endif
