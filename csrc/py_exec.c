@@ -260,6 +260,7 @@ typedef struct {
     int64_t *array_nbytes;      /* expected size of each closed-over array */
     int running;                /* calls in flight with the GIL released */
     bool release_pending;       /* release() came while running */
+    bool warned_donation;       /* the unusable-donation warning was given */
     PyObject *weakrefs;         /* weak reference support */
 } cj_py_executable;
 
@@ -305,6 +306,7 @@ static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *a
     e->noutputs = no;
     e->running = 0;
     e->release_pending = false;
+    e->warned_donation = false;
     e->weakrefs = NULL;
     size_t nshapes = (size_t)np + (size_t)no;
     e->param_shapes = calloc(nshapes + 1, sizeof(cj_shape));
@@ -504,7 +506,7 @@ static PyObject *executable_run(cj_py_executable *e, PyObject *argseq)
         if (check_argument(e, i, PyTuple_GET_ITEM(args, i), &params[i]) < 0)
             goto done;
     }
-    outs = cj_py_executable_run_ptrs((PyObject *)e, params);
+    outs = cj_py_executable_run_ptrs((PyObject *)e, params, &PyTuple_GET_ITEM(args, 0));
 done:
     if (params != NULL && params != stack)
         PyMem_Free(params);
@@ -552,21 +554,142 @@ static int check_donated(const cj_plan *p, void *const *params)
     return 0;
 }
 
+/* Why the plan may not write into the bytes of argument `obj` although it
+ * is donated, or NULL when it may.  It may when the array and every array
+ * it is a view of are writeable, and the chain of bases ends in memory
+ * NumPy allocated (OWNDATA) or in a cjit output's block.  Anything else
+ * (a memory-mapped file, a bytes object, memory of a C library) belongs to
+ * someone who did not hand it over for writing.  Python scalars on the
+ * fast path arrive as copies in the caller's key, so they may. */
+static const char *donation_refused(PyObject *obj)
+{
+    if (!PyArray_Check(obj))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    for (;;) {
+        if (!PyArray_ISWRITEABLE(a))
+            return "it is read-only";
+        if (PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA))
+            return NULL;
+        PyObject *base = PyArray_BASE(a);
+        if (base != NULL && PyArray_Check(base)) {
+            a = (PyArrayObject *)base;
+            continue;
+        }
+        if (base != NULL && PyCapsule_IsValid(base, OUT_CAPSULE))
+            return NULL;
+        return "its memory is not NumPy's own (a memory-mapped file, a bytes object, a "
+               "foreign buffer)";
+    }
+}
+
+/* The stacklevel of a warning that points at the user's code: 1 plus the
+ * frames of cjit's own Python files on top of the stack (none on the C
+ * fast path, _call_slow's on the first call). */
+static int user_stacklevel(void)
+{
+    int level = 1;
+    PyFrameObject *f = PyEval_GetFrame();   /* borrowed */
+    Py_XINCREF(f);
+    while (f != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(f);   /* new ref */
+        PyObject *file = code->co_filename;        /* borrowed from code */
+        bool ours = cj_py.package_dir != NULL && PyUnicode_Check(file)
+                    && PyUnicode_Tailmatch(file, cj_py.package_dir, 0, PY_SSIZE_T_MAX, -1) == 1;
+        Py_DECREF(code);
+        if (!ours)
+            break;
+        level++;
+        PyFrameObject *back = PyFrame_GetBack(f);   /* new ref or NULL */
+        Py_DECREF(f);
+        f = back;
+    }
+    Py_XDECREF(f);
+    PyErr_Clear();   /* from Tailmatch, if any */
+    return level;
+}
+
+/* The parameter pointers of one call, with every donated argument whose
+ * memory may not be written replaced by a private copy (in *copies, a new
+ * list, or NULL when none was needed), so that the plan, which may place
+ * temporaries in a donated argument, stays valid and the caller's memory
+ * is only read.  The first such call of an executable warns (UserWarning),
+ * as JAX does when a donated buffer cannot be used.  Returns params
+ * itself, or *owned (PyMem, caller frees), or NULL with an exception. */
+static void *const *usable_donations(cj_py_executable *e, const cj_plan *p, void *const *params,
+                                     PyObject *const *leaves, void ***owned, PyObject **copies)
+{
+    *owned = NULL;
+    *copies = NULL;
+    if (p->donated == NULL || leaves == NULL)
+        return params;
+    for (int slot = 0; slot < e->nparams; slot++) {
+        if (!p->donated[slot])
+            continue;
+        const char *why = donation_refused(leaves[slot]);
+        if (why == NULL)
+            continue;
+        if (!e->warned_donation) {
+            e->warned_donation = true;
+            if (PyErr_WarnFormat(PyExc_UserWarning, user_stacklevel(),
+                                 "cjit: argument %d (counting array arguments in order) is donated "
+                                 "(donate_argnums) but its memory cannot be reused: %s. Each call "
+                                 "copies it instead (this warning is given once per compiled "
+                                 "signature)", slot, why) < 0)
+                goto fail;
+        }
+        if (*owned == NULL) {
+            *owned = PyMem_Malloc(((size_t)e->nparams + 1) * sizeof(void *));
+            *copies = PyList_New(0);
+            if (*owned == NULL || *copies == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            memcpy(*owned, params, (size_t)e->nparams * sizeof(void *));
+        }
+        PyObject *copy = PyArray_NewCopy((PyArrayObject *)leaves[slot], NPY_CORDER);   /* new ref */
+        if (copy == NULL || PyList_Append(*copies, copy) < 0) {
+            Py_XDECREF(copy);
+            goto fail;
+        }
+        Py_DECREF(copy);   /* the list keeps it */
+        (*owned)[slot] = PyArray_DATA((PyArrayObject *)copy);
+    }
+    return *owned != NULL ? *owned : params;
+fail:
+    PyMem_Free(*owned);
+    *owned = NULL;
+    Py_CLEAR(*copies);
+    return NULL;
+}
+
 /* See py_glue.h: executable_run without the argument checks, which the
  * caller's signature key has made. */
-PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params)
+PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObject *const *leaves)
 {
     cj_py_executable *e = (cj_py_executable *)exe;
     if (e->x == NULL || e->release_pending)
         return released_error();
-    if (check_donated(cj_executable_plan(e->x), params) < 0)
+    const cj_plan *plan = cj_executable_plan(e->x);
+    void **owned_params;
+    PyObject *copies;
+    void *const *params = usable_donations(e, plan, params_in, leaves, &owned_params, &copies);
+    if (params == NULL)
         return NULL;
+    if (check_donated(plan, params) < 0) {
+        PyMem_Free(owned_params);
+        Py_XDECREF(copies);
+        return NULL;
+    }
     PyObject *outs = NULL;
     void *stack[16];
     size_t nptr = (size_t)e->narrays + (size_t)e->noutputs;
     void **ptrs = nptr <= 16 ? stack : PyMem_Malloc(nptr * sizeof(void *));
-    if (ptrs == NULL)
+    if (ptrs == NULL) {
+        PyMem_Free(owned_params);
+        Py_XDECREF(copies);
         return PyErr_NoMemory();
+    }
     void **arrays = ptrs, **outputs = ptrs + e->narrays;
     for (int j = 0; j < e->narrays; j++) {
         PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
@@ -604,11 +727,15 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params)
     }
     if (ptrs != stack)
         PyMem_Free(ptrs);
+    PyMem_Free(owned_params);
+    Py_XDECREF(copies);
     return outs;
 fail:
     Py_XDECREF(outs);
     if (ptrs != stack)
         PyMem_Free(ptrs);
+    PyMem_Free(owned_params);
+    Py_XDECREF(copies);
     return NULL;
 }
 
