@@ -257,7 +257,8 @@ typedef struct {
     /* One malloc'd block: nparams param shapes, then noutputs output shapes. */
     cj_shape *param_shapes, *out_shapes;
     cj_dtype *param_dtypes, *out_dtypes;
-    int64_t *array_nbytes;      /* expected size of each closed-over array */
+    cj_shape *array_shapes;     /* each closed-over array's shape and dtype at trace time */
+    cj_dtype *array_dtypes;
     int running;                /* calls in flight with the GIL released */
     bool release_pending;       /* release() came while running */
     bool warned_donation;       /* the unusable-donation warning was given */
@@ -311,11 +312,13 @@ static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *a
     size_t nshapes = (size_t)np + (size_t)no;
     e->param_shapes = calloc(nshapes + 1, sizeof(cj_shape));
     e->param_dtypes = calloc(nshapes + 1, sizeof(cj_dtype));
-    e->array_nbytes = calloc((size_t)na + 1, sizeof(int64_t));
+    e->array_shapes = calloc((size_t)na + 1, sizeof(cj_shape));
+    e->array_dtypes = calloc((size_t)na + 1, sizeof(cj_dtype));
     e->out_shapes = e->param_shapes ? e->param_shapes + np : NULL;
     e->out_dtypes = e->param_dtypes ? e->param_dtypes + np : NULL;
     PyObject_GC_Track(e);
-    if (e->param_shapes == NULL || e->param_dtypes == NULL || e->array_nbytes == NULL) {
+    if (e->param_shapes == NULL || e->param_dtypes == NULL || e->array_shapes == NULL
+        || e->array_dtypes == NULL) {
         Py_DECREF(e);
         return PyErr_NoMemory();
     }
@@ -325,11 +328,13 @@ static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *a
             e->param_shapes[n->attrs.index] = n->shape;
             e->param_dtypes[n->attrs.index] = n->dtype;
         }
+        if (n->op == CJ_OP_ARRAY && n->attrs.index >= 0 && n->attrs.index < na) {
+            e->array_shapes[n->attrs.index] = n->shape;
+            e->array_dtypes[n->attrs.index] = n->dtype;
+        }
     }
     for (int k = 0; k < no; k++)
         cj_executable_output(x, k, &e->out_shapes[k], &e->out_dtypes[k]);
-    for (int j = 0; j < na; j++)
-        e->array_nbytes[j] = PyArray_NBYTES((PyArrayObject *)PyList_GET_ITEM(arrays, j));
     return (PyObject *)e;
 }
 
@@ -354,7 +359,8 @@ static void executable_dealloc(cj_py_executable *e)
     cj_executable_free(e->x);   /* nothing runs: a call holds a reference */
     free(e->param_shapes);
     free(e->param_dtypes);
-    free(e->array_nbytes);
+    free(e->array_shapes);
+    free(e->array_dtypes);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
@@ -663,6 +669,49 @@ fail:
     return NULL;
 }
 
+/* The data of every closed-over array for one call, in *data.  They are
+ * held as the user made them (any strides, byte order, broadcast), so that
+ * in-place changes show in every later call: a C-contiguous, aligned,
+ * native array is read where it lies; any other is copied into a fresh
+ * C-contiguous array for this call (kept alive in *copies, a new list, or
+ * NULL when none was needed).  0, or -1 with an exception. */
+static int closed_over_data(cj_py_executable *e, void **data, PyObject **copies)
+{
+    *copies = NULL;
+    for (int j = 0; j < e->narrays; j++) {
+        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
+        const cj_shape *s = &e->array_shapes[j];
+        bool same = PyArray_NDIM(a) == s->rank && PyArray_TYPE(a) == cj_py_npy_type(e->array_dtypes[j]);
+        for (int d = 0; same && d < s->rank; d++)
+            same = PyArray_DIM(a, d) == s->dims[d];
+        if (!same) {
+            PyErr_Format(PyExc_RuntimeError, "Executable: closed-over array %d was resized or "
+                         "changed dtype after tracing", j);
+            goto fail;
+        }
+        if (PyArray_ISCARRAY_RO(a) && PyArray_ISNOTSWAPPED(a)) {
+            data[j] = PyArray_DATA(a);
+            continue;
+        }
+        PyArray_Descr *native = PyArray_DescrFromType(cj_py_npy_type(e->array_dtypes[j]));
+        PyObject *c = native == NULL ? NULL
+            : PyArray_FromArray(a, native /* stolen */, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_ENSURECOPY
+                                                        | NPY_ARRAY_ENSUREARRAY);
+        if (c == NULL)
+            goto fail;
+        if ((*copies == NULL && (*copies = PyList_New(0)) == NULL) || PyList_Append(*copies, c) < 0) {
+            Py_DECREF(c);
+            goto fail;
+        }
+        Py_DECREF(c);   /* the list keeps it */
+        data[j] = PyArray_DATA((PyArrayObject *)c);
+    }
+    return 0;
+fail:
+    Py_CLEAR(*copies);
+    return -1;
+}
+
 /* See py_glue.h: executable_run without the argument checks, which the
  * caller's signature key has made. */
 PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObject *const *leaves)
@@ -691,15 +740,9 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
         return PyErr_NoMemory();
     }
     void **arrays = ptrs, **outputs = ptrs + e->narrays;
-    for (int j = 0; j < e->narrays; j++) {
-        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
-        if (PyArray_NBYTES(a) != e->array_nbytes[j]) {
-            PyErr_Format(PyExc_RuntimeError, "Executable: closed-over array %d was resized "
-                         "after tracing", j);
-            goto fail;
-        }
-        arrays[j] = PyArray_DATA(a);
-    }
+    PyObject *array_copies = NULL;
+    if (closed_over_data(e, arrays, &array_copies) < 0)
+        goto fail;
     outs = PyList_New(e->noutputs);
     if (outs == NULL)
         goto fail;
@@ -729,6 +772,7 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
         PyMem_Free(ptrs);
     PyMem_Free(owned_params);
     Py_XDECREF(copies);
+    Py_XDECREF(array_copies);
     return outs;
 fail:
     Py_XDECREF(outs);
@@ -736,6 +780,7 @@ fail:
         PyMem_Free(ptrs);
     PyMem_Free(owned_params);
     Py_XDECREF(copies);
+    Py_XDECREF(array_copies);
     return NULL;
 }
 

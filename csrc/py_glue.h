@@ -79,7 +79,7 @@ char *cj_py_aval_str(cj_dtype dt, const cj_shape *s, char *buf, size_t n);
 typedef struct {
     PyObject_HEAD
     cj_graph *graph;      /* owned; NULL once the trace has finished */
-    PyObject *arrays;     /* list: closed-over arrays (C-contiguous), slot order */
+    PyObject *arrays;     /* list: closed-over arrays as the user made them, slot order */
     PyObject *array_ids;  /* dict: id(original) -> (original, node id) */
     char **final_locs;    /* copies of the location strings, made at finish */
     int nfinal_locs;
