@@ -1009,7 +1009,8 @@ static PyObject *executable_get_out_dtypes(cj_py_executable *e, void *c)
 }
 
 static PyGetSetDef executable_getset[] = {
-    {"code_bytes", (getter)executable_get_code_bytes, NULL, "bytes of machine code", NULL},
+    {"code_bytes", (getter)executable_get_code_bytes, NULL,
+     "bytes of memory it holds: machine code pages, the plan and the graph", NULL},
     {"nparams", (getter)executable_get_nparams, NULL, "number of positional parameters", NULL},
     {"noutputs", (getter)executable_get_noutputs, NULL, "number of outputs", NULL},
     {"out_shapes", (getter)executable_get_out_shapes, NULL, "list of output shapes", NULL},
