@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>   /* malloc_usable_size */
+#endif
 
 /* ---- errors ---------------------------------------------------------- */
 
@@ -147,6 +150,10 @@ char *cj_shape_str(const cj_shape *s, char *buf, size_t n)
 /* ---- arena ----------------------------------------------------------- */
 
 #define ARENA_ALIGN 16
+/* Blocks double from the first size to the largest: a graph of a few
+ * nodes (most eager ops, small functions) holds 4 KiB, not 64, for as long
+ * as its executable lives. */
+#define ARENA_FIRST_BLOCK (4 * 1024)
 #define ARENA_BLOCK_SIZE (64 * 1024)
 
 /* One malloc'd block.  The header is padded to ARENA_ALIGN so that `data`
@@ -179,7 +186,12 @@ void *cj_arena_alloc(cj_arena *a, size_t size)
         /* A large request gets a block of its own, linked behind the
          * current head so that the head's free space stays in use. */
         bool own = size > ARENA_BLOCK_SIZE / 4;
-        size_t cap = own ? size : ARENA_BLOCK_SIZE;
+        size_t next = b == NULL ? ARENA_FIRST_BLOCK : b->cap * 2;
+        if (next > ARENA_BLOCK_SIZE)
+            next = ARENA_BLOCK_SIZE;
+        while (!own && next < size)
+            next *= 2;
+        size_t cap = own ? size : next;
         /* calloc zeroes the block, and memory is never handed out twice,
          * so every allocation is zeroed without a memset. */
         cj_arena_block *nb = calloc(1, block_header() + cap);
@@ -211,6 +223,28 @@ char *cj_arena_strdup(cj_arena *a, const char *s)
     if (p)
         memcpy(p, s, n);
     return p;
+}
+
+/* See cj.h. */
+int64_t cj_heap_bytes(const void *p, size_t requested)
+{
+    if (p == NULL)
+        return 0;
+#ifdef __GLIBC__
+    (void)requested;
+    return (int64_t)(malloc_usable_size((void *)p) + sizeof(size_t));
+#else
+    return (int64_t)(requested + 2 * sizeof(size_t));
+#endif
+}
+
+/* See cj.h. */
+int64_t cj_arena_heap_bytes(const cj_arena *a)
+{
+    int64_t n = 0;
+    for (const cj_arena_block *b = a ? a->head : NULL; b != NULL; b = b->next)
+        n += cj_heap_bytes(b, block_header() + b->cap);
+    return n;
 }
 
 /* Frees every block; the arena is empty and reusable afterwards. */

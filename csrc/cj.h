@@ -71,5 +71,12 @@ typedef struct {
 void *cj_arena_alloc(cj_arena *a, size_t size);  /* zeroed, 16-aligned */
 char *cj_arena_strdup(cj_arena *a, const char *s);
 void cj_arena_free(cj_arena *a);
+/* Bytes of heap the arena's blocks occupy (cj_heap_bytes of each). */
+int64_t cj_arena_heap_bytes(const cj_arena *a);
+
+/* Bytes of heap that the malloc'd block p occupies: with glibc its usable
+ * size plus the chunk header; elsewhere `requested` plus two words.  0 for
+ * NULL.  For memory accounting (an executable's code_bytes). */
+int64_t cj_heap_bytes(const void *p, size_t requested);
 
 #endif

@@ -12,6 +12,7 @@ struct cj_executable {
     cj_kernel_fn *groups;   /* per plan group: its driver, NULL for a group of one */
     cj_jit_code *code;      /* owns the machine code */
     int64_t flops, bytes_accessed;
+    int64_t held_bytes;     /* memory it holds (cj_executable_code_bytes), set by cj_compile */
 };
 
 #endif

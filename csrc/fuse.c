@@ -849,6 +849,20 @@ cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan
 }
 
 /* See kernel.h. */
+/* See kernel.h. */
+int64_t cj_plan_heap_bytes(const cj_plan *p) {
+    int64_t n = cj_heap_bytes(p->kernels, (size_t)p->kernels_cap * sizeof *p->kernels)
+                + cj_heap_bytes(p->buffers, (size_t)p->buffers_cap * sizeof *p->buffers)
+                + cj_heap_bytes(p->groups, (size_t)p->nkernels * sizeof *p->groups)
+                + cj_heap_bytes(p->output_buffer, sizeof(int) * (size_t)(p->graph ? p->graph->noutputs : 0))
+                + cj_heap_bytes(p->donated, sizeof(bool) * (size_t)(p->graph ? p->graph->nparams : 0));
+    for (int i = 0; i < p->nkernels; i++) {
+        n += cj_heap_bytes(p->kernels[i].exprs, (size_t)p->kernels[i].nexprs * sizeof(cj_expr));
+        n += cj_heap_bytes(p->kernels[i].label, p->kernels[i].label ? strlen(p->kernels[i].label) + 1 : 0);
+    }
+    return n;
+}
+
 void cj_plan_free(cj_plan *plan) {
     if (!plan) return;
     plan_reset(plan);

@@ -222,6 +222,31 @@ void cj_graph_free(cj_graph *g)
     free(g);
 }
 
+/* See graph.h. */
+int64_t cj_graph_heap_bytes(const cj_graph *g)
+{
+    if (g == NULL)
+        return 0;
+    return cj_heap_bytes(g, sizeof *g) + cj_heap_bytes(g->nodes, (size_t)g->cap * sizeof *g->nodes)
+           + cj_heap_bytes(g->locs, (size_t)g->locs_cap * sizeof *g->locs)
+           + cj_heap_bytes(g->regions, (size_t)g->regions_cap * sizeof *g->regions)
+           + cj_heap_bytes(g->force_remat, (size_t)g->nforce_remat * sizeof *g->force_remat)
+           + cj_arena_heap_bytes(&g->arena);
+}
+
+/* See graph.h.  A failed realloc leaves the larger array, which is fine. */
+void cj_graph_trim(cj_graph *g)
+{
+    if (g == NULL || g->nodes == NULL || g->cap <= g->nnodes + 1)
+        return;
+    int cap = g->nnodes + 1;
+    cj_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+    if (nodes != NULL) {
+        g->nodes = nodes;
+        g->cap = cap;
+    }
+}
+
 /* Returns the id of "file:line" (interned: the same text, the same id), or
  * -1 when file_line is NULL or memory runs out. */
 int cj_graph_loc(cj_graph *g, const char *file_line)

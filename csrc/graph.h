@@ -93,6 +93,11 @@ typedef struct {
 
 cj_graph *cj_graph_new(void);             /* NULL when out of memory */
 void cj_graph_free(cj_graph *g);
+/* Bytes of heap the graph holds (nodes, locations, regions, arena). */
+int64_t cj_graph_heap_bytes(const cj_graph *g);
+/* Gives back the unused capacity of the node array (for a graph that is
+ * kept but no longer grows, such as an executable's copy). */
+void cj_graph_trim(cj_graph *g);
 /* Interns a "file:line" string and returns its id, -1 on failure. */
 int cj_graph_loc(cj_graph *g, const char *file_line);
 const char *cj_graph_loc_str(const cj_graph *g, int loc); /* "?" if unknown */

@@ -120,5 +120,7 @@ cj_status cj_memplan_run(cj_plan *plan, bool enabled, cj_error *err);
 void cj_kernel_collapse(cj_kernel *k);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);
+/* Bytes of heap the plan holds (not the graph's). */
+int64_t cj_plan_heap_bytes(const cj_plan *plan);
 /* Readable kernels and buffers (caller frees). */
 char *cj_plan_to_text(const cj_plan *plan);

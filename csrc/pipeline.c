@@ -77,6 +77,17 @@ static void dump_graph_and_plan(const cj_executable *x) {
 /* See pipeline.h. */
 cj_executable *cj_compile(const cj_graph *src, cj_error *err) { return cj_compile_donated(src, NULL, 0, err); }
 
+/* The memory a compiled executable holds until it is freed: the JIT's
+ * mapped machine code, the plan, the graph copy (for names and source
+ * lines) and the executable's own arrays, each block as the allocator
+ * holds it.  This is what cache limits (max_code_bytes) bound. */
+static int64_t held_bytes(const cj_executable *x) {
+    return cj_jit_code_bytes(x->code) + cj_plan_heap_bytes(&x->plan) + cj_graph_heap_bytes(x->graph)
+           + cj_heap_bytes(x, sizeof *x)
+           + cj_heap_bytes(x->kernels, ((size_t)x->plan.nkernels + 1) * sizeof(cj_kernel_fn))
+           + cj_heap_bytes(x->groups, ((size_t)x->plan.ngroups + 1) * sizeof(cj_kernel_fn));
+}
+
 /* See pipeline.h. */
 cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int ndonated, cj_error *err) {
     cj_executable *x = calloc(1, sizeof *x);
@@ -84,6 +95,7 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
     if (!x) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
     int64_t t0 = cj_runtime_now_ns(), t1;
     if (!(x->graph = cj_simplify_run(src, !pass_disabled("cse"), err))) goto fail;
+    cj_graph_trim(x->graph); /* kept as long as x: without the spare capacity */
     t1 = cj_runtime_now_ns();
     cj_runtime_note_phase(CJ_PHASE_SIMPLIFY, t1 - t0);
     if (!(live = calloc((size_t)x->graph->nnodes + 1, sizeof(bool)))) {
@@ -115,7 +127,8 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
     dump_graph_and_plan(x);
     if (cj_jit_compile(&x->plan, x->kernels, x->groups, &x->code, err) != CJ_OK) goto fail;
     count_costs(x);
-    cj_runtime_note_compile(cj_jit_code_bytes(x->code));
+    x->held_bytes = held_bytes(x);
+    cj_runtime_note_compile(x->held_bytes);
     free(live);
     return x;
 fail:

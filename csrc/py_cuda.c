@@ -139,6 +139,15 @@ static PyArrayObject *host_array(PyObject *obj, cj_dtype *dt)
     PyArrayObject *a = (PyArrayObject *)PyArray_FROM_OF(obj, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
     if (a == NULL)
         return NULL;
+    if (!PyArray_ISNOTSWAPPED(a)) {   /* a byte-swapped closed-over array, say */
+        PyArray_Descr *native = PyArray_DescrNewByteorder(PyArray_DESCR(a), NPY_NATIVE);
+        PyObject *c = native == NULL ? NULL
+                                     : PyArray_FromArray(a, native /* stolen */, NPY_ARRAY_CARRAY);
+        Py_DECREF(a);
+        if (c == NULL)
+            return NULL;
+        a = (PyArrayObject *)c;
+    }
     if (!cj_py_dtype_from_descr(PyArray_DESCR(a), dt)) {
         PyErr_Format(PyExc_TypeError, "cjit: cannot put an array of dtype %S on a GPU "
                      "(supported: bool, int32, int64, float32, float64)", (PyObject *)PyArray_DESCR(a));

@@ -257,9 +257,11 @@ typedef struct {
     /* One malloc'd block: nparams param shapes, then noutputs output shapes. */
     cj_shape *param_shapes, *out_shapes;
     cj_dtype *param_dtypes, *out_dtypes;
-    int64_t *array_nbytes;      /* expected size of each closed-over array */
+    cj_shape *array_shapes;     /* each closed-over array's shape and dtype at trace time */
+    cj_dtype *array_dtypes;
     int running;                /* calls in flight with the GIL released */
     bool release_pending;       /* release() came while running */
+    bool warned_donation;       /* the unusable-donation warning was given */
     PyObject *weakrefs;         /* weak reference support */
 } cj_py_executable;
 
@@ -305,15 +307,18 @@ static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *a
     e->noutputs = no;
     e->running = 0;
     e->release_pending = false;
+    e->warned_donation = false;
     e->weakrefs = NULL;
     size_t nshapes = (size_t)np + (size_t)no;
     e->param_shapes = calloc(nshapes + 1, sizeof(cj_shape));
     e->param_dtypes = calloc(nshapes + 1, sizeof(cj_dtype));
-    e->array_nbytes = calloc((size_t)na + 1, sizeof(int64_t));
+    e->array_shapes = calloc((size_t)na + 1, sizeof(cj_shape));
+    e->array_dtypes = calloc((size_t)na + 1, sizeof(cj_dtype));
     e->out_shapes = e->param_shapes ? e->param_shapes + np : NULL;
     e->out_dtypes = e->param_dtypes ? e->param_dtypes + np : NULL;
     PyObject_GC_Track(e);
-    if (e->param_shapes == NULL || e->param_dtypes == NULL || e->array_nbytes == NULL) {
+    if (e->param_shapes == NULL || e->param_dtypes == NULL || e->array_shapes == NULL
+        || e->array_dtypes == NULL) {
         Py_DECREF(e);
         return PyErr_NoMemory();
     }
@@ -323,11 +328,13 @@ static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *a
             e->param_shapes[n->attrs.index] = n->shape;
             e->param_dtypes[n->attrs.index] = n->dtype;
         }
+        if (n->op == CJ_OP_ARRAY && n->attrs.index >= 0 && n->attrs.index < na) {
+            e->array_shapes[n->attrs.index] = n->shape;
+            e->array_dtypes[n->attrs.index] = n->dtype;
+        }
     }
     for (int k = 0; k < no; k++)
         cj_executable_output(x, k, &e->out_shapes[k], &e->out_dtypes[k]);
-    for (int j = 0; j < na; j++)
-        e->array_nbytes[j] = PyArray_NBYTES((PyArrayObject *)PyList_GET_ITEM(arrays, j));
     return (PyObject *)e;
 }
 
@@ -352,7 +359,8 @@ static void executable_dealloc(cj_py_executable *e)
     cj_executable_free(e->x);   /* nothing runs: a call holds a reference */
     free(e->param_shapes);
     free(e->param_dtypes);
-    free(e->array_nbytes);
+    free(e->array_shapes);
+    free(e->array_dtypes);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
@@ -504,7 +512,7 @@ static PyObject *executable_run(cj_py_executable *e, PyObject *argseq)
         if (check_argument(e, i, PyTuple_GET_ITEM(args, i), &params[i]) < 0)
             goto done;
     }
-    outs = cj_py_executable_run_ptrs((PyObject *)e, params);
+    outs = cj_py_executable_run_ptrs((PyObject *)e, params, &PyTuple_GET_ITEM(args, 0));
 done:
     if (params != NULL && params != stack)
         PyMem_Free(params);
@@ -552,31 +560,189 @@ static int check_donated(const cj_plan *p, void *const *params)
     return 0;
 }
 
+/* Why the plan may not write into the bytes of argument `obj` although it
+ * is donated, or NULL when it may.  It may when the array and every array
+ * it is a view of are writeable, and the chain of bases ends in memory
+ * NumPy allocated (OWNDATA) or in a cjit output's block.  Anything else
+ * (a memory-mapped file, a bytes object, memory of a C library) belongs to
+ * someone who did not hand it over for writing.  Python scalars on the
+ * fast path arrive as copies in the caller's key, so they may. */
+static const char *donation_refused(PyObject *obj)
+{
+    if (!PyArray_Check(obj))
+        return NULL;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    for (;;) {
+        if (!PyArray_ISWRITEABLE(a))
+            return "it is read-only";
+        if (PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA))
+            return NULL;
+        PyObject *base = PyArray_BASE(a);
+        if (base != NULL && PyArray_Check(base)) {
+            a = (PyArrayObject *)base;
+            continue;
+        }
+        if (base != NULL && PyCapsule_IsValid(base, OUT_CAPSULE))
+            return NULL;
+        return "its memory is not NumPy's own (a memory-mapped file, a bytes object, a "
+               "foreign buffer)";
+    }
+}
+
+/* The stacklevel of a warning that points at the user's code: 1 plus the
+ * frames of cjit's own Python files on top of the stack (none on the C
+ * fast path, _call_slow's on the first call). */
+static int user_stacklevel(void)
+{
+    int level = 1;
+    PyFrameObject *f = PyEval_GetFrame();   /* borrowed */
+    Py_XINCREF(f);
+    while (f != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(f);   /* new ref */
+        PyObject *file = code->co_filename;        /* borrowed from code */
+        bool ours = cj_py.package_dir != NULL && PyUnicode_Check(file)
+                    && PyUnicode_Tailmatch(file, cj_py.package_dir, 0, PY_SSIZE_T_MAX, -1) == 1;
+        Py_DECREF(code);
+        if (!ours)
+            break;
+        level++;
+        PyFrameObject *back = PyFrame_GetBack(f);   /* new ref or NULL */
+        Py_DECREF(f);
+        f = back;
+    }
+    Py_XDECREF(f);
+    PyErr_Clear();   /* from Tailmatch, if any */
+    return level;
+}
+
+/* The parameter pointers of one call, with every donated argument whose
+ * memory may not be written replaced by a private copy (in *copies, a new
+ * list, or NULL when none was needed), so that the plan, which may place
+ * temporaries in a donated argument, stays valid and the caller's memory
+ * is only read.  The first such call of an executable warns (UserWarning),
+ * as JAX does when a donated buffer cannot be used.  Returns params
+ * itself, or *owned (PyMem, caller frees), or NULL with an exception. */
+static void *const *usable_donations(cj_py_executable *e, const cj_plan *p, void *const *params,
+                                     PyObject *const *leaves, void ***owned, PyObject **copies)
+{
+    *owned = NULL;
+    *copies = NULL;
+    if (p->donated == NULL || leaves == NULL)
+        return params;
+    for (int slot = 0; slot < e->nparams; slot++) {
+        if (!p->donated[slot])
+            continue;
+        const char *why = donation_refused(leaves[slot]);
+        if (why == NULL)
+            continue;
+        if (!e->warned_donation) {
+            e->warned_donation = true;
+            if (PyErr_WarnFormat(PyExc_UserWarning, user_stacklevel(),
+                                 "cjit: argument %d (counting array arguments in order) is donated "
+                                 "(donate_argnums) but its memory cannot be reused: %s. Each call "
+                                 "copies it instead (this warning is given once per compiled "
+                                 "signature)", slot, why) < 0)
+                goto fail;
+        }
+        if (*owned == NULL) {
+            *owned = PyMem_Malloc(((size_t)e->nparams + 1) * sizeof(void *));
+            *copies = PyList_New(0);
+            if (*owned == NULL || *copies == NULL) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            memcpy(*owned, params, (size_t)e->nparams * sizeof(void *));
+        }
+        PyObject *copy = PyArray_NewCopy((PyArrayObject *)leaves[slot], NPY_CORDER);   /* new ref */
+        if (copy == NULL || PyList_Append(*copies, copy) < 0) {
+            Py_XDECREF(copy);
+            goto fail;
+        }
+        Py_DECREF(copy);   /* the list keeps it */
+        (*owned)[slot] = PyArray_DATA((PyArrayObject *)copy);
+    }
+    return *owned != NULL ? *owned : params;
+fail:
+    PyMem_Free(*owned);
+    *owned = NULL;
+    Py_CLEAR(*copies);
+    return NULL;
+}
+
+/* The data of every closed-over array for one call, in *data.  They are
+ * held as the user made them (any strides, byte order, broadcast), so that
+ * in-place changes show in every later call: a C-contiguous, aligned,
+ * native array is read where it lies; any other is copied into a fresh
+ * C-contiguous array for this call (kept alive in *copies, a new list, or
+ * NULL when none was needed).  0, or -1 with an exception. */
+static int closed_over_data(cj_py_executable *e, void **data, PyObject **copies)
+{
+    *copies = NULL;
+    for (int j = 0; j < e->narrays; j++) {
+        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
+        const cj_shape *s = &e->array_shapes[j];
+        bool same = PyArray_NDIM(a) == s->rank && PyArray_TYPE(a) == cj_py_npy_type(e->array_dtypes[j]);
+        for (int d = 0; same && d < s->rank; d++)
+            same = PyArray_DIM(a, d) == s->dims[d];
+        if (!same) {
+            PyErr_Format(PyExc_RuntimeError, "Executable: closed-over array %d was resized or "
+                         "changed dtype after tracing", j);
+            goto fail;
+        }
+        if (PyArray_ISCARRAY_RO(a) && PyArray_ISNOTSWAPPED(a)) {
+            data[j] = PyArray_DATA(a);
+            continue;
+        }
+        PyArray_Descr *native = PyArray_DescrFromType(cj_py_npy_type(e->array_dtypes[j]));
+        PyObject *c = native == NULL ? NULL
+            : PyArray_FromArray(a, native /* stolen */, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_ENSURECOPY
+                                                        | NPY_ARRAY_ENSUREARRAY);
+        if (c == NULL)
+            goto fail;
+        if ((*copies == NULL && (*copies = PyList_New(0)) == NULL) || PyList_Append(*copies, c) < 0) {
+            Py_DECREF(c);
+            goto fail;
+        }
+        Py_DECREF(c);   /* the list keeps it */
+        data[j] = PyArray_DATA((PyArrayObject *)c);
+    }
+    return 0;
+fail:
+    Py_CLEAR(*copies);
+    return -1;
+}
+
 /* See py_glue.h: executable_run without the argument checks, which the
  * caller's signature key has made. */
-PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params)
+PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObject *const *leaves)
 {
     cj_py_executable *e = (cj_py_executable *)exe;
     if (e->x == NULL || e->release_pending)
         return released_error();
-    if (check_donated(cj_executable_plan(e->x), params) < 0)
+    const cj_plan *plan = cj_executable_plan(e->x);
+    void **owned_params;
+    PyObject *copies;
+    void *const *params = usable_donations(e, plan, params_in, leaves, &owned_params, &copies);
+    if (params == NULL)
         return NULL;
+    if (check_donated(plan, params) < 0) {
+        PyMem_Free(owned_params);
+        Py_XDECREF(copies);
+        return NULL;
+    }
     PyObject *outs = NULL;
     void *stack[16];
     size_t nptr = (size_t)e->narrays + (size_t)e->noutputs;
     void **ptrs = nptr <= 16 ? stack : PyMem_Malloc(nptr * sizeof(void *));
-    if (ptrs == NULL)
+    if (ptrs == NULL) {
+        PyMem_Free(owned_params);
+        Py_XDECREF(copies);
         return PyErr_NoMemory();
-    void **arrays = ptrs, **outputs = ptrs + e->narrays;
-    for (int j = 0; j < e->narrays; j++) {
-        PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
-        if (PyArray_NBYTES(a) != e->array_nbytes[j]) {
-            PyErr_Format(PyExc_RuntimeError, "Executable: closed-over array %d was resized "
-                         "after tracing", j);
-            goto fail;
-        }
-        arrays[j] = PyArray_DATA(a);
     }
+    void **arrays = ptrs, **outputs = ptrs + e->narrays;
+    PyObject *array_copies = NULL;
+    if (closed_over_data(e, arrays, &array_copies) < 0)
+        goto fail;
     outs = PyList_New(e->noutputs);
     if (outs == NULL)
         goto fail;
@@ -604,11 +770,17 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params)
     }
     if (ptrs != stack)
         PyMem_Free(ptrs);
+    PyMem_Free(owned_params);
+    Py_XDECREF(copies);
+    Py_XDECREF(array_copies);
     return outs;
 fail:
     Py_XDECREF(outs);
     if (ptrs != stack)
         PyMem_Free(ptrs);
+    PyMem_Free(owned_params);
+    Py_XDECREF(copies);
+    Py_XDECREF(array_copies);
     return NULL;
 }
 
@@ -837,7 +1009,8 @@ static PyObject *executable_get_out_dtypes(cj_py_executable *e, void *c)
 }
 
 static PyGetSetDef executable_getset[] = {
-    {"code_bytes", (getter)executable_get_code_bytes, NULL, "bytes of machine code", NULL},
+    {"code_bytes", (getter)executable_get_code_bytes, NULL,
+     "bytes of memory it holds: machine code pages, the plan and the graph", NULL},
     {"nparams", (getter)executable_get_nparams, NULL, "number of positional parameters", NULL},
     {"noutputs", (getter)executable_get_noutputs, NULL, "number of outputs", NULL},
     {"out_shapes", (getter)executable_get_out_shapes, NULL, "list of output shapes", NULL},

@@ -79,7 +79,7 @@ char *cj_py_aval_str(cj_dtype dt, const cj_shape *s, char *buf, size_t n);
 typedef struct {
     PyObject_HEAD
     cj_graph *graph;      /* owned; NULL once the trace has finished */
-    PyObject *arrays;     /* list: closed-over arrays (C-contiguous), slot order */
+    PyObject *arrays;     /* list: closed-over arrays as the user made them, slot order */
     PyObject *array_ids;  /* dict: id(original) -> (original, node id) */
     char **final_locs;    /* copies of the location strings, made at finish */
     int nfinal_locs;
@@ -120,8 +120,11 @@ int cj_py_exec_init(PyObject *m);
 int cj_py_executable_ready(PyObject *exe, int nparams);
 /* Runs a ready Executable on parameter data that the caller has checked
  * against its signature (dtypes, shapes, C-contiguous); releases the GIL
- * while the kernels run.  Returns a new list of the outputs. */
-PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params);
+ * while the kernels run.  leaves[i] is the object params[i] came from (an
+ * ndarray, or a Python scalar whose value the caller copied): a donated
+ * argument whose memory may not be written is copied for the call.
+ * Returns a new list of the outputs. */
+PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params, PyObject *const *leaves);
 
 /* ---- the jit fast path (py_jit.c) ------------------------------------- */
 

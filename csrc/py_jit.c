@@ -370,7 +370,7 @@ static PyObject *run_entry(jit_base *self, fast_entry *e, key_builder *k)
      * threads do to the containers they came in. */
     for (int i = 0; i < k->nleaves; i++)
         Py_INCREF(k->leaf[i]);
-    PyObject *outs = cj_py_executable_run_ptrs(exe, k->data);
+    PyObject *outs = cj_py_executable_run_ptrs(exe, k->data, k->leaf);
     for (int i = 0; i < k->nleaves; i++)
         Py_DECREF(k->leaf[i]);
     Py_DECREF(exe);

@@ -271,38 +271,37 @@ static int array_node(cj_py_trace *tr, PyObject *obj, int loc)
         Py_DECREF(key);
         return (int)PyLong_AsLong(PyTuple_GET_ITEM(hit, 1));
     }
-    PyObject *contig = NULL, *entry = NULL;
+    PyObject *entry = NULL;
     if (PyErr_Occurred())
         goto fail;
 
     PyArrayObject *a = (PyArrayObject *)obj;
     PyArray_Descr *descr = PyArray_DESCR(a);   /* borrowed */
-    /* A non-native byte order of a supported dtype is fixed by the copy. */
+    /* A non-native byte order of a supported dtype is read through a copy
+     * at each call (py_exec.c). */
     PyArray_Descr *native = PyArray_ISNBO(descr->byteorder)
                                 ? (Py_INCREF(descr), descr)
                                 : PyArray_DescrNewByteorder(descr, NPY_NATIVE);   /* new ref */
     if (native == NULL)
         goto fail;
     cj_dtype dt;
-    if (!cj_py_dtype_from_descr(native, &dt)) {
+    bool supported = cj_py_dtype_from_descr(native, &dt);
+    Py_DECREF(native);
+    if (!supported) {
         PyErr_Format(PyExc_TypeError,
                      "unsupported array dtype %S; cjit supports bool, int32, int64, float32 "
                      "and float64",
                      (PyObject *)descr);
-        Py_DECREF(native);
         goto fail;
     }
     if (PyArray_NDIM(a) > CJ_MAX_RANK) {
         PyErr_Format(PyExc_ValueError, "array of rank %d is more than cjit's limit of %d",
                      PyArray_NDIM(a), CJ_MAX_RANK);
-        Py_DECREF(native);
         goto fail;
     }
-    /* The same object when it is already a C-contiguous, aligned, native
-     * base-class ndarray (used by reference); otherwise one copy. */
-    contig = PyArray_FromArray(a, native /* stolen */, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_ENSUREARRAY);
-    if (contig == NULL)
-        goto fail;
+    /* The array itself, whatever its layout, so that later in-place changes
+     * are seen: each call reads it where it lies, or through a contiguous
+     * copy made for that call (py_exec.c, closed_over_data). */
     cj_shape s = {.rank = PyArray_NDIM(a)};
     for (int d = 0; d < s.rank; d++)
         s.dims[d] = PyArray_DIM(a, d);
@@ -313,18 +312,16 @@ static int array_node(cj_py_trace *tr, PyObject *obj, int loc)
         cj_py_raise(&err);
         goto fail;
     }
-    if (PyList_Append(tr->arrays, contig) < 0)
+    if (PyList_Append(tr->arrays, obj) < 0)
         goto fail;   /* the node stays, but the trace is unusable: caller gives up */
     entry = Py_BuildValue("(Oi)", obj, id);   /* keeps obj alive: its id stays unique */
     if (entry == NULL || PyDict_SetItem(tr->array_ids, key, entry) < 0)
         goto fail;
     Py_DECREF(entry);
-    Py_DECREF(contig);
     Py_DECREF(key);
     return id;
 fail:
     Py_XDECREF(entry);
-    Py_XDECREF(contig);
     Py_DECREF(key);
     return -1;
 }

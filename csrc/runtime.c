@@ -409,7 +409,7 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
 /* See pipeline.h. */
 void cj_executable_free(cj_executable *x) {
     if (!x) return;
-    if (x->code) atomic_fetch_sub(&code_bytes, cj_jit_code_bytes(x->code));
+    if (x->code) atomic_fetch_sub(&code_bytes, x->held_bytes);
     cj_jit_code_free(x->code);
     cj_plan_free(&x->plan);
     if (x->graph) cj_graph_free(x->graph);
@@ -431,4 +431,4 @@ void cj_executable_output(const cj_executable *x, int i, cj_shape *shape, cj_dty
 const cj_plan *cj_executable_plan(const cj_executable *x) { return &x->plan; }
 int64_t cj_executable_flops(const cj_executable *x) { return x->flops; }
 int64_t cj_executable_bytes_accessed(const cj_executable *x) { return x->bytes_accessed; }
-int64_t cj_executable_code_bytes(const cj_executable *x) { return cj_jit_code_bytes(x->code); }
+int64_t cj_executable_code_bytes(const cj_executable *x) { return x->held_bytes; }

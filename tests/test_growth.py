@@ -15,6 +15,9 @@ runs with 4).
 """
 import gc
 import os
+import subprocess
+import sys
+import textwrap
 import time
 import tracemalloc
 
@@ -207,6 +210,62 @@ def test_lru_bounds_entries_and_code_bytes():
         fns[0](xs[n])
         assert cjit.cache_info()["code_bytes"] <= per_exe * 5 + 1
     assert cjit.cache_info()["entries"] >= 2
+
+
+def test_code_bytes_tracks_rss_and_bounds_it():
+    # Was: code_bytes counted the object files only (3.4 KB for an entry that
+    # held 106 KB: the graph's 64 KiB arena block, spare node capacity, the
+    # plan, the JIT's page-rounded mappings), so max_code_bytes bounded 1/30
+    # of the memory.  Now each entry's code_bytes counts what it holds, and
+    # RSS growth over many compiles is within a factor of 2 of it.  A fresh
+    # interpreter: LLVM's one-time allocations are paid in its warm-up.
+    code = """
+        import gc, os
+        import numpy as np, cjit, cjit.numpy as cnp
+        def rss():
+            with open('/proc/self/statm') as f:
+                return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+        def code_bytes():
+            return cjit.cache_info()['code_bytes']
+        def loss(ws, x):
+            for w in ws:
+                x = cnp.tanh(x @ w)
+            return (x * x).sum()
+        small = cjit.jit(lambda x: cnp.tanh(x * 1.5).sum() + x)
+        big = cjit.jit(cjit.grad(loss))
+        ws = [np.full((32, 32), 0.01) for _ in range(4)]
+        def compile_many(batch, nsmall, nbig):   # signatures never seen before
+            for n in range(nsmall * batch, nsmall * (batch + 1)):
+                small(np.ones(n + 1))
+            for n in range(nbig * batch, nbig * (batch + 1)):
+                big(ws, np.ones((n + 1, 32)))
+            gc.collect()
+        compile_many(0, 40, 6)                  # warm-up
+        r0, c0 = rss(), code_bytes()
+        compile_many(1, 300, 40)
+        r1, c1 = rss(), code_bytes()
+        print('per entry: rss', (r1 - r0) // 340, 'code_bytes', (c1 - c0) // 340)
+        check_rss = os.environ['CHECK_RSS'] == '1'
+        assert not check_rss or 0.5 <= (r1 - r0) / (c1 - c0) <= 2.0, (r1 - r0, c1 - c0)
+        # max_code_bytes now bounds memory: a quarter of that; as many more
+        # compiles again grow RSS by much less than the first batch did
+        limit = c1 // 4
+        cjit.set_cache_limits(max_code_bytes=limit)
+        assert code_bytes() <= limit
+        gc.collect()
+        r2 = rss()
+        compile_many(2, 300, 40)
+        r3 = rss()
+        print('after the bound: rss grew', r3 - r2, 'vs', r1 - r0)
+        assert code_bytes() <= limit
+        assert not check_rss or r3 - r2 < (r1 - r0) / 2, (r3 - r2, r1 - r0)
+    """
+    # under AddressSanitizer the quarantine keeps freed memory: RSS says nothing there
+    env = dict(os.environ, CHECK_RSS="0" if ASAN else "1")
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                       timeout=600, env=env)
+    print(r.stdout)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_lru_keeps_recently_used():

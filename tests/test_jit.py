@@ -440,6 +440,59 @@ def test_closed_over_array_used_twice_and_lowered_arrays():
     assert_close(jf(x), x * w + w)
 
 
+def _closed_over_layouts():
+    """name -> (view, refill): a (6, 8) float64 view of each layout, and a
+    function that writes new values into the memory behind it in place
+    (through its base, never by rebinding)."""
+    gen = np.random.default_rng(7)
+    vals = lambda shape: gen.standard_normal(shape)
+    out = {}
+    base = vals((6, 8))
+    out["contiguous"] = (base, lambda b=base: b.__setitem__(Ellipsis, vals(b.shape)))
+    base = vals((8, 6))
+    out["transposed"] = (base.T, lambda b=base: b.__setitem__(Ellipsis, vals(b.shape)))
+    base = vals((12, 8))
+    out["strided"] = (base[::2], lambda b=base: b.__setitem__(Ellipsis, vals(b.shape)))
+    base = np.asfortranarray(vals((6, 8)))
+    out["fortran"] = (base, lambda b=base: b.__setitem__(Ellipsis, vals(b.shape)))
+    base = vals((6, 8))
+    out["reversed"] = (base[::-1, ::-1], lambda b=base: b.__setitem__(Ellipsis, vals(b.shape)))
+    # native float64 memory that holds big-endian bytes, read through a byte-swapped view
+    base = vals((6, 8)).astype(">f8").view(np.float64)
+    out["byteswapped_view"] = (base.view(base.dtype.newbyteorder()),
+                               lambda b=base: b.__setitem__(Ellipsis,
+                                                            vals(b.shape).astype(">f8").view(np.float64)))
+    buf = bytearray(vals((6, 8)).astype(">f8").tobytes())
+    out["big_endian_buffer"] = (np.ndarray((6, 8), ">f8", buffer=buf),
+                                lambda b=buf: b.__setitem__(slice(None), vals((6, 8)).astype(">f8").tobytes()))
+    base = vals(8)
+    out["broadcast"] = (np.broadcast_to(base, (6, 8)), lambda b=base: b.__setitem__(Ellipsis, vals(b.shape)))
+    una = np.zeros(6 * 8 * 8 + 1, np.uint8)[1:].view(np.float64).reshape(6, 8)   # misaligned
+    una[...] = vals((6, 8))
+    out["unaligned"] = (una, lambda u=una: u.__setitem__(Ellipsis, vals(u.shape)))
+    return out
+
+
+@pytest.mark.parametrize("layout", list(_closed_over_layouts()))
+def test_closed_over_array_of_any_layout_is_live(layout):
+    # Was: only C-contiguous arrays were read by reference; every other
+    # layout was copied once at trace time and later changes were ignored.
+    view, refill = _closed_over_layouts()[layout]
+    x = np.linspace(-2.0, 2.0, 48).reshape(6, 8)
+    f = cjit.jit(lambda x: cnp.sin(x) * view + cnp.sum(view, axis=0))
+    g = cjit.grad(lambda x: (cnp.sin(x) * view).sum())
+    jg = cjit.jit(g)
+    compiled = f.lower(x).compile()
+    for _ in range(3):   # the first call, then cached calls (the C fast path)
+        want = np.sin(x) * view + view.sum(axis=0)
+        assert_close(f(x), want)
+        assert_close(compiled(x), want)
+        assert_close(g(x), np.cos(x) * view)
+        assert_close(jg(x), np.cos(x) * view)
+        refill()
+    assert f.cache_info()["misses"] == 1   # no retrace: the same code reads the new values
+
+
 # ---------------------------------------------------------------------------
 # one fused kernel
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -264,3 +265,103 @@ def test_donated_argument_passed_twice_is_refused():
     with pytest.raises(ValueError, match=r"donated .* shares memory"):
         compiled(y, y)
     np.testing.assert_allclose(compiled(x.copy(), y), np.tanh(x * 2.0) + y.sum())
+
+
+# ---- donation of memory the caller does not own for writing ----------------
+
+def _donating():
+    """A function whose plan puts a temporary in its donated argument x
+    (alias_size_in_bytes == x.nbytes), and NumPy's answer."""
+    w = np.random.default_rng(5).standard_normal((4, 4))
+    f = lambda x: cnp.tanh(cnp.exp(x.reshape(250, 4)) @ w).sum(axis=0)
+    want = lambda x: np.tanh(np.exp(np.asarray(x).reshape(250, 4)) @ w).sum(axis=0)
+    return cjit.jit(f, donate_argnums=0), want
+
+
+def _values():
+    return np.linspace(-1.0, 1.0, 1000)
+
+
+def _donation_warnings(record):
+    return [w for w in record if issubclass(w.category, UserWarning)
+            and "donated" in str(w.message) and "cannot be reused" in str(w.message)]
+
+
+def test_owned_donated_argument_is_still_reused():
+    f, want = _donating()
+    x = _values()
+    assert f.lower(x).compile().memory_analysis().alias_size_in_bytes == x.nbytes
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        got = f(x.copy())                     # first call
+        y = x.copy()
+        np.testing.assert_allclose(f(y), want(x), rtol=1e-12)   # cached call (C fast path)
+        assert not np.array_equal(y, x)       # its bytes held a temporary
+        v = np.concatenate([x, x])[:1000]      # a view of NumPy-owned memory
+        f(v)
+        assert not np.array_equal(v, x)
+        out = cjit.jit(lambda a: a * 1.0)(x)   # a cjit output (its own block)
+        f(out)
+        assert not np.array_equal(out, x)
+    np.testing.assert_allclose(got, want(x), rtol=1e-12)
+    assert _donation_warnings(record) == []
+
+
+@pytest.mark.parametrize("path", ["jit", "compiled"])
+def test_read_only_donated_arguments_are_not_written(path, tmp_path):
+    f, want = _donating()
+    x = _values()
+    if path == "compiled":
+        f = f.lower(x).compile()
+    file = tmp_path / "x.npy"
+    np.save(file, x)
+    data = x.tobytes()
+    readonly = x.copy()
+    readonly.setflags(write=False)
+    view_of_readonly = x.copy()
+    view = view_of_readonly[:]
+    view_of_readonly.setflags(write=False)   # the view stays writeable, its base is not
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(2):                    # the first call and a cached one
+            frozen = np.frombuffer(data, dtype=np.float64)   # over an immutable bytes object
+            np.testing.assert_allclose(f(frozen), want(x), rtol=1e-12)
+            assert data == x.tobytes()
+            mm = np.load(file, mmap_mode="r+")  # a writeable memory-mapped file
+            np.testing.assert_allclose(f(mm), want(x), rtol=1e-12)
+            del mm
+            assert np.array_equal(np.load(file), x)
+            np.testing.assert_allclose(f(readonly), want(x), rtol=1e-12)
+            assert np.array_equal(readonly, x)
+            np.testing.assert_allclose(f(view), want(x), rtol=1e-12)
+            assert np.array_equal(view, x)
+    found = _donation_warnings(record)
+    assert len(found) == 1, [str(w.message) for w in record]   # once per compiled signature
+    assert "argument 0" in str(found[0].message)
+    if path == "jit":
+        assert found[0].filename == __file__  # points at the caller, not at cjit
+
+
+def test_donated_read_only_memory_map_does_not_crash(tmp_path):
+    # Was: SIGSEGV, the plan wrote a temporary into the read-only mapping.
+    file = tmp_path / "x.npy"
+    x = _values()
+    np.save(file, x)
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import warnings
+        import numpy as np, cjit, cjit.numpy as cnp
+        w = np.random.default_rng(5).standard_normal((4, 4))
+        f = cjit.jit(lambda x: cnp.tanh(cnp.exp(x.reshape(250, 4)) @ w).sum(axis=0),
+                     donate_argnums=0)
+        m = np.load({str(file)!r}, mmap_mode="r")
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            a, b = f(m), f(m)
+        want = np.tanh(np.exp(np.asarray(m).reshape(250, 4)) @ w).sum(axis=0)
+        np.testing.assert_allclose(a, want, rtol=1e-12)
+        np.testing.assert_allclose(b, want, rtol=1e-12)
+        print(len(record), "warning")
+    """)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "1 warning"
+    assert np.array_equal(np.load(file), x)

@@ -537,7 +537,7 @@ def set_cache_limits(max_entries=None, max_code_bytes=None):
 
     `max_entries` (default 4096) caps the executables kept over every
     jitted function and eager op together, `max_code_bytes` (default
-    512 MiB) their machine code (`cache_info()["code_bytes"]`).  When a new
+    512 MiB) the memory they hold (`cache_info()["code_bytes"]`).  When a new
     executable would pass either bound, the least recently used ones are
     evicted: dropped from their function's cache, and their machine code is
     freed as soon as no call is running them.  A later call with an evicted
