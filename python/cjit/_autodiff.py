@@ -19,7 +19,7 @@ import functools
 import numpy as np
 
 from . import _cjit, _tree
-from .api import Jitted, current_trace, forced_remat, request_memory_budget
+from .api import Jitted, _output_tracer, current_trace, forced_remat, request_memory_budget
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -210,11 +210,12 @@ def _vjp_traced(fun, primals, has_aux, who):
     result = fun(*args)
     result, aux = _split_aux(result, has_aux, who)
     out_leaves, out_treedef = _tree.flatten(result)
-    outs = []
-    for x in out_leaves:
-        if not isinstance(x, _cjit.Tracer):
-            x = trace.apply("constant", value=float(x), dtype="float64", shape=())
-        outs.append(x)
+    # outputs that do not depend on the inputs (NumPy arrays, scalars) become
+    # constants of the trace: their cotangents give zero gradients, as in JAX
+    outs = [_output_tracer(trace, x, functools.partial(
+                lambda i: repr(_tree.format_keypath(_tree.leaf_keypaths(out_treedef)[i],
+                                                    "result")), i))
+            for i, x in enumerate(out_leaves)]
     out = _tree.unflatten(out_treedef, outs)
 
     def vjp_fn(cotangent):

@@ -591,15 +591,24 @@ def _reduce(prim, x, axes, keepdims):
 
 
 def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
-    """sum or prod: bool and int32 inputs accumulate as int64, as NumPy."""
+    """sum or prod: bool and int32 inputs accumulate as int64, as NumPy.  With
+    dtype=int32 or bool the result has that dtype, as NumPy's: the core
+    accumulates them as int64, and wrapping to 32 bits at the end gives the
+    int32 sum/product NumPy's wrapping accumulator gives; cast to bool, the
+    int64 count or product of 0/1 values is NumPy's logical or/and."""
     _check_reduce_args(name, out, initial, where)
     x = _lift(_operand(a, name))
     axes = _norm_axes(axis, x.ndim)
+    want = None
     if dtype is not None:
-        x = _cast(x, canonical_dtype(dtype))
+        want = canonical_dtype(dtype)
+        x = _cast(x, want)
     elif x.dtype in (_BOOL, _I32):
         x = _cast(x, _I64)
-    return _reduce("reduce_" + name, x, axes, keepdims)
+    r = _reduce("reduce_" + name, x, axes, keepdims)
+    if want is not None and r.dtype != want:
+        r = _cast(r, want)
+    return r
 
 
 @_op("a")
@@ -1156,7 +1165,10 @@ def arange(start, stop=None, step=None, dtype=None):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None):
-    """a as an array: a traced value inside a trace, a NumPy array outside."""
+    """a as an array: a traced value inside a trace, a NumPy array outside.
+    copy as NumPy's outside a trace (True: always a new array; False:
+    ValueError if one would be needed); traced values are immutable, so a
+    trace ignores it."""
     if isinstance(a, Tracer):
         if dtype is None:
             return a
@@ -1165,9 +1177,10 @@ def asarray(a, dtype=None, order=None, *, copy=None):
         r = _stack_nested(a)
         return r if dtype is None else astype(r, dtype)
     dt = None if dtype is None else canonical_dtype(dtype)
-    arr = np.asarray(a, dtype=dt)
+    outside = current_trace() is None
+    arr = np.asarray(a, dtype=dt, copy=copy if outside else None)
     canonical_dtype(arr.dtype, "cjit.numpy.asarray: dtype")
-    if current_trace() is None:
+    if outside:
         return arr
     return _lift(arr)
 
