@@ -265,7 +265,8 @@ typedef struct {
 
 static PyObject *released_error(void)
 {
-    PyErr_SetString(PyExc_RuntimeError, "executable was released by cjit.clear_caches()");
+    PyErr_SetString(PyExc_RuntimeError, "cjit: this executable's machine code was freed by its "
+                    "release() method; compile the function again to call it");
     return NULL;
 }
 

@@ -871,16 +871,14 @@ class Jitted(_cjit.JitBase):
                 "entries": len(self._cache)}
 
     def clear_cache(self):
+        """Drops this function's cached executables.  Their machine code is
+        freed when the last reference goes: at once, unless a call is
+        running one (that call holds it and finishes normally) or a
+        Compiled holds it.  Nothing is released under a running call."""
         with self._lock:
             self._fast_clear()
-            entries = list(self._cache.values())
             self._cache.clear()
             self._last_key = None
-        for e in entries:
-            try:
-                e.exe.release()
-            except Exception:
-                pass
 
 
 # Calls of Jitted skip the argument tuple (Python 3.12 does this by itself).
@@ -1145,8 +1143,8 @@ class Compiled:
 # process-wide caches and memory
 
 def clear_caches():
-    """Drops every cached executable (every Jitted, the eager-op kernels)
-    and frees their machine code."""
+    """Drops every cached executable (every Jitted, the eager-op kernels);
+    their machine code is freed as soon as no running call holds it."""
     for j in list(_all_jitted):
         j.clear_cache()
 
