@@ -202,3 +202,53 @@ def test_released_executable_message():
     with pytest.raises(RuntimeError, match=r"release\(\)") as e:
         c(np.ones(3))
     assert "clear_caches" not in str(e.value)
+
+
+# ---------------------------------------------------------------------------
+# item 12: eager vjp compiles once per function and signature
+
+def test_eager_vjp_hits_the_cache():
+    # Was: every eager cjit.vjp call made two new internal jits and compiled
+    # both (forward and backward), about 8.5 ms each, even for the same
+    # function and shapes.
+    def f(x, y):
+        return cnp.tanh(x) * y
+    x, y = np.linspace(-1, 1, 5), np.arange(5.0)
+    c0 = cjit.cache_info()["compiles"]
+    out, vjp_fn = cjit.vjp(f, x, y)
+    gx, gy = vjp_fn(np.ones(5))
+    assert cjit.cache_info()["compiles"] - c0 == 2        # forward, backward
+    for i in range(5):
+        out, vjp_fn = cjit.vjp(f, x + i, y)
+        gx, gy = vjp_fn(np.ones(5))
+        assert_close(gx, (1 - np.tanh(x + i) ** 2) * y)
+        assert_close(gy, np.tanh(x + i))
+    assert cjit.cache_info()["compiles"] - c0 == 2
+    # a new signature compiles again, once per part
+    cjit.vjp(f, x[:3], y[:3])[1](np.ones(3))
+    assert cjit.cache_info()["compiles"] - c0 == 4
+    # has_aux is a separate pair of functions
+    def g(x):
+        return cnp.sin(x), x * 2
+    for _ in range(3):
+        out, vjp_fn, aux = cjit.vjp(g, x, has_aux=True)
+        assert_close(vjp_fn(np.ones(5))[0], np.cos(x))
+        assert_close(aux, x * 2)
+    assert cjit.cache_info()["compiles"] - c0 == 6
+
+
+def test_eager_vjp_cache_does_not_keep_the_function_alive():
+    import gc
+    import weakref
+
+    def f(x):
+        return x * 3.0
+    out, vjp_fn = cjit.vjp(f, np.ones(2))
+    ref = weakref.ref(f)
+    del f
+    gc.collect()
+    assert ref() is not None                          # vjp_fn still needs it
+    assert_close(vjp_fn(np.ones(2))[0], np.full(2, 3.0))
+    del vjp_fn, out
+    gc.collect()
+    assert ref() is None

@@ -15,6 +15,8 @@ after it are differentiated, so values computed outside the function (or by
 an enclosing ``grad``) are constants for this one.
 """
 import functools
+import threading
+import weakref
 
 import numpy as np
 
@@ -240,6 +242,40 @@ def _vjp_traced(fun, primals, has_aux, who):
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
+# Eager vjp's compiled functions, per (function, has_aux), so that repeated
+# calls hit the compile cache.  Keyed weakly by the function; the jitted
+# functions reach it through a weak reference too (a strong one from the
+# value would keep the key alive forever).
+_eager_vjp_cache = weakref.WeakKeyDictionary()
+_eager_vjp_lock = threading.Lock()
+
+
+def _eager_vjp_jits(fun, has_aux, who):
+    """(forward, backward) internal Jitteds for an eager vjp of fun."""
+    def make(call_fun):
+        def forward(*ps):
+            return call_fun()(*ps)
+
+        def backward(ps, ct):
+            traced = _vjp_traced(call_fun(), ps, has_aux, who)
+            return traced[1](ct)
+        return Jitted(forward, _internal=True), Jitted(backward, _internal=True)
+
+    try:
+        ref = weakref.ref(fun)
+    except TypeError:       # not weakly referenceable: compiled per call
+        return make(lambda: fun)
+    with _eager_vjp_lock:
+        try:
+            per_fun = _eager_vjp_cache.setdefault(fun, {})
+        except TypeError:   # unhashable callable
+            return make(lambda: fun)
+        pair = per_fun.get(has_aux)
+        if pair is None:
+            pair = per_fun[has_aux] = make(ref)
+    return pair
+
+
 def vjp(fun, *primals, has_aux=False):
     """Returns ``(fun(*primals), vjp_fn)`` (plus ``aux`` with ``has_aux``);
     ``vjp_fn(cotangent)`` returns a tuple with one gradient per primal."""
@@ -249,22 +285,14 @@ def vjp(fun, *primals, has_aux=False):
 
     # On concrete values: the forward runs compiled now, and each vjp_fn
     # call runs one compiled function that recomputes the forward and
-    # appends the backward (cached per signature).
-    def forward(*ps):
-        out = fun(*ps)
-        return out
-
-    result = Jitted(forward, _internal=True)(*primals)
+    # appends the backward (cached per function and signature).
+    forward, backward_compiled = _eager_vjp_jits(fun, bool(has_aux), who)
+    result = forward(*primals)
     out, aux = (result if has_aux else (result, None))
     out_leaves, out_treedef = _tree.flatten(out)
 
-    def backward(ps, ct):
-        traced = _vjp_traced(fun, ps, has_aux, who)
-        return traced[1](ct)
-
-    backward_compiled = Jitted(backward, _internal=True)
-
     def vjp_fn(cotangent):
+        assert fun is not None   # holds fun, so the cached backward lives as long as vjp_fn
         outs = [np.asarray(o) for o in out_leaves]
         ct_leaves = _check_cotangent(outs, out_treedef, cotangent, who)
         # Python scalars become arrays of the output's dtype here: traced, they
