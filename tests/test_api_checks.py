@@ -252,3 +252,275 @@ def test_eager_vjp_cache_does_not_keep_the_function_alive():
     del vjp_fn, out
     gc.collect()
     assert ref() is None
+
+
+# ---------------------------------------------------------------------------
+# item 13: environment variables and jit options are checked
+
+_ENV_PROG = """
+import warnings
+warnings.simplefilter("always")
+import numpy as np, cjit
+from cjit import _cjit
+print("THREADS", _cjit.num_threads())
+print("RESULT", cjit.jit(lambda x: x * 2 + 1)(np.arange(3.0)).tolist())
+"""
+
+
+def _default_threads():
+    r = run_python(_ENV_PROG, {"CJIT_NUM_THREADS": ""})
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout.split("THREADS ")[1].split()[0])
+
+
+@pytest.mark.parametrize("value", ["abc", "-2", "2.5", "1000", "0", "257", "4x", "1e3"])
+def test_bad_num_threads_warns_and_uses_the_default(value):
+    # Was: ignored silently (garbage, negatives, fractions) or clamped
+    # (1000 became 256 threads).
+    r = run_python(_ENV_PROG, {"CJIT_NUM_THREADS": value})
+    assert r.returncode == 0, r.stderr
+    assert "RuntimeWarning" in r.stderr and f"CJIT_NUM_THREADS={value}" in r.stderr, r.stderr
+    assert "from 1 to 256" in r.stderr
+    assert f"THREADS {_default_threads()}" in r.stdout
+    assert "RESULT [1.0, 3.0, 5.0]" in r.stdout
+
+
+@pytest.mark.parametrize("value, threads", [("3", 3), (" 2 ", 2), ("1", 1)])
+def test_good_num_threads_is_used_without_a_warning(value, threads):
+    r = run_python(_ENV_PROG, {"CJIT_NUM_THREADS": value})
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr, r.stderr
+    assert f"THREADS {threads}" in r.stdout
+
+
+@pytest.mark.parametrize("value, bad", [("-foo", "-foo"), ("-cse,-fsue", "-fsue"),
+                                        ("cse", "cse"), ("-cse,memplan", "memplan")])
+def test_unknown_passes_raise_at_compile(value, bad):
+    # Was: unknown names switched nothing off, silently.
+    r = run_python(_ENV_PROG, {"CJIT_PASSES": value})
+    assert r.returncode != 0
+    assert "ValueError" in r.stderr and f"'{bad}'" in r.stderr, r.stderr
+    assert "cse, fuse, group, memplan" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["-cse,-fuse,-group,-memplan", "-memplan,", ""])
+def test_known_passes_still_work(value):
+    r = run_python(_ENV_PROG, {"CJIT_PASSES": value})
+    assert r.returncode == 0, r.stderr
+    assert "RESULT [1.0, 3.0, 5.0]" in r.stdout
+
+
+def test_unknown_passes_in_process_leave_the_cache_clean(monkeypatch):
+    jf = cjit.jit(lambda x: x - 7)
+    monkeypatch.setenv("CJIT_PASSES", "-nonsense")
+    with pytest.raises(ValueError, match="nonsense"):
+        jf(np.ones(2))
+    assert jf.cache_info()["entries"] == 0
+    monkeypatch.delenv("CJIT_PASSES")
+    assert np.array_equal(jf(np.ones(2)), np.full(2, -6.0))
+
+
+def test_unwritable_dump_dir_raises(tmp_path):
+    # Was: nothing written and nothing said.
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    for target in (blocker, blocker / "sub"):
+        r = run_python(_ENV_PROG, {"CJIT_DUMP": str(target)})
+        assert r.returncode != 0
+        assert "ValueError" in r.stderr and f"CJIT_DUMP={target}" in r.stderr, r.stderr
+    ok = tmp_path / "dump"
+    r = run_python(_ENV_PROG, {"CJIT_DUMP": str(ok)})
+    assert r.returncode == 0, r.stderr
+    assert any(p.name.endswith(".graph.txt") for p in ok.iterdir())
+
+
+@pytest.mark.parametrize("value", ["-help", "--help", "-help-hidden", "-version", "--version",
+                                   "-time-passes --help"])
+def test_llvm_args_that_end_the_process_are_refused(value):
+    # Was: LLVM printed its help and the process ended with status 0.
+    r = run_python(_ENV_PROG, {"CJIT_LLVM_ARGS": value})
+    assert r.returncode == 1, (r.returncode, r.stdout[-300:], r.stderr[-300:])
+    assert "ValueError" in r.stderr and "CJIT_LLVM_ARGS" in r.stderr, r.stderr[-500:]
+    assert "OVERVIEW" not in r.stdout and "RESULT" not in r.stdout
+
+
+def test_llvm_args_not_an_option_is_refused_and_good_ones_run():
+    r = run_python(_ENV_PROG, {"CJIT_LLVM_ARGS": "time-passes"})
+    assert r.returncode == 1 and "is not an option" in r.stderr, r.stderr[-500:]
+    r = run_python(_ENV_PROG, {"CJIT_LLVM_ARGS": "-x86-asm-syntax=intel -time-passes"})
+    assert r.returncode == 0, r.stderr[-500:]
+    assert "RESULT [1.0, 3.0, 5.0]" in r.stdout
+
+
+def _f2(x, y):
+    return x + y
+
+
+def _fv(x, *rest):
+    return x
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    (dict(static_argnums=2), ValueError, ["static_argnums", "2", "2 positional"]),
+    (dict(static_argnums=-3), ValueError, ["static_argnums", "-3"]),
+    (dict(donate_argnums=5), ValueError, ["donate_argnums", "5"]),
+    (dict(static_argnums=1, donate_argnums=1), ValueError, ["'y'", "both"]),
+    (dict(static_argnums=-1, donate_argnums=1), ValueError, ["'y'", "both"]),
+    (dict(static_argnames="x", donate_argnums=0), ValueError, ["'x'", "both"]),
+    (dict(static_argnums=1.5), TypeError, ["static_argnums", "1.5"]),
+    (dict(static_argnums=(0, 1.5)), TypeError, ["static_argnums", "1.5"]),
+    (dict(donate_argnums=1.5), TypeError, ["donate_argnums", "1.5"]),
+    (dict(static_argnums="0"), TypeError, ["static_argnums", "'0'"]),
+    (dict(static_argnames=3), TypeError, ["static_argnames", "3"]),
+])
+def test_jit_options_checked(kw, exc, words):
+    # Was: out-of-range numbers and a static-and-donated argument accepted
+    # silently; static_argnums=1.5 gave "'float' object is not iterable".
+    with pytest.raises(exc) as e:
+        cjit.jit(_f2, **kw)
+    for w in words:
+        assert w in str(e.value), str(e.value)
+
+
+def test_jit_options_in_range_still_work():
+    x = np.ones(2)
+    assert np.array_equal(cjit.jit(_f2, static_argnums=-1)(x, 2), x + 2)
+    assert np.array_equal(cjit.jit(_f2, donate_argnums=(0,))(x.copy(), x), x + 1)
+    # with *args the positions cannot be checked when jitting
+    assert np.array_equal(cjit.jit(_fv, static_argnums=3)(x), x)
+
+
+# ---------------------------------------------------------------------------
+# item 14: messages, copies, pytrees, static nan
+
+def test_unhashable_static_inside_a_tuple_names_the_part():
+    # Was: "got a value of type tuple; pass a tuple instead of a list".
+    jf = cjit.jit(lambda x, cfg: x * cfg[0], static_argnums=1)
+    with pytest.raises(TypeError) as e:
+        jf(np.ones(2), (2, [3, 4]))
+    msg = str(e.value)
+    assert "'cfg'" in msg and "cfg[1] is of type list" in msg and "tuple instead" in msg, msg
+    with pytest.raises(TypeError, match=r"cfg\[0\]\[1\] is of type dict"):
+        jf(np.ones(2), ((1, {}),))
+    assert jf.cache_info()["entries"] == 0
+    assert np.array_equal(jf(np.ones(2), (2, (3, 4))), np.full(2, 2.0))
+
+
+def test_numpy_ufunc_on_a_tracer_names_cjit_numpy():
+    # Was: "operand 'cjit._cjit.Tracer' does not support ufuncs
+    # (__array_ufunc__=None)".
+    with pytest.raises(TypeError) as e:
+        cjit.jit(lambda x: np.exp(x))(np.ones(2))
+    msg = str(e.value)
+    assert "numpy.exp" in msg and "cjit.numpy.exp" in msg and "float64[2]" in msg, msg
+    with pytest.raises(TypeError, match=r"numpy\.add\.reduce.*cnp\.sum"):
+        cjit.jit(lambda x: np.add.reduce(x))(np.ones(2))
+    with pytest.raises(TypeError, match="cjit.numpy has no logaddexp"):
+        cjit.jit(lambda x: np.logaddexp(x, x))(np.ones(2))
+
+
+def test_numpy_operands_on_the_left_still_work():
+    a = np.array([1.0, 2.0, 4.0])
+    x = np.array([2.0, 2.0, 2.0])
+
+    def f(t):
+        b = np.ones(3)
+        b += t                      # rebinds b to the traced sum, as before
+        return (a + t, a - t, a * t, a / t, a // t, a ** t, a @ t, a < t, a <= t, a > t,
+                a >= t, a == t, a != t, np.float32(3) * t, b)
+
+    want = (a + x, a - x, a * x, a / x, a // x, a ** x, a @ x, a < x, a <= x, a > x, a >= x,
+            a == x, a != x, np.float32(3) * x, 1 + x)
+    for g, w in zip(cjit.jit(f)(x), want):
+        assert_close(g, np.asarray(w))
+    ai = np.array([True, True, False])
+    xi = np.array([True, False, False])
+    got = cjit.jit(lambda t: (ai & t, ai | t, ai ^ t))(xi)
+    for g, w in zip(got, (ai & xi, ai | xi, ai ^ xi)):
+        assert_close(g, w)
+
+
+def test_output_allocation_failure_has_a_message():
+    # Was: an empty MemoryError when an output could not be allocated.
+    r = run_python("""
+        import numpy as np, cjit, cjit.numpy as cnp
+        f = cjit.jit(lambda x: cnp.broadcast_to(x, (1 << 21, 1 << 21)) + 1)   # 32 TiB
+        try:
+            f(np.ones(1))
+        except MemoryError as e:
+            print("MSG", repr(str(e)))
+        """)
+    assert r.returncode == 0, r.stderr
+    assert "MSG 'cjit: out of memory allocating 35184372088832 bytes for an output " \
+           "float64[2097152,2097152]'" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("how", [copy.copy, copy.deepcopy])
+def test_copy_of_a_jitted_function_works(how):
+    # Was: TypeError "cannot pickle 'Jitted' object".
+    jf = cjit.jit(lambda x, n: x * n, static_argnums=1, donate_argnums=0)
+    assert np.array_equal(jf(np.ones(2), 3), np.full(2, 3.0))
+    jc = how(jf)
+    assert type(jc) is type(jf) and jc is not jf
+    assert jc.static_argnums == (1,) and jc.donate_argnums == (0,)
+    assert np.array_equal(jc(np.ones(2), 4), np.full(2, 4.0))
+    assert np.array_equal(jc(np.ones(2), 4), np.full(2, 4.0))
+    assert jc.cache_info() == {"hits": 1, "misses": 1, "entries": 1}
+    assert jf.cache_info()["entries"] == 1     # the original keeps its own cache
+
+
+def test_ordered_dict_is_a_pytree():
+    # Was: TypeError "argument 'd' has type OrderedDict".
+    od = collections.OrderedDict([("b", np.ones(2)), ("a", np.arange(2.0))])
+    jf = cjit.jit(lambda d: collections.OrderedDict((k, v * 2) for k, v in d.items()))
+    out = jf(od)
+    assert type(out) is collections.OrderedDict and list(out) == ["b", "a"]
+    assert np.array_equal(out["b"], np.full(2, 2.0)) and np.array_equal(out["a"], [0.0, 2.0])
+    jf(collections.OrderedDict([("b", np.zeros(2)), ("a", np.ones(2))]))
+    assert jf.cache_info() == {"hits": 1, "misses": 1, "entries": 1}
+    # the order is part of the structure (as in JAX), and it is not a dict
+    jf(collections.OrderedDict([("a", np.ones(2)), ("b", np.ones(2))]))
+    assert jf.cache_info()["entries"] == 2
+    jf({"a": np.ones(2), "b": np.ones(2)})       # a dict, not an OrderedDict
+    assert jf.cache_info()["entries"] == 3
+    g = cjit.grad(lambda d: (d["a"] * d["b"]).sum())(od)
+    assert type(g) is collections.OrderedDict and list(g) == ["b", "a"]
+    assert np.array_equal(g["a"], od["b"]) and np.array_equal(g["b"], od["a"])
+    leaves, td = cjit._tree.flatten(od)
+    assert "OrderedDict" in repr(td) and len(leaves) == 2
+
+
+@dataclasses.dataclass
+class _Params:
+    w: object
+
+
+def test_unregistered_dataclass_gets_a_clear_error():
+    with pytest.raises(TypeError) as e:
+        cjit.jit(lambda p: p.w + 1)(_Params(np.ones(2)))
+    msg = str(e.value)
+    assert "'p'" in msg and "dataclass (_Params)" in msg and "tuple, dict or namedtuple" in msg
+    with pytest.raises(TypeError, match=r"output 'result' is a dataclass \(_Params\)"):
+        cjit.jit(lambda x: _Params(x))(np.ones(2))
+
+
+def test_static_nan_hits_its_cache_entry():
+    # Was: a new entry on every call (nan != nan).
+    import math
+    jf = cjit.jit(lambda x, s: x * s, static_argnums=1)
+    for v in (float("nan"), float("nan"), math.nan, -float("nan")):
+        assert np.isnan(jf(np.ones(2), v)).all()
+    assert jf.cache_info() == {"hits": 3, "misses": 1, "entries": 1}
+    # -0.0 and 0.0 are told apart (1/x differs), 1.0 and 1 too (types differ)
+    assert np.array_equal(1 / jf(np.ones(1), -0.0), [-np.inf])
+    assert np.array_equal(1 / jf(np.ones(1), 0.0), [np.inf])
+    assert jf.cache_info()["entries"] == 3
+    # inside a static tuple too
+    jt = cjit.jit(lambda x, s: x * s[1], static_argnums=1)
+    for _ in range(3):
+        jt(np.ones(2), (1.0, float("nan")))
+    assert jt.cache_info() == {"hits": 2, "misses": 1, "entries": 1}
+    # NumPy float scalars
+    for _ in range(2):
+        jf(np.ones(2), np.float32("nan"))
+    assert jf.cache_info()["entries"] == 4
