@@ -393,11 +393,18 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
         return !WANTS(0) || accumulate(c, x, expand_reduced(c, g, &in, n.attrs.axes));
     }
     case CJ_OP_REDUCE_PROD: {
-        /* g times the product of the other elements, exact at zeros too (as JAX):
-         * with nz = X where X != 0 and 1 where X == 0, p = prod(nz) and zeros = the
-         * number of zeros in the reduced group, the others' product is p / nz when
-         * none of the others is zero, else 0.  (Away from zeros this is g out / X;
-         * higher derivatives at an exact zero are those of this piecewise form.) */
+        /* g times the product of the other elements, exact at zeros too (as JAX).
+         * With nz = X where X != 0 and 1 where X == 0, p = prod(nz) and, per
+         * element, `others` = the number of zeros among the other elements of its
+         * reduced group, the others' product is
+         *   p / nz                      when others == 0,
+         *   p / nz * (the other zero)   when others == 1 (a value of 0),
+         *   0                           when others >= 2.
+         * The middle case multiplies by that zero element itself (s_other, the sum
+         * of the group's zeros less this element's own), so that the derivative
+         * of this gradient with respect to it is p / nz, not 0: the Hessian at an
+         * exact zero is then the symmetric one (x = [0, a, b]: d2/dx0 dx1 = b both
+         * ways).  Away from zeros this is g out / X. */
         if (!WANTS(0)) return true;
         cj_shape in = node(c, x).shape;
         uint32_t axes = n.attrs.axes;
@@ -406,10 +413,16 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
         int p = nz < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_PROD, nz, axes, c->loc, c->err);
         int z = cast(c, is0, n.dtype);
         int count = z < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, z, axes, c->loc, c->err);
-        int others0 = bin(c, CJ_OP_EQ, bin(c, CJ_OP_SUB, expand_reduced(c, count, &in, axes), z), cst(c, 0));
+        int others = bin(c, CJ_OP_SUB, expand_reduced(c, count, &in, axes), z);
+        int zx = bin(c, CJ_OP_MUL, X, z);      /* the zero elements, 0 elsewhere */
+        int zsum = zx < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, zx, axes, c->loc, c->err);
+        int s_other = bin(c, CJ_OP_SUB, expand_reduced(c, zsum, &in, axes), zx);
+        int one0 = bin(c, CJ_OP_EQ, others, cst(c, 1));
+        int none0 = bin(c, CJ_OP_EQ, others, cst(c, 0));
+        int f1 = one0 < 0 || s_other < 0 ? -1 : cj_build_select(c->g, one0, s_other, cst(c, 0), c->loc, c->err);
+        int factor = none0 < 0 || f1 < 0 ? -1 : cj_build_select(c->g, none0, cst(c, 1), f1, c->loc, c->err);
         int rest = bin(c, CJ_OP_DIV, expand_reduced(c, p, &in, axes), nz);
-        int r = others0 < 0 || rest < 0 ? -1 : cj_build_select(c->g, others0, rest, cst(c, 0), c->loc, c->err);
-        return accumulate(c, x, bin(c, CJ_OP_MUL, expand_reduced(c, g, &in, axes), r));
+        return accumulate(c, x, bin(c, CJ_OP_MUL, expand_reduced(c, g, &in, axes), bin(c, CJ_OP_MUL, rest, factor)));
     }
     case CJ_OP_REDUCE_MAX:
     case CJ_OP_REDUCE_MIN: { /* shared equally by the elements equal to the result */

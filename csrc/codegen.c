@@ -339,7 +339,10 @@ static LLVMValueRef emit_unary(cg *c, cj_op op, LLVMValueRef x, cj_dtype dt) {
         if (f) {
             LLVMValueRef pos = LLVMBuildFCmp(c->b, LLVMRealOGT, x, LLVMConstReal(t, 0), "pos");
             LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, LLVMConstReal(t, 0), "neg");
-            LLVMValueRef r = LLVMBuildSelect(c->b, neg, LLVMConstReal(t, -1), x, "s");
+            /* zeros of either sign give +0.0 (NumPy, the array API); nan stays nan */
+            LLVMValueRef zero = LLVMBuildFCmp(c->b, LLVMRealOEQ, x, LLVMConstReal(t, 0), "zero");
+            LLVMValueRef r = LLVMBuildSelect(c->b, zero, LLVMConstReal(t, 0), x, "z");
+            r = LLVMBuildSelect(c->b, neg, LLVMConstReal(t, -1), r, "s");
             return LLVMBuildSelect(c->b, pos, LLVMConstReal(t, 1), r, "sign");
         }
         if (dt == CJ_BOOL) return x;

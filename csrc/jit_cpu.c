@@ -81,13 +81,41 @@ int64_t cj_rt_ipow(int64_t base, int64_t exponent) {
     return (int64_t)result;
 }
 
+/* CJIT_LLVM_ARGS="-time-passes ...": options for LLVM, split at blanks, for
+ * experiments.  LLVM's parser ends the process after -help or -version
+ * (status 0, as if all went well) and after an option it does not know
+ * (status 1, with its message); the first two, and words that are not
+ * options at all, are refused here with an error instead. */
+#define CJ_MAX_LLVM_ARGS 16
+static cj_status pass_llvm_args(cj_error *err) {
+    const char *spec = getenv("CJIT_LLVM_ARGS");
+    if (!spec || !*spec) return CJ_OK;
+    char words[1024];
+    if (strlen(spec) >= sizeof words)
+        return cj_error_set(err, CJ_ERR_VALUE, "CJIT_LLVM_ARGS is longer than %zu characters", sizeof words - 1);
+    strcpy(words, spec);
+    const char *argv[CJ_MAX_LLVM_ARGS + 1] = {"cjit"};
+    int argc = 1;
+    for (char *save = NULL, *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        const char *name = w;
+        while (*name == '-') name++;
+        size_t len = strcspn(name, "=");
+        if (name == w || len == 0)
+            return cj_error_set(err, CJ_ERR_VALUE, "CJIT_LLVM_ARGS: '%s' is not an option (options start with '-', e.g. -time-passes)", w);
+        if (strncmp(name, "help", 4) == 0 || (len == 7 && strncmp(name, "version", 7) == 0))
+            return cj_error_set(err, CJ_ERR_VALUE, "CJIT_LLVM_ARGS: '%s' would make LLVM print and end the process; "
+                                "it is refused (run `llc %s` to see what it prints)", w, w);
+        if (argc == CJ_MAX_LLVM_ARGS + 1)
+            return cj_error_set(err, CJ_ERR_VALUE, "CJIT_LLVM_ARGS: more than %d options", CJ_MAX_LLVM_ARGS);
+        argv[argc++] = w;
+    }
+    if (argc > 1) LLVMParseCommandLineOptions(argc, argv, NULL);
+    return CJ_OK;
+}
+
 static cj_status jit_init(cj_error *err) {
     if (jit_state.ready) return CJ_OK;
-    const char *llvm_args = getenv("CJIT_LLVM_ARGS"); /* e.g. "-time-passes", for profiling compiles */
-    if (llvm_args && *llvm_args) {
-        const char *argv[2] = {"cjit", llvm_args};
-        LLVMParseCommandLineOptions(2, argv, NULL);
-    }
+    if (pass_llvm_args(err) != CJ_OK) return err->status;
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
         return cj_error_set(err, CJ_ERR_COMPILE, "LLVM has no native target for this CPU");
 

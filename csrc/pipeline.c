@@ -6,11 +6,13 @@
  *         --codegen + jit--> machine code
  *
  * CJIT_PASSES=-cse,-fuse,-group,-memplan switches passes off; results do not change. */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "blas.h"
 #include "executable.h"
@@ -30,6 +32,45 @@ static bool pass_disabled(const char *name) {
         if (starts && ends) return true;
     }
     return false;
+}
+
+/* The environment a compile reads, checked before it starts: CJIT_PASSES
+ * must be a comma-separated list of -name with known names (a typo would
+ * otherwise switch nothing off, silently), and CJIT_DUMP a directory that
+ * exists or can be made, and can be written. */
+static const char *const known_passes[] = {"cse", "fuse", "group", "memplan"};
+static bool settings_ok(cj_error *err) {
+    const char *spec = getenv("CJIT_PASSES");
+    for (const char *p = spec; p && *p;) {
+        size_t len = strcspn(p, ",");
+        bool known = false;
+        for (size_t i = 0; i < sizeof known_passes / sizeof *known_passes; i++)
+            known |= len == strlen(known_passes[i]) + 1 && p[0] == '-' && !strncmp(p + 1, known_passes[i], len - 1);
+        if (!known && len > 0) {
+            char names[64] = "";
+            for (size_t i = 0; i < sizeof known_passes / sizeof *known_passes; i++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", known_passes[i]);
+            cj_error_set(err, CJ_ERR_VALUE, "CJIT_PASSES=%s: '%.*s' is not a pass to switch off; the list is "
+                         "-name,-name,... with names %s", spec, (int)len, p, names);
+            return false;
+        }
+        p += len + (p[len] == ',');
+    }
+    const char *dir = getenv("CJIT_DUMP");
+    if (dir && *dir) {
+        struct stat st;
+        const char *why = NULL;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) why = strerror(errno);
+        else if (stat(dir, &st) != 0) why = strerror(errno);
+        else if (!S_ISDIR(st.st_mode)) why = "it is not a directory";
+        else if (access(dir, W_OK | X_OK) != 0) why = strerror(errno);
+        if (why) {
+            cj_error_set(err, CJ_ERR_VALUE, "CJIT_DUMP=%s: cannot write the dump there (%s); set it to a "
+                         "writable directory, or unset it", dir, why);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* flops: one per arithmetic expression per loop point; bytes: every
@@ -90,6 +131,7 @@ static int64_t held_bytes(const cj_executable *x) {
 
 /* See pipeline.h. */
 cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int ndonated, cj_error *err) {
+    if (!settings_ok(err)) return NULL;
     cj_executable *x = calloc(1, sizeof *x);
     bool *live = NULL;
     if (!x) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
@@ -139,6 +181,7 @@ fail:
 
 /* See pipeline.h. */
 cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
+    if (!settings_ok(err)) return err->status;
     cj_plan plan;
     memset(&plan, 0, sizeof plan);
     cj_graph *g = cj_simplify_run(src, !pass_disabled("cse"), err);

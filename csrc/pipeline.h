@@ -69,6 +69,10 @@ void cj_runtime_block_free(void *p, size_t nbytes);
 void cj_runtime_block_trim(void);
 /* Threads that run a large kernel (the caller included); starts the pool. */
 int cj_runtime_num_threads(void);
+/* CJIT_NUM_THREADS as the pool reads it: the number, or 0 when unset or bad
+ * (the pool then uses the number of cores); for a bad value, why (n bytes)
+ * says what was wrong, else it is made empty. */
+int cj_runtime_threads_setting(char *why, size_t n);
 void cj_runtime_stats_get(cj_runtime_stats *out);
 void cj_runtime_reset_peak(void);
 void cj_runtime_note_alloc(int64_t nbytes);   /* +: allocated, -: freed */

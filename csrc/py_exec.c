@@ -267,7 +267,8 @@ typedef struct {
 
 static PyObject *released_error(void)
 {
-    PyErr_SetString(PyExc_RuntimeError, "executable was released by cjit.clear_caches()");
+    PyErr_SetString(PyExc_RuntimeError, "cjit: this executable's machine code was freed by its "
+                    "release() method; compile the function again to call it");
     return NULL;
 }
 
@@ -404,8 +405,13 @@ static PyObject *new_output(const cj_shape *s, cj_dtype dt, void **data)
     }
     size_t total = output_block_size(nbytes);
     char *block = cj_runtime_block_alloc(total);
-    if (block == NULL)
-        return PyErr_NoMemory();
+    if (block == NULL) {
+        char aval[200];
+        cj_py_aval_str(dt, s, aval, sizeof aval);
+        PyErr_Format(PyExc_MemoryError, "cjit: out of memory allocating %lld bytes for an "
+                     "output %s", (long long)nbytes, aval);
+        return NULL;
+    }
     memcpy(block, &nbytes, sizeof nbytes);
     cj_runtime_note_alloc(nbytes);
     PyObject *cap = PyCapsule_New(block, OUT_CAPSULE, output_capsule_free);   /* new ref */

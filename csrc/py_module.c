@@ -326,6 +326,17 @@ static PyObject *mod_num_threads(PyObject *self, PyObject *unused)
     return PyLong_FromLong(cj_runtime_num_threads());
 }
 
+/* Problems with environment variables read outside any call (so that
+ * Python can warn at import): a list of messages, empty when all is well. */
+static PyObject *mod_env_warnings(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    char why[300];
+    cj_runtime_threads_setting(why, sizeof why);
+    return why[0] ? Py_BuildValue("[s]", why) : PyList_New(0);
+}
+
 static PyObject *mod_trim_memory(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -361,6 +372,8 @@ static PyMethodDef module_methods[] = {
     {"num_threads", mod_num_threads, METH_NOARGS,
      "num_threads($module, /)\n--\n\nThreads that run a large kernel (starts the pool; "
      "CJIT_NUM_THREADS, read once, overrides the number of cores)."},
+    {"_env_warnings", mod_env_warnings, METH_NOARGS,
+     "_env_warnings($module, /)\n--\n\nWhat is wrong with CJIT_NUM_THREADS (a list of messages)."},
     {"trim_memory", mod_trim_memory, METH_NOARGS,
      "trim_memory($module, /)\n--\n\nFrees the large blocks kept for reuse."},
     {"_set_package_dir", mod_set_package_dir, METH_O,

@@ -1524,6 +1524,7 @@ FORWARD(tracer_m_astype, "astype")
 FORWARD(tracer_m_squeeze, "squeeze")
 FORWARD(tracer_m_clip, "clip")
 FORWARD(tracer_m_dot, "dot")
+FORWARD(tracer_m_array_ufunc, "_tracer_array_ufunc")
 #undef FORWARD
 
 /* x.reshape(2, 3) and x.transpose(1, 0) take the shape/axes unpacked, as
@@ -1703,6 +1704,9 @@ static PyMethodDef tracer_methods[] = {
     KW_METHOD("dot", tracer_m_dot, "cjit.numpy.dot(self, other)"),
     {"flatten", (PyCFunction)tracer_m_flatten, METH_NOARGS, "cjit.numpy.reshape(self, (-1,))"},
     KW_METHOD("__array__", tracer_m_array, "raises ConcretizationError"),
+    KW_METHOD("__array_ufunc__", tracer_m_array_ufunc,
+              "NumPy's operators on a traced value run as Tracer's own; other ufuncs raise "
+              "TypeError naming the cjit.numpy function to use"),
     {NULL, NULL, 0, NULL},
 };
 #undef KW_METHOD
@@ -1745,15 +1749,13 @@ int cj_py_tracer_init(PyObject *m)
 {
     if (PyType_Ready(&cj_py_TraceType) < 0 || PyType_Ready(&cj_py_TracerType) < 0)
         return -1;
-    /* Class attributes (not getsets: NumPy looks them up on the type).
-     * __array_ufunc__ = None makes ufuncs and ndarray operators return
-     * NotImplemented, so that Tracer's reflected operators run. */
+    /* A class attribute (not a getset: NumPy looks it up on the type).
+     * __array_ufunc__ (a method, forwarded to cjit.numpy) makes
+     * `ndarray + tracer` run as Tracer's reflected operator would. */
     PyObject *prio = PyFloat_FromDouble(1000.0);
     if (prio == NULL)
         return -1;
-    int rc = PyDict_SetItemString(cj_py_TracerType.tp_dict, "__array_ufunc__", Py_None);
-    if (rc == 0)
-        rc = PyDict_SetItemString(cj_py_TracerType.tp_dict, "__array_priority__", prio);
+    int rc = PyDict_SetItemString(cj_py_TracerType.tp_dict, "__array_priority__", prio);
     Py_DECREF(prio);
     if (rc < 0)
         return -1;

@@ -274,18 +274,39 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-static int threads_wanted(void) {
+static int default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+/* See pipeline.h.  Accepted: a whole number from 1 to MAX_THREADS, with
+ * blanks around it; anything else (garbage, "-2", "2.5", "1000") is reported
+ * in `why` and the default is used, so a typo never ends a program. */
+int cj_runtime_threads_setting(char *why, size_t n) {
     const char *s = getenv("CJIT_NUM_THREADS");
-    long n = 0;
-    if (s && *s) {
-        char *end;
-        n = strtol(s, &end, 10);
-        if (*end || n < 1) n = 0;
+    if (why && n) why[0] = 0;
+    if (s == NULL || *s == 0) return 0;
+    const char *p = s;
+    while (*p == ' ' || *p == '\t') p++;
+    long v = 0;
+    bool digits = false, big = false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        digits = true;
+        v = v * 10 + (*p - '0');
+        if (v > MAX_THREADS) big = true, v = MAX_THREADS + 1;
     }
-    if (n == 0) n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    if (n > MAX_THREADS) n = MAX_THREADS;
-    return (int)n;
+    while (*p == ' ' || *p == '\t') p++;
+    if (digits && *p == 0 && !big && v >= 1) return (int)v;
+    if (why && n)
+        snprintf(why, n, "cjit: CJIT_NUM_THREADS=%.40s%s is not a whole number from 1 to %d; using "
+                 "the default, %d (the number of cores)", s, strlen(s) > 40 ? "..." : "",
+                 MAX_THREADS, default_threads());
+    return 0;
+}
+
+static int threads_wanted(void) {
+    int n = cj_runtime_threads_setting(NULL, 0);
+    return n > 0 ? n : default_threads();
 }
 
 static void pool_start(void) {

@@ -14,6 +14,10 @@ import os as _os
 from . import _cjit
 
 _cjit._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))
+for _msg in _cjit._env_warnings():   # a bad CJIT_NUM_THREADS: warned, the default used
+    import warnings as _warnings
+    _warnings.warn(_msg, RuntimeWarning, stacklevel=2)
+    del _msg
 
 from . import errors  # noqa: E402
 from .api import (  # noqa: E402

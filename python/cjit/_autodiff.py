@@ -15,11 +15,13 @@ after it are differentiated, so values computed outside the function (or by
 an enclosing ``grad``) are constants for this one.
 """
 import functools
+import threading
+import weakref
 
 import numpy as np
 
 from . import _cjit, _tree
-from .api import Jitted, current_trace, forced_remat, request_memory_budget
+from .api import Jitted, _output_tracer, current_trace, forced_remat, request_memory_budget
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -210,11 +212,12 @@ def _vjp_traced(fun, primals, has_aux, who):
     result = fun(*args)
     result, aux = _split_aux(result, has_aux, who)
     out_leaves, out_treedef = _tree.flatten(result)
-    outs = []
-    for x in out_leaves:
-        if not isinstance(x, _cjit.Tracer):
-            x = trace.apply("constant", value=float(x), dtype="float64", shape=())
-        outs.append(x)
+    # outputs that do not depend on the inputs (NumPy arrays, scalars) become
+    # constants of the trace: their cotangents give zero gradients, as in JAX
+    outs = [_output_tracer(trace, x, functools.partial(
+                lambda i: repr(_tree.format_keypath(_tree.leaf_keypaths(out_treedef)[i],
+                                                    "result")), i))
+            for i, x in enumerate(out_leaves)]
     out = _tree.unflatten(out_treedef, outs)
 
     def vjp_fn(cotangent):
@@ -239,6 +242,40 @@ def _vjp_traced(fun, primals, has_aux, who):
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
+# Eager vjp's compiled functions, per (function, has_aux), so that repeated
+# calls hit the compile cache.  Keyed weakly by the function; the jitted
+# functions reach it through a weak reference too (a strong one from the
+# value would keep the key alive forever).
+_eager_vjp_cache = weakref.WeakKeyDictionary()
+_eager_vjp_lock = threading.Lock()
+
+
+def _eager_vjp_jits(fun, has_aux, who):
+    """(forward, backward) internal Jitteds for an eager vjp of fun."""
+    def make(call_fun):
+        def forward(*ps):
+            return call_fun()(*ps)
+
+        def backward(ps, ct):
+            traced = _vjp_traced(call_fun(), ps, has_aux, who)
+            return traced[1](ct)
+        return Jitted(forward, _internal=True), Jitted(backward, _internal=True)
+
+    try:
+        ref = weakref.ref(fun)
+    except TypeError:       # not weakly referenceable: compiled per call
+        return make(lambda: fun)
+    with _eager_vjp_lock:
+        try:
+            per_fun = _eager_vjp_cache.setdefault(fun, {})
+        except TypeError:   # unhashable callable
+            return make(lambda: fun)
+        pair = per_fun.get(has_aux)
+        if pair is None:
+            pair = per_fun[has_aux] = make(ref)
+    return pair
+
+
 def vjp(fun, *primals, has_aux=False):
     """Returns ``(fun(*primals), vjp_fn)`` (plus ``aux`` with ``has_aux``);
     ``vjp_fn(cotangent)`` returns a tuple with one gradient per primal."""
@@ -248,22 +285,14 @@ def vjp(fun, *primals, has_aux=False):
 
     # On concrete values: the forward runs compiled now, and each vjp_fn
     # call runs one compiled function that recomputes the forward and
-    # appends the backward (cached per signature).
-    def forward(*ps):
-        out = fun(*ps)
-        return out
-
-    result = Jitted(forward, _internal=True)(*primals)
+    # appends the backward (cached per function and signature).
+    forward, backward_compiled = _eager_vjp_jits(fun, bool(has_aux), who)
+    result = forward(*primals)
     out, aux = (result if has_aux else (result, None))
     out_leaves, out_treedef = _tree.flatten(out)
 
-    def backward(ps, ct):
-        traced = _vjp_traced(fun, ps, has_aux, who)
-        return traced[1](ct)
-
-    backward_compiled = Jitted(backward, _internal=True)
-
     def vjp_fn(cotangent):
+        assert fun is not None   # holds fun, so the cached backward lives as long as vjp_fn
         outs = [np.asarray(o) for o in out_leaves]
         ct_leaves = _check_cotangent(outs, out_treedef, cotangent, who)
         # Python scalars become arrays of the output's dtype here: traced, they

@@ -73,8 +73,9 @@ class Tracer:
     abs(), comparisons (elementwise, returning Tracers), indexing through
     cjit.numpy's indexing helper, and the methods sum mean max min astype
     reshape transpose (forwarded to cjit.numpy).  __bool__, __int__,
-    __float__, __index__ raise ConcretizationError.  __array_ufunc__ is None
-    so NumPy defers to it."""
+    __float__, __index__ raise ConcretizationError.  __array_ufunc__
+    (cjit.numpy._tracer_array_ufunc) runs `ndarray <op> tracer` as the
+    Tracer's own operator and makes other NumPy ufuncs raise TypeError."""
     shape: tuple[int, ...]
     dtype: np.dtype
     ndim: int
@@ -112,9 +113,12 @@ class Executable:
     def cost_analysis(self) -> dict:   # flops, bytes_accessed
         ...
     def release(self) -> None:
-        """Frees the machine code now (clear_caches); calling afterwards raises
-        RuntimeError."""
+        """Frees the machine code now, or when the running calls end; calling
+        afterwards raises RuntimeError.  (clear_caches does not call it: it
+        drops references, so calls in flight finish.)"""
 
 def runtime_stats() -> dict:       # compiles, code_bytes, bytes_in_use, peak_bytes_in_use
     ...
 def reset_peak_memory_stats() -> None: ...
+def _env_warnings() -> list[str]:  # what is wrong with CJIT_NUM_THREADS (import cjit warns)
+    ...

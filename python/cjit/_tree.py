@@ -3,14 +3,18 @@
 `flatten(tree)` returns the leaves in order and a `PyTreeDef` that records
 the structure; `unflatten(treedef, leaves)` rebuilds the tree.  Dicts are
 walked in sorted key order (so {'b': 1, 'a': 2} and {'a': 2, 'b': 1} have
-the same treedef); `None` is a node with no leaves; named tuples are nodes
-that rebuild as their own type.  Everything else is a leaf.
+the same treedef); `OrderedDict`s are nodes of their own, walked in their
+order (as in JAX, where their order is part of the structure); `None` is a
+node with no leaves; named tuples are nodes that rebuild as their own type.
+Everything else is a leaf.
 
 This sits on the call path of every jitted call, so the walk is a plain
 recursion over exact types and the structure is a nested tuple whose hash
 is computed once.
 """
 from __future__ import annotations
+
+from collections import OrderedDict
 
 __all__ = ["PyTreeDef", "flatten", "flatten_node", "flatten_args", "treedef_of", "unflatten",
            "leaf_keypaths", "format_keypath", "tree_map", "tree_leaves"]
@@ -23,6 +27,7 @@ _TUPLE = 2
 _LIST = 3
 _DICT = 4
 _NAMEDTUPLE = 5
+_ODICT = 6
 
 
 def _sorted_keys(d):
@@ -46,6 +51,9 @@ def _flat(x, leaves):
         return (_DICT, tuple(keys), _flat_children([x[k] for k in keys], leaves))
     if x is None:
         return _NONE
+    if t is OrderedDict:
+        keys = tuple(x)
+        return (_ODICT, keys, _flat_children([x[k] for k in keys], leaves))
     if isinstance(x, tuple) and hasattr(t, "_fields"):
         return (_NAMEDTUPLE, t, _flat_children(x, leaves))
     leaves.append(x)
@@ -57,7 +65,8 @@ def _flat_children(xs, leaves):
     out = []
     for c in xs:
         t = type(c)
-        if t is tuple or t is list or t is dict or c is None or isinstance(c, tuple):
+        if t is tuple or t is list or t is dict or c is None or isinstance(c, tuple) or \
+                t is OrderedDict:
             out.append(_flat(c, leaves))
         else:
             leaves.append(c)
@@ -125,6 +134,8 @@ def _node_str(node):
         return "[" + ", ".join(kids) + "]"
     if kind == _DICT:
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(node[1], kids)) + "}"
+    if kind == _ODICT:
+        return "OrderedDict({" + ", ".join(f"{k!r}: {v}" for k, v in zip(node[1], kids)) + "})"
     return f"{node[1].__name__}(" + ", ".join(kids) + ")"
 
 
@@ -185,6 +196,8 @@ def _build(node, it):
         return [_build(k, it) for k in node[1]]
     if kind == _DICT:
         return {key: _build(k, it) for key, k in zip(node[1], node[2])}
+    if kind == _ODICT:
+        return OrderedDict([(key, _build(k, it)) for key, k in zip(node[1], node[2])])
     return node[1](*[_build(k, it) for k in node[2]])
 
 
@@ -210,7 +223,7 @@ def _paths(node, prefix, out):
             out.append(prefix)
         return
     kind = node[0]
-    if kind == _DICT:
+    if kind == _DICT or kind == _ODICT:
         for key, k in zip(node[1], node[2]):
             _paths(k, prefix + (("key", key),), out)
     elif kind == _NAMEDTUPLE:

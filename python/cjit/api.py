@@ -169,10 +169,19 @@ def _convert_leaf_slow(i, x, allow_sds=False):
     if isinstance(x, ShapeDtypeStruct):
         raise _LeafError(i, TypeError, "cjit: argument {arg} is a ShapeDtypeStruct; those are only "
                          "accepted by Jitted.lower(), not when calling")
+    if _is_dataclass_instance(x):
+        raise _LeafError(i, TypeError, f"cjit: argument {{arg}} is a dataclass "
+                         f"({type(x).__name__}); cjit does not look inside dataclasses (JAX "
+                         f"neither, unless one is registered as a pytree): pass its fields as a "
+                         f"tuple, dict or namedtuple, or mark the argument static")
     raise _LeafError(i, TypeError,
                      f"cjit: argument {{arg}} has type {type(x).__name__}; cjit accepts NumPy "
                      f"arrays and scalars, Python bool/int/float and None, nested in tuples, "
-                     f"lists and dicts")
+                     f"lists, dicts, OrderedDicts and namedtuples")
+
+
+def _is_dataclass_instance(x):
+    return hasattr(type(x), "__dataclass_fields__")
 
 
 _WEAK_BOOL = (_BOOL, (), True)
@@ -269,30 +278,53 @@ def _output_tracer(trace, x, describe):
         return trace.apply("constant", value=int(x), dtype="int64", shape=(), weak=True)
     if isinstance(x, float):
         return trace.apply("constant", value=float(x), dtype="float64", shape=(), weak=True)
+    if _is_dataclass_instance(x):
+        raise TypeError(f"cjit: output {describe()} is a dataclass ({type(x).__name__}); cjit "
+                        f"does not look inside dataclasses: return its fields as a tuple, dict "
+                        f"or namedtuple")
     raise TypeError(f"cjit: output {describe()} has type {type(x).__name__}; a jitted function "
-                    f"must return arrays or scalars nested in tuples, lists and dicts (or None)")
+                    f"must return arrays or scalars nested in tuples, lists, dicts, "
+                    f"OrderedDicts and namedtuples (or None)")
 
 
 # ---------------------------------------------------------------------------
 # static / dynamic argument split
 
+def _argnums(nums, what):
+    """static_argnums / donate_argnums as a tuple of ints; TypeError naming
+    the option for anything else (a float, a string, ...)."""
+    if nums is None:
+        return ()
+    if isinstance(nums, int) and not isinstance(nums, bool):
+        return (nums,)
+    if isinstance(nums, (str, bytes)):
+        nums = (nums,)
+    try:
+        nums = tuple(nums)
+    except TypeError:
+        raise TypeError(f"cjit.jit: {what} must be an int or a sequence of ints, got "
+                        f"{nums!r} of type {type(nums).__name__}") from None
+    for n in nums:
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError(f"cjit.jit: {what} must be ints, got {n!r} of type "
+                            f"{type(n).__name__} in {nums!r}")
+    return nums
+
+
 class _ArgSpec:
     """How one function's arguments split into static and dynamic ones."""
 
     def __init__(self, fun, static_argnums, static_argnames):
-        if static_argnums is None:
-            static_argnums = ()
-        elif isinstance(static_argnums, int):
-            static_argnums = (static_argnums,)
+        static_argnums = _argnums(static_argnums, "static_argnums")
         if static_argnames is None:
             static_argnames = ()
         elif isinstance(static_argnames, str):
             static_argnames = (static_argnames,)
-        static_argnums = tuple(static_argnums)
-        static_argnames = tuple(static_argnames)
-        for n in static_argnums:
-            if not isinstance(n, int) or isinstance(n, bool):
-                raise TypeError(f"cjit.jit: static_argnums must be ints, got {n!r}")
+        try:
+            static_argnames = tuple(static_argnames)
+        except TypeError:
+            raise TypeError(f"cjit.jit: static_argnames must be a string or a sequence of "
+                            f"strings, got {static_argnames!r}") from None
         for n in static_argnames:
             if not isinstance(n, str):
                 raise TypeError(f"cjit.jit: static_argnames must be strings, got {n!r}")
@@ -301,6 +333,7 @@ class _ArgSpec:
             sig = inspect.signature(fun)
         except (TypeError, ValueError):
             sig = None
+        self.has_signature = sig is not None
         self.positional_names = []     # names of parameters that can be given by position
         self.varargs_name = None
         self.keyword_names = set()     # names that can be given by keyword
@@ -336,9 +369,29 @@ class _ArgSpec:
                     if name not in self.keyword_names:
                         raise ValueError(f"cjit.jit: static_argnames names {name!r}, which is "
                                          f"not a keyword parameter of {_fun_name(fun)}")
+            self.check_argnums(static_argnums, "static_argnums", fun)
         self.static_argnums = tuple(sorted(set(static_argnums)))
         self.static_argnames = frozenset(static_argnames)
         self.has_statics = bool(self.static_argnums or self.static_argnames)
+
+    def check_argnums(self, nums, what, fun):
+        """ValueError for a position that no call can fill: past the
+        positional parameters of a function without *args (negative numbers
+        count from the end, as in JAX)."""
+        if self.varargs_name is not None or not self.has_signature:
+            return
+        n = len(self.positional_names)
+        for i in nums:
+            if not -n <= i < n:
+                raise ValueError(f"cjit.jit: {what} contains {i}, but {_fun_name(fun)} has "
+                                 f"{n} positional parameter{'' if n == 1 else 's'}"
+                                 f"{' (' + ', '.join(self.positional_names) + ')' if n else ''}")
+
+    def normalized(self, i):
+        """Position i as a non-negative index when the signature fixes it."""
+        if i < 0 and self.varargs_name is None and self.has_signature:
+            return i + len(self.positional_names)
+        return i
 
     def positional_name(self, pos):
         if pos < len(self.positional_names):
@@ -378,7 +431,7 @@ class _ArgSpec:
                 if i in spos:
                     static_pos.append((i, a))
                     name = names[i] if i < len(names) and names[i] in self.keyword_names else i
-                    statics.append((name, type(a), a))
+                    statics.append((name, type(a), _static_key(a)))
                 else:
                     dyn.append(a)
                     dyn_positions.append(i)
@@ -391,7 +444,7 @@ class _ArgSpec:
             for k, v in kwargs.items():
                 if k in self.static_argnames:
                     static_kw[k] = v
-                    statics.append((k, type(v), v))
+                    statics.append((k, type(v), _static_key(v)))
                 else:
                     dyn_kwargs[k] = v
         else:
@@ -402,13 +455,18 @@ class _ArgSpec:
             hash(statics)
         except TypeError:
             for where, _, v in statics:
-                try:
-                    hash(v)
-                except TypeError:
+                name = self.static_name(where)
+                part = _unhashable_part(v, name)
+                if part is not None:
+                    path, bad = part
+                    fix = {"list": "a tuple instead of the list", "dict":
+                           "a tuple of (key, value) pairs instead of the dict", "set":
+                           "a frozenset instead of the set"}.get(
+                               type(bad).__name__, "a hashable value (a tuple, a number, ...)")
                     raise TypeError(
-                        f"cjit: static argument {self.static_name(where)!r} must be hashable, "
-                        f"got a value of type {type(v).__name__}; pass a tuple instead of a "
-                        f"list, or make it a dynamic argument") from None
+                        f"cjit: static argument {name!r} must be hashable (static values key "
+                        f"the compile cache), but {path} is of type {type(bad).__name__}, "
+                        f"which is not; pass {fix}, or make the argument dynamic") from None
             raise
         return dyn_args, dyn_kwargs, statics, (dyn_positions, tuple(static_pos), static_kw)
 
@@ -444,6 +502,56 @@ class _ArgSpec:
 
 
 _NO_STATICS = (None, (), {})
+
+
+class _FloatKey:
+    """A static float in the cache key, compared by value bits: nan finds its
+    entry (nan != nan), and -0.0 gets its own (-0.0 == 0.0, but 1/x and
+    copysign tell them apart).  repr is the float's, for messages."""
+
+    __slots__ = ("value", "_bits")
+
+    def __init__(self, value):
+        self.value = value
+        f = float(value)
+        self._bits = (type(value), "nan" if f != f else f.hex())
+
+    def __eq__(self, other):
+        return type(other) is _FloatKey and self._bits == other._bits
+
+    def __hash__(self):
+        return hash(self._bits)
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+def _static_key(v):
+    """v as it goes into the cache key: floats (also inside tuples) by bits."""
+    t = type(v)
+    if t is float or isinstance(v, (float, np.floating)):
+        return _FloatKey(v)
+    if t is tuple:
+        return tuple([_static_key(x) for x in v])
+    return v
+
+
+def _unhashable_part(v, path):
+    """(path, value) of the first unhashable value in v (v itself, or an
+    item of a tuple/frozenset in it), or None when v is hashable."""
+    try:
+        hash(v)
+        return None
+    except TypeError:
+        pass
+    if isinstance(v, tuple):
+        fields = getattr(type(v), "_fields", None)
+        for i, x in enumerate(v):
+            sub = f"{path}.{fields[i]}" if fields else f"{path}[{i}]"
+            part = _unhashable_part(x, sub)
+            if part is not None:
+                return part
+    return path, v
 
 
 def _fun_name(fun):
@@ -656,14 +764,18 @@ class Jitted(_cjit.JitBase):
     def __init__(self, fun, *, static_argnums=None, static_argnames=None, donate_argnums=None,
                  device=None, _internal=False):
         self._fun = fun
-        self._spec = _ArgSpec(fun, static_argnums, static_argnames)
-        if donate_argnums is None:
-            donate_argnums = ()
-        elif isinstance(donate_argnums, int):
-            donate_argnums = (donate_argnums,)
-        self._donate_argnums = tuple(donate_argnums)   # for the memory planner (later)
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in self._donate_argnums):
-            raise TypeError(f"cjit.jit: donate_argnums must be ints, got {donate_argnums!r}")
+        self._spec = spec = _ArgSpec(fun, static_argnums, static_argnames)
+        self._donate_argnums = _argnums(donate_argnums, "donate_argnums")
+        spec.check_argnums(self._donate_argnums, "donate_argnums", fun)
+        both = sorted({spec.normalized(i) for i in self._donate_argnums}
+                      & {spec.normalized(i) for i in spec.static_argnums})
+        if both:
+            raise ValueError(f"cjit.jit: argument {spec.positional_name(both[0])!r} "
+                             f"(position {both[0]}) of {_fun_name(fun)} is in both "
+                             f"static_argnums and donate_argnums; a static argument is part of "
+                             f"the cache key, not a buffer, so it cannot be donated")
+        self._options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums, device=device, _internal=_internal)
         self._device = device
         self._internal = _internal    # eager-op jits ignore CJIT_DISABLE_JIT
         self._fast_configure(not self._spec.has_statics, _internal)
@@ -678,6 +790,15 @@ class Jitted(_cjit.JitBase):
 
     def __repr__(self):
         return f"<cjit.Jitted {self._name}>"
+
+    def __copy__(self):
+        """A new jitted function of the same Python function and options,
+        with a cache of its own (its first call compiles)."""
+        return type(self)(self._fun, **self._options)
+
+    def __deepcopy__(self, memo):
+        # The Python function is shared, as copy.deepcopy shares functions.
+        return self.__copy__()
 
     def __get__(self, obj, objtype=None):
         # Decorating a method: bind `self` as the first (dynamic) argument.
@@ -871,16 +992,14 @@ class Jitted(_cjit.JitBase):
                 "entries": len(self._cache)}
 
     def clear_cache(self):
+        """Drops this function's cached executables.  Their machine code is
+        freed when the last reference goes: at once, unless a call is
+        running one (that call holds it and finishes normally) or a
+        Compiled holds it.  Nothing is released under a running call."""
         with self._lock:
             self._fast_clear()
-            entries = list(self._cache.values())
             self._cache.clear()
             self._last_key = None
-        for e in entries:
-            try:
-                e.exe.release()
-            except Exception:
-                pass
 
 
 # Calls of Jitted skip the argument tuple (Python 3.12 does this by itself).
@@ -1145,8 +1264,8 @@ class Compiled:
 # process-wide caches and memory
 
 def clear_caches():
-    """Drops every cached executable (every Jitted, the eager-op kernels)
-    and frees their machine code."""
+    """Drops every cached executable (every Jitted, the eager-op kernels);
+    their machine code is freed as soon as no running call holds it."""
     for j in list(_all_jitted):
         j.clear_cache()
 

@@ -591,15 +591,24 @@ def _reduce(prim, x, axes, keepdims):
 
 
 def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
-    """sum or prod: bool and int32 inputs accumulate as int64, as NumPy."""
+    """sum or prod: bool and int32 inputs accumulate as int64, as NumPy.  With
+    dtype=int32 or bool the result has that dtype, as NumPy's: the core
+    accumulates them as int64, and wrapping to 32 bits at the end gives the
+    int32 sum/product NumPy's wrapping accumulator gives; cast to bool, the
+    int64 count or product of 0/1 values is NumPy's logical or/and."""
     _check_reduce_args(name, out, initial, where)
     x = _lift(_operand(a, name))
     axes = _norm_axes(axis, x.ndim)
+    want = None
     if dtype is not None:
-        x = _cast(x, canonical_dtype(dtype))
+        want = canonical_dtype(dtype)
+        x = _cast(x, want)
     elif x.dtype in (_BOOL, _I32):
         x = _cast(x, _I64)
-    return _reduce("reduce_" + name, x, axes, keepdims)
+    r = _reduce("reduce_" + name, x, axes, keepdims)
+    if want is not None and r.dtype != want:
+        r = _cast(r, want)
+    return r
 
 
 @_op("a")
@@ -1156,7 +1165,10 @@ def arange(start, stop=None, step=None, dtype=None):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None):
-    """a as an array: a traced value inside a trace, a NumPy array outside."""
+    """a as an array: a traced value inside a trace, a NumPy array outside.
+    copy as NumPy's outside a trace (True: always a new array; False:
+    ValueError if one would be needed); traced values are immutable, so a
+    trace ignores it."""
     if isinstance(a, Tracer):
         if dtype is None:
             return a
@@ -1165,9 +1177,10 @@ def asarray(a, dtype=None, order=None, *, copy=None):
         r = _stack_nested(a)
         return r if dtype is None else astype(r, dtype)
     dt = None if dtype is None else canonical_dtype(dtype)
-    arr = np.asarray(a, dtype=dt)
+    outside = current_trace() is None
+    arr = np.asarray(a, dtype=dt, copy=copy if outside else None)
     canonical_dtype(arr.dtype, "cjit.numpy.asarray: dtype")
-    if current_trace() is None:
+    if outside:
         return arr
     return _lift(arr)
 
@@ -1305,3 +1318,50 @@ def _len(x):
     if len(shape) == 0:
         raise TypeError("len() of unsized object")
     return shape[0]
+
+
+# ---------------------------------------------------------------------------
+# NumPy ufuncs on traced values (Tracer.__array_ufunc__ forwards here)
+
+# The ufuncs behind Python's operators: `ndarray + tracer` calls np.add,
+# which must run as the Tracer's own (reflected) operator.
+_OPERATOR_UFUNCS = {
+    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"),
+    "multiply": ("__mul__", "__rmul__"), "divide": ("__truediv__", "__rtruediv__"),
+    "floor_divide": ("__floordiv__", "__rfloordiv__"), "power": ("__pow__", "__rpow__"),
+    "matmul": ("__matmul__", "__rmatmul__"), "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_or": ("__or__", "__ror__"), "bitwise_xor": ("__xor__", "__rxor__"),
+    "less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"),
+    "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"),
+    "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__"),
+}
+
+
+def _tracer_array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """Tracer.__array_ufunc__: a binary operator's ufunc with a NumPy operand
+    on the left runs the Tracer's operator (an in-place `a += t` rebinds `a`
+    to the traced result, as before); any other NumPy ufunc raises TypeError
+    naming the cjit.numpy function to call instead."""
+    name = getattr(ufunc, "__name__", str(ufunc))
+    out = kwargs.pop("out", None)
+    pair = _OPERATOR_UFUNCS.get(name)
+    if (pair is not None and method == "__call__" and not kwargs and len(inputs) == 2
+            and (out is None or (len(out) == 1 and out[0] is inputs[0]))):
+        a, b = inputs
+        r = getattr(a, pair[0])(b) if isinstance(a, Tracer) else getattr(b, pair[1])(a)
+        if r is not NotImplemented:
+            return r
+    called = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
+    traced = ", ".join(f"{t.dtype.name}[{','.join(map(str, t.shape))}]"
+                       for t in inputs if isinstance(t, Tracer))
+    fn = globals().get(name)
+    if method == "__call__" and callable(fn) and not name.startswith("_"):
+        hint = f"use cjit.numpy.{name} instead (import cjit.numpy as cnp; cnp.{name}(...))"
+    elif method == "__call__":
+        hint = f"cjit.numpy has no {name}: write it with cjit.numpy functions"
+    else:
+        hint = "use the cjit.numpy function that computes it instead (cnp.sum for " \
+               "numpy.add.reduce, say)"
+    raise TypeError(f"cjit: {called} was called on a traced value ({traced}) at "
+                    f"{user_location()}: NumPy functions need concrete arrays, which do not "
+                    f"exist while tracing; {hint}")
