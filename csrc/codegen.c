@@ -655,42 +655,41 @@ static void pairwise_push(cg *c, pairwise *p, LLVMValueRef v) {
 
 /* The sum of `count` points from idx[d] = first on, from a zero register
  * accumulator (the slot). */
-static LLVMValueRef emit_block_sum(cg *c, int d, LLVMValueRef first, int64_t count, const char *name) {
+static LLVMValueRef emit_block_sum(cg *c, int d, LLVMValueRef first, LLVMValueRef count) {
     LLVMValueRef slot = c->buf_ptr[c->plan->nbuffers];
     LLVMTypeRef t = reg_type(c, c->plan->buffers[c->k->out_buffer].dtype);
     LLVMBuildStore(c->b, LLVMConstReal(t, 0), slot);
     loop_state L;
-    loop_begin(c, &L, LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)count, 0), name);
+    loop_begin(c, &L, LLVMConstInt(c->i64, 0, 0), count, "i.block");
     c->idx[d] = LLVMBuildAdd(c->b, first, L.phi, "i");
     LLVMValueRef v = emit_exprs(c);
     if (!v || !accumulate_value(c, v)) return NULL;
     loop_end(c, &L);
-    if (c->target == CJ_TARGET_CPU && has_long_math(c->k) && count >= CJ_MATH_INTERLEAVE_MIN_TRIP)
-        set_interleave(c, L.latch, CJ_MATH_INTERLEAVE);
+    if (c->target == CJ_TARGET_CPU && has_long_math(c->k)) set_interleave(c, L.latch, CJ_MATH_INTERLEAVE);
     return LLVMBuildLoad2(c->b, t, slot, "block.sum");
 }
 
-/* The reduced loops from d on, the last one in blocks, each pushed. */
+/* The reduced loops from d on, the last one in blocks, each pushed.  The
+ * last block of a row may be partial: the block loop's count says so,
+ * rather than a second loop for it (less code to vectorize). */
 static bool emit_pairwise_loops(cg *c, pairwise *p, int d) {
     const cj_kernel *k = c->k;
     while (d < p->last && !(k->reduced & (1u << d))) d++;
     if (d == p->last) {
-        int64_t n = k->dims[d], nblocks = n / CJ_SUM_BLOCK, rest = n % CJ_SUM_BLOCK;
-        if (nblocks > 0) {
-            loop_state L;
-            loop_begin(c, &L, LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)nblocks, 0), "block");
-            LLVMValueRef first = LLVMBuildMul(c->b, L.phi, LLVMConstInt(c->i64, CJ_SUM_BLOCK, 0), "first");
-            LLVMValueRef v = emit_block_sum(c, d, first, CJ_SUM_BLOCK, "i.block");
-            if (!v) return false;
-            pairwise_push(c, p, v);
-            loop_end(c, &L);
+        int64_t n = k->dims[d], nblocks = (n + CJ_SUM_BLOCK - 1) / CJ_SUM_BLOCK;
+        LLVMValueRef block = LLVMConstInt(c->i64, CJ_SUM_BLOCK, 0);
+        loop_state L;
+        loop_begin(c, &L, LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)nblocks, 0), "block");
+        LLVMValueRef first = LLVMBuildMul(c->b, L.phi, block, "first");
+        LLVMValueRef count = block;
+        if (n % CJ_SUM_BLOCK) {
+            LLVMValueRef left = LLVMBuildSub(c->b, LLVMConstInt(c->i64, (unsigned long long)n, 0), first, "left");
+            count = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, left, block, "partial"), left, block, "count");
         }
-        if (rest > 0) {
-            LLVMValueRef first = LLVMConstInt(c->i64, (unsigned long long)(nblocks * CJ_SUM_BLOCK), 0);
-            LLVMValueRef v = emit_block_sum(c, d, first, rest, "i.rest");
-            if (!v) return false;
-            pairwise_push(c, p, v);
-        }
+        LLVMValueRef v = emit_block_sum(c, d, first, count);
+        if (!v) return false;
+        pairwise_push(c, p, v);
+        loop_end(c, &L);
         return true;
     }
     char name[16];
