@@ -238,6 +238,9 @@ def _programs(dt):
         "reduce_3d": (lambda x: (x.sum(axis=(0, 2)), x.max(axis=1), cnp.prod(x, axis=0)),
                       (f(5, 6, 7),)),
         "layernorm": (_layernorm, (f(32, 64), f(64))),
+        # float sums longer than a block (512) add pairwise (codegen.c)
+        "long_sums": (lambda x: (x.sum(), x.sum(axis=0), x.sum(axis=1), x[:, :600].sum(), x.T.mean(axis=0)),
+                      (f(1500, 700),)),
         "mlp": (_mlp, (f(16, 32), f(32, 64), f(64), f(64, 10), f(10))),
     }
 
