@@ -11,6 +11,8 @@
  * large |x|): a call to a function that this file adds to the module once
  * (internal, cj.math.*), with vector variants the loop vectorizer calls in
  * the vector loop; each returns at once unless a lane needs the slow path.
+ * It also reads a constant table (the bits of 2/pi; llvm.masked.gather in
+ * vectors) and uses llvm.vector.reduce.or.
  *
  * Two kinds of fused multiply-add are used:
  *   - llvm.fmuladd for polynomial evaluation, where fusing is optional (the
@@ -623,8 +625,12 @@ static const double TRIG_BIG[2] = {0x1p30, 0x1p15};
  * is far below what float needs. */
 #define FLOAT_CW_MAX 0x1p45
 
-/* vector widths of the slow path offered to the loop vectorizer */
+/* vector widths of the slow path offered to the loop vectorizer; only
+ * the TRIG_CORE_LANES one holds the vector code, the others call it on
+ * pieces of their vector (compiling a variant of each width costs 10-20
+ * ms per kernel, most of it in the backend's 512-bit integer vectors) */
 static const unsigned TRIG_VF[2][3] = {{2, 4, 8}, {4, 8, 16}};
+#define TRIG_CORE_LANES 4
 
 static LLVMValueRef ku(mc *m, unsigned long long v) { return splat(m, LLVMConstInt(m->ist, v, 0)); }
 static LLVMValueRef iadd(mc *m, LLVMValueRef a, LLVMValueRef c, const char *n) { return LLVMBuildAdd(m->b, a, c, n); }
@@ -672,28 +678,40 @@ static void cody_waite(mc *m, LLVMValueRef x, LLVMValueRef *q, LLVMValueRef *r, 
     *q = to_int(m, qf, N("q"));
 }
 
-/* The table words W[j], ..., W[j + count - 1] for a per-lane j < 2^nbits
- * (words past the table are 0): one select per bit of j and word, from
- * the highest bit down, so no memory is read (vectors need no gather). */
-static void table_window(mc *m, LLVMValueRef j, int nbits, int count, LLVMValueRef *out, const char *p)
+/* The table words W[j], ..., W[j + count - 1] for a per-lane j with
+ * j + count <= TWO_OVER_PI_WORDS, loaded from a constant array of the
+ * module (made once; a gather for vectors). */
+static void table_window(mc *m, LLVMValueRef j, int count, LLVMValueRef *out, const char *p)
 {
     NAMES;
-    LLVMValueRef cur[TWO_OVER_PI_WORDS];
-    int have = TWO_OVER_PI_WORDS;
-    for (int i = 0; i < have; i++)
-        cur[i] = ku(m, TWO_OVER_PI_BITS[i]);
-    for (int bit = nbits - 1; bit >= 0; bit--) {
-        int step = 1 << bit;
-        int need = count + step - 1;   /* the lower bits of j still add up to step - 1 */
-        if (need > have)
-            need = have;
-        LLVMValueRef on = LLVMBuildICmp(m->b, LLVMIntNE, band(m, j, ku(m, (unsigned)step), N("jb")), ku(m, 0), N("jon"));
-        for (int i = 0; i < need; i++)
-            cur[i] = sel(m, on, i + step < have ? cur[i + step] : ku(m, 0), cur[i], N("w"));
-        have = need;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(m->ctx);
+    LLVMTypeRef at = LLVMArrayType2(i64, TWO_OVER_PI_WORDS);
+    LLVMValueRef tab = LLVMGetNamedGlobal(m->mod, "cj.math.two_over_pi");
+    if (!tab) {
+        LLVMValueRef w[TWO_OVER_PI_WORDS];
+        for (int i = 0; i < TWO_OVER_PI_WORDS; i++)
+            w[i] = LLVMConstInt(i64, TWO_OVER_PI_BITS[i], 0);
+        tab = LLVMAddGlobal(m->mod, at, "cj.math.two_over_pi");
+        LLVMSetInitializer(tab, LLVMConstArray2(i64, w, TWO_OVER_PI_WORDS));
+        LLVMSetGlobalConstant(tab, 1);
+        LLVMSetLinkage(tab, LLVMInternalLinkage);
+        LLVMSetUnnamedAddress(tab, LLVMGlobalUnnamedAddr);
     }
-    for (int i = 0; i < count; i++)
-        out[i] = i < have ? cur[i] : ku(m, 0);
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(m->ctx, 0);
+    for (int i = 0; i < count; i++) {
+        LLVMValueRef idx = iadd(m, j, ku(m, (unsigned)i), N("wi"));
+        LLVMValueRef addr = LLVMBuildGEP2(m->b, i64, tab, &idx, 1, N("wp"));
+        if (!m->lanes) {
+            out[i] = LLVMBuildLoad2(m->b, i64, addr, N("w"));
+            continue;
+        }
+        LLVMTypeRef tys[2] = {m->it, LLVMVectorType(ptr, m->lanes)};
+        unsigned id = LLVMLookupIntrinsicID("llvm.masked.gather", 18);
+        LLVMValueRef fn = LLVMGetIntrinsicDeclaration(m->mod, id, tys, 2);
+        LLVMValueRef args[4] = {addr, LLVMConstInt(LLVMInt32TypeInContext(m->ctx), 8, 0),
+                                splat(m, LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0)), LLVMGetPoison(m->it)};
+        out[i] = LLVMBuildCall2(m->b, LLVMIntrinsicGetType(m->ctx, id, tys, 2), fn, args, 4, N("w"));
+    }
 }
 
 /* the 64 bits starting sh bits into the pair a:c (sh in [0, 63]) */
@@ -720,7 +738,7 @@ static LLVMValueRef u52_to_fp(mc *d, LLVMValueRef v, const char *n)
  * 2^1 down to 2^-62 (and 2^-126 for double) are ax 2/pi mod 4 in fixed
  * point, to about 2^-61 (f32) / 2^-124, which is more than enough: ax
  * 2/pi is never closer than 2^-29.8 (float) / 2^-61.5 (double) to an
- * integer (tests/c/two_over_pi.py --worst).  Returns k (mod 4, in d->it)
+ * integer (tests/c/two_over_pi.py --hard).  Returns k (mod 4, in d->it)
  * and r = ax - k pi/2 as a double, |r| <= pi/4, rounded once (f32) or
  * accurate to about 2^-100 before the final rounding. */
 static void payne_hanek(mc *d, LLVMValueRef ax, int f32, LLVMValueRef *k_out, LLVMValueRef *r_out, const char *p)
@@ -740,7 +758,7 @@ static void payne_hanek(mc *d, LLVMValueRef ax, int f32, LLVMValueRef *k_out, LL
     LLVMValueRef sh = band(d, pos, ku(d, 63), N("sh"));
     LLVMValueRef w[4], t[3];
     int nt = f32 ? 2 : 3;
-    table_window(d, j, f32 ? 2 : 5, nt + 1, w, p);
+    table_window(d, j, nt + 1, w, p);
     for (int i = 0; i < nt; i++)
         t[i] = funnel(d, w[i], w[i + 1], sh, N("t"));
     LLVMValueRef X = bor(d, band(d, ix, ku(d, (1ULL << 52) - 1), N("mb")), ku(d, 1ULL << 52), N("X"));
@@ -929,6 +947,44 @@ static LLVMValueRef trig_big_fn(LLVMModuleRef mod, LLVMTypeRef t, int want_cos)
     LLVMBuildRet(b, v);
 
     LLVMPositionBuilderAtEnd(b, slow);
+    if (lanes && lanes != TRIG_CORE_LANES) {
+        /* other widths: the core variant on TRIG_CORE_LANES lanes at a
+         * time (x padded with 0, which it leaves alone) */
+        LLVMValueRef core = trig_big_fn(mod, LLVMVectorType(st, TRIG_CORE_LANES), want_cos);
+        LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
+        LLVMValueRef parts[16];
+        int nparts = 0;
+        for (int lo = 0; lo < lanes; lo += TRIG_CORE_LANES) {
+            LLVMValueRef idx[TRIG_CORE_LANES], a[2];
+            for (int i = 0; i < TRIG_CORE_LANES; i++)
+                idx[i] = LLVMConstInt(i32, (unsigned)(lo + i < lanes ? lo + i : lanes), 0);
+            LLVMValueRef mask = LLVMConstVector(idx, TRIG_CORE_LANES);
+            a[0] = LLVMBuildShuffleVector(b, x, LLVMConstNull(t), mask, N("xpart"));
+            a[1] = LLVMBuildShuffleVector(b, v, LLVMConstNull(t), mask, N("vpart"));
+            parts[nparts] = LLVMBuildCall2(b, LLVMGlobalGetValueType(core), core, a, 2, N("part"));
+            pure_attrs(ctx, parts[nparts++], 1);
+        }
+        /* concatenate (or truncate) the parts back to `lanes` lanes */
+        LLVMValueRef res = parts[0];
+        for (int w = TRIG_CORE_LANES; w < lanes; w *= 2) {
+            LLVMValueRef idx[16];
+            for (int i = 0; i < 2 * w; i++)
+                idx[i] = LLVMConstInt(i32, (unsigned)i, 0);
+            for (int i = 0; i < nparts / 2; i++)
+                parts[i] = LLVMBuildShuffleVector(b, parts[2 * i], parts[2 * i + 1], LLVMConstVector(idx, (unsigned)(2 * w)), N("cat"));
+            nparts /= 2;
+            res = parts[0];
+        }
+        if (lanes < TRIG_CORE_LANES) {
+            LLVMValueRef idx[TRIG_CORE_LANES];
+            for (int i = 0; i < lanes; i++)
+                idx[i] = LLVMConstInt(i32, (unsigned)i, 0);
+            res = LLVMBuildShuffleVector(b, res, LLVMGetPoison(LLVMTypeOf(res)), LLVMConstVector(idx, (unsigned)lanes), N("trunc"));
+        }
+        LLVMBuildRet(b, res);
+        LLVMDisposeBuilder(b);
+        return fn;
+    }
     LLVMValueRef k, rd;
     if (dbl) {
         payne_hanek_signed(m, x, ax, 0, &k, &rd, p);
@@ -1031,12 +1087,12 @@ static LLVMValueRef trig(LLVMBuilderRef b, LLVMValueRef x, int want_cos)
 }
 
 /* sin(x): see trig above; S of degree 6 (double) / 3 (float).
- * Measured max error 1.44 ulp (double), 1.45 ulp (float) over the whole
+ * Measured max error 1.45 ulp (double), 1.45 ulp (float) over the whole
  * range, including the arguments closest to multiples of pi/2. */
 LLVMValueRef cj_math_sin(LLVMBuilderRef b, LLVMValueRef x) { return trig(b, x, 0); }
 
 /* cos(x): as cj_math_sin, C of degree 5 (double) / 3 (float).
- * Measured max error 1.45 ulp (double), 1.48 ulp (float). */
+ * Measured max error 1.46 ulp (double), 1.48 ulp (float). */
 LLVMValueRef cj_math_cos(LLVMBuilderRef b, LLVMValueRef x) { return trig(b, x, 1); }
 
 /* ------------------------------------------------------------------ */

@@ -218,7 +218,7 @@ static int check_bad_types(void)
 static int check_plain_ir(LLVMModuleRef mod)
 {
     static const char *allowed[] = {"llvm.fma.", "llvm.fmuladd.", "llvm.fabs.", "llvm.floor.",
-                                    "llvm.rint.", "llvm.copysign.", "llvm.vector.reduce.or."};
+                                    "llvm.rint.", "llvm.copysign.", "llvm.vector.reduce.or.", "llvm.masked.gather."};
     int bad = 0;
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
         size_t len;
