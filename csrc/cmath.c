@@ -897,6 +897,18 @@ static void payne_hanek_signed(mc *d, LLVMValueRef x, LLVMValueRef ax, int f32, 
     *k = sel(d, xneg, LLVMBuildNeg(d->b, ka, N("nk")), ka, N("ks"));
 }
 
+/* Does mod only declare the slow-path helpers below (cj_math_helpers_elsewhere)? */
+static bool helpers_elsewhere(LLVMModuleRef mod)
+{
+    return LLVMGetNamedMetadata(mod, "cj.math.helpers.elsewhere", 25) != NULL;
+}
+
+void cj_math_helpers_elsewhere(LLVMModuleRef mod)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMAddNamedMetadataOperand(mod, "cj.math.helpers.elsewhere", LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, NULL, 0)));
+}
+
 static void trig_big_name(char *buf, size_t n, int dbl, unsigned lanes, int want_cos)
 {
     int k = snprintf(buf, n, "cj.math.%s.%s.big", want_cos ? "cos" : "sin", dbl ? "f64" : "f32");
@@ -924,8 +936,10 @@ static LLVMValueRef trig_big_fn(LLVMModuleRef mod, LLVMTypeRef t, int want_cos)
         return fn;
     LLVMTypeRef params[2] = {t, t};
     fn = LLVMAddFunction(mod, name, LLVMFunctionType(t, params, 2, 0));
-    LLVMSetLinkage(fn, LLVMInternalLinkage);
     pure_attrs(ctx, fn, 0);
+    if (helpers_elsewhere(mod))
+        return fn;   /* a declaration: the JIT links the one compiled copy */
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
     add_fn_attr(ctx, fn, 0, "noinline", 0);
     if (lanes)
         keep_used(mod, fn);
@@ -1055,6 +1069,27 @@ static LLVMValueRef trig_big_call(mc *m, LLVMValueRef x, LLVMValueRef v, int wan
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
                              LLVMCreateStringAttribute(m->ctx, key, (unsigned)strlen(key), variants, (unsigned)len));
     return call;
+}
+
+bool cj_math_define_helper(LLVMModuleRef mod, const char *name)
+{
+    char sc[4], dt[4];
+    unsigned lanes = 0;
+    int used = 0;
+    if (sscanf(name, "cj.math.%3[sinco].%3[f3264].big%n", sc, dt, &used) != 2 || used == 0)
+        return false;
+    if (name[used] == '.' && sscanf(name + used, ".v%u", &lanes) != 1)
+        return false;
+    int want_cos = strcmp(sc, "cos") == 0, dbl = strcmp(dt, "f64") == 0;
+    if ((!want_cos && strcmp(sc, "sin") != 0) || (!dbl && strcmp(dt, "f32") != 0) || lanes > 16)
+        return false;
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef t = dbl ? LLVMDoubleTypeInContext(ctx) : LLVMFloatTypeInContext(ctx);
+    if (lanes)
+        t = LLVMVectorType(t, lanes);
+    LLVMValueRef fn = trig_big_fn(mod, t, want_cos);
+    LLVMSetLinkage(fn, LLVMExternalLinkage);
+    return true;
 }
 
 /* sin or cos: k = rint(x 2/pi), r = x - k pi/2 with pi/2 in three parts

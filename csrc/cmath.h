@@ -9,6 +9,8 @@
 #ifndef CJ_CMATH_H
 #define CJ_CMATH_H
 
+#include <stdbool.h>
+
 #include <llvm-c/Core.h>
 
 LLVMValueRef cj_math_exp(LLVMBuilderRef b, LLVMValueRef x);
@@ -20,5 +22,15 @@ LLVMValueRef cj_math_sin(LLVMBuilderRef b, LLVMValueRef x);
 LLVMValueRef cj_math_cos(LLVMBuilderRef b, LLVMValueRef x);
 /* x ** y for floats (NumPy/C pow semantics for special values). */
 LLVMValueRef cj_math_pow(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y);
+
+/* sin and cos call a slow-path helper for huge arguments (Payne-Hanek).
+ * By default a module defines its own copy.  After this call, mod only
+ * declares the helpers ("cj.math.<sin|cos>.<f32|f64>.big[.v<lanes>]"),
+ * and whoever links it defines them once with cj_math_define_helper
+ * (jit_cpu.c through mathlib.c), which saves each kernel module their
+ * compile time. */
+void cj_math_helpers_elsewhere(LLVMModuleRef mod);
+/* Defines helper `name` in mod, externally visible; false if name is not one. */
+bool cj_math_define_helper(LLVMModuleRef mod, const char *name);
 
 #endif

@@ -1194,5 +1194,6 @@ cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const
 /* See codegen.h. */
 cj_status cj_codegen_module(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, const bool *only,
                             cj_error *err) {
+    cj_math_helpers_elsewhere(mod); /* sin/cos slow paths: one copy in the JIT (mathlib.c) */
     return codegen_kernels(plan, mod, prefix, CJ_TARGET_CPU, only, err);
 }

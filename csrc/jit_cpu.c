@@ -37,6 +37,10 @@
  * independently); each thread has a target machine of its own. */
 #define CJ_MAX_COMPILE_THREADS 8
 
+/* Most distinct mathlib functions one module calls (8 ops, 2 dtypes, 4
+ * widths, and the sin/cos slow paths: far fewer in practice). */
+#define CJ_MAX_MATH_USED 128
+
 /* The process-wide JIT.  This is the core's one piece of global state:
  * LLVM's JIT is process-wide by nature, and Python sub-interpreters share
  * the process. */
@@ -48,7 +52,8 @@ static struct {
     int ntms;
     char *triple;
     uint64_t serial;           /* makes symbol names unique */
-    bool math_defined[CJ_MATHLIB_SIZE]; /* mathlib functions in the JIT (for good) */
+    char **math_defined;       /* names of the mathlib functions in the JIT (for good) */
+    int nmath_defined;
 } jit_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 struct cj_jit_code {
@@ -217,17 +222,23 @@ typedef struct {
     LLVMMemoryBufferRef obj;    /* the result: an object file */
     int64_t mapped;             /* bytes the JIT will map for it */
     int64_t ns[3];              /* codegen, optimize, emit */
-    bool math_used[CJ_MATHLIB_SIZE]; /* mathlib functions the optimized module calls */
+    char *math_used[CJ_MAX_MATH_USED]; /* mathlib functions the optimized module calls */
+    int nmath_used;
     cj_error err;
 } module_job;
 
 /* Notes which mathlib functions mod calls (after vectorizing: which widths). */
-static void note_math_used(LLVMModuleRef mod, bool *used) {
+static void note_math_used(LLVMModuleRef mod, module_job *j) {
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
         if (!LLVMIsDeclaration(fn) || !LLVMGetFirstUse(fn)) continue;
         size_t len;
-        int i = cj_mathlib_index(LLVMGetValueName2(fn, &len));
-        if (i >= 0) used[i] = true;
+        const char *name = LLVMGetValueName2(fn, &len);
+        if (!cj_mathlib_provides(name)) continue;
+        if (j->nmath_used == CJ_MAX_MATH_USED || !(j->math_used[j->nmath_used] = strdup(name))) {
+            cj_error_set(&j->err, CJ_ERR_MEMORY, "jit: too many math functions");
+            return;
+        }
+        j->nmath_used++;
     }
 }
 
@@ -297,7 +308,7 @@ static void *compile_module(void *arg) {
         goto done;
     }
     dump_module(mod, name, "opt");
-    note_math_used(mod, j->math_used);
+    note_math_used(mod, j);
     t0 = cj_runtime_now_ns();
     j->ns[1] = t0 - t1;
 
@@ -387,12 +398,26 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
 /* Compiles the mathlib functions the jobs' modules call that the JIT does
  * not hold yet, into one module that stays for the life of the process.
  * (Called with jit_lock held, before the kernels that call them are added.) */
+static bool math_defined(const char *name) {
+    for (int i = 0; i < jit_state.nmath_defined; i++)
+        if (strcmp(jit_state.math_defined[i], name) == 0) return true;
+    return false;
+}
+
 static cj_status define_math(const module_job *jobs, int n, cj_error *err) {
-    bool missing[CJ_MATHLIB_SIZE] = {false}, any = false;
+    const char *missing[CJ_MAX_MATH_USED];
+    int nmissing = 0;
     for (int i = 0; i < n; i++)
-        for (int f = 0; f < CJ_MATHLIB_SIZE; f++)
-            if (jobs[i].math_used[f] && !jit_state.math_defined[f]) missing[f] = any = true;
-    if (!any) return CJ_OK;
+        for (int f = 0; f < jobs[i].nmath_used; f++) {
+            const char *name = jobs[i].math_used[f];
+            bool listed = math_defined(name);
+            for (int q = 0; q < nmissing && !listed; q++) listed = strcmp(missing[q], name) == 0;
+            if (!listed && nmissing < CJ_MAX_MATH_USED) missing[nmissing++] = name;
+        }
+    if (!nmissing) return CJ_OK;
+    char **grown = realloc(jit_state.math_defined, sizeof(char *) * (size_t)(jit_state.nmath_defined + nmissing));
+    if (!grown) return cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
+    jit_state.math_defined = grown;
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("cj_mathlib", ctx);
     LLVMTargetMachineRef tm = jit_state.tms[0];
@@ -400,8 +425,12 @@ static cj_status define_math(const module_job *jobs, int n, cj_error *err) {
     LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(mod, layout);
     LLVMDisposeTargetData(layout);
-    for (int f = 0; f < CJ_MATHLIB_SIZE; f++)
-        if (missing[f]) cj_mathlib_define(mod, f);
+    for (int f = 0; f < nmissing; f++)
+        if (!cj_mathlib_define(mod, missing[f])) {
+            LLVMDisposeModule(mod);
+            LLVMContextDispose(ctx);
+            return cj_error_set(err, CJ_ERR_INTERNAL, "jit: no math function %s", missing[f]);
+        }
     dump_module(mod, "cj_mathlib", "raw");
     cj_status st = CJ_OK;
     char *msg = NULL;
@@ -420,7 +449,8 @@ static cj_status define_math(const module_job *jobs, int n, cj_error *err) {
     if (st != CJ_OK) return st;
     e = LLVMOrcLLJITAddObjectFile(jit_state.jit, LLVMOrcLLJITGetMainJITDylib(jit_state.jit), obj);
     if (e) return take_llvm_error(e, "adding the math library to the JIT", err);
-    for (int f = 0; f < CJ_MATHLIB_SIZE; f++) jit_state.math_defined[f] |= missing[f];
+    for (int f = 0; f < nmissing; f++)
+        if ((jit_state.math_defined[jit_state.nmath_defined] = strdup(missing[f]))) jit_state.nmath_defined++;
     return CJ_OK;
 }
 
@@ -513,6 +543,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     for (int i = 0; i < njobs; i++) {
         free(jobs[i].kernels);
         free(jobs[i].groups);
+        for (int f = 0; f < jobs[i].nmath_used; f++) free(jobs[i].math_used[f]);
     }
     cj_runtime_note_phase(CJ_PHASE_LINK, cj_runtime_now_ns() - t1);
     *out = code;
@@ -523,6 +554,7 @@ fail:
         if (jobs[i].obj) LLVMDisposeMemoryBuffer(jobs[i].obj);
         free(jobs[i].kernels);
         free(jobs[i].groups);
+        for (int f = 0; f < jobs[i].nmath_used; f++) free(jobs[i].math_used[f]);
     }
     if (code) {
         if (code->tracker) {

@@ -19,7 +19,6 @@ static const cj_op math_ops[] = {CJ_OP_EXP, CJ_OP_EXPM1, CJ_OP_LOG, CJ_OP_LOG1P,
 static const int widths_f32[NWIDTHS] = {1, 4, 8, 16};
 static const int widths_f64[NWIDTHS] = {1, 2, 4, 8};
 
-_Static_assert(NOPS * 2 * NWIDTHS == CJ_MATHLIB_SIZE, "CJ_MATHLIB_SIZE counts every function");
 
 static int index_of(int op_slot, bool f64, int width_slot) {
     return (op_slot * 2 + f64) * NWIDTHS + width_slot;
@@ -104,10 +103,10 @@ LLVMValueRef cj_mathlib_call(LLVMBuilderRef b, cj_op op, LLVMValueRef *args, int
     return LLVMBuildCall2(b, function_type(ctx, scalar), fn, args, (unsigned)nargs, cj_op_name(op));
 }
 
-/* See mathlib.h. */
-int cj_mathlib_index(const char *name) {
+/* The index of function `name` in the table, or -1. */
+static int index_of_name(const char *name) {
     if (strncmp(name, "cj_m_", 5) != 0) return -1;
-    for (int i = 0; i < CJ_MATHLIB_SIZE; i++) {
+    for (int i = 0; i < NOPS * 2 * NWIDTHS; i++) {
         char buf[64];
         name_of(i, buf, sizeof buf);
         if (strcmp(buf, name) == 0) return i;
@@ -116,9 +115,16 @@ int cj_mathlib_index(const char *name) {
 }
 
 /* See mathlib.h. */
-void cj_mathlib_define(LLVMModuleRef mod, int index) {
+bool cj_mathlib_provides(const char *name) {
+    return index_of_name(name) >= 0 || strncmp(name, "cj.math.", 8) == 0;
+}
+
+/* See mathlib.h. */
+bool cj_mathlib_define(LLVMModuleRef mod, const char *name) {
+    int index = index_of_name(name);
+    if (index < 0) return cj_math_define_helper(mod, name);
     LLVMValueRef fn = declare(mod, index);
-    if (!LLVMIsDeclaration(fn)) return;
+    if (!LLVMIsDeclaration(fn)) return true;
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
@@ -136,4 +142,5 @@ void cj_mathlib_define(LLVMModuleRef mod, int index) {
     }
     LLVMBuildRet(b, r);
     LLVMDisposeBuilder(b);
+    return true;
 }

@@ -15,19 +15,17 @@
 
 #include "graph.h"
 
-/* How many library functions there are (ops x dtypes x widths); each has an
- * index in [0, CJ_MATHLIB_SIZE). */
-#define CJ_MATHLIB_SIZE 64
-
 /* op(args) through a call to the library function for op (EXP, EXPM1, LOG,
  * LOG1P, TANH, SIN, COS, or POW with two args), declared in the builder's
  * module if it is not yet; args are float or double scalars. */
 LLVMValueRef cj_mathlib_call(LLVMBuilderRef b, cj_op op, LLVMValueRef *args, int nargs);
 
-/* The index of the library function `name`, or -1 if it is not one. */
-int cj_mathlib_index(const char *name);
+/* Is `name` a function this library defines: one of the above, or a
+ * slow-path helper of cmath.c's sin and cos (cj_math_helpers_elsewhere)? */
+bool cj_mathlib_provides(const char *name);
 
-/* Defines library function `index` in mod (external linkage). */
-void cj_mathlib_define(LLVMModuleRef mod, int index);
+/* Defines library function `name` in mod, externally visible; false if it
+ * is not one. */
+bool cj_mathlib_define(LLVMModuleRef mod, const char *name);
 
 #endif
