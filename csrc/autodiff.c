@@ -128,14 +128,16 @@ static int fwd(vjp_ctx *c, int id) {
             continue;
         }
         cj_node n = *t; /* appending may move the node array */
-        int ins[CJ_MAX_INPUTS > 3 ? CJ_MAX_INPUTS : 3];
-        if (n.ninputs > (int)(sizeof ins / sizeof ins[0]))
-            return cj_error_set(c->err, CJ_ERR_INTERNAL, "autodiff: %d inputs", n.ninputs), -1;
+        int small[CJ_MAX_INPUTS > 3 ? CJ_MAX_INPUTS : 3];
+        int *ins = n.ninputs <= (int)(sizeof small / sizeof small[0]) ? small : malloc(sizeof(int) * (size_t)n.ninputs);
+        if (!ins) return cj_error_set(c->err, CJ_ERR_MEMORY, "autodiff: out of memory"), -1;
         for (int a = 0; a < n.ninputs; a++) ins[a] = saved(c, n.inputs[a]) ? n.inputs[a] : c->copy[n.inputs[a]];
         n.inputs = ins;
         n.remat = true;
         n.region = 0;
-        if ((c->copy[top] = cj_graph_append(c->g, &n, c->err)) < 0) return -1;
+        c->copy[top] = cj_graph_append(c->g, &n, c->err);
+        if (ins != small) free(ins);
+        if (c->copy[top] < 0) return -1;
         depth--;
     }
     return c->copy[id];

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define CJ_MAX_RANK 8
-#define CJ_MAX_INPUTS 4 /* largest fixed arity; concatenate chains pairs */
+#define CJ_MAX_INPUTS 4 /* largest fixed arity; concatenate takes any number */
 
 typedef enum {
     CJ_OK = 0,

@@ -63,6 +63,14 @@ int64_t cj_rt_ipow(int64_t base, int64_t exponent);
 /* Does kernel k accumulate into its output in a loop nest (so that the
  * output must hold the identity first)? */
 bool cj_kernel_needs_identity(const cj_kernel *k);
+/* Kernels that copy fewer points than this, element for element, are not
+ * compiled when they run alone (not in a group of stages): the runtime
+ * copies (runtime.c).  A concatenate of 10,000 small arrays was 10,000
+ * compiled loops, a millisecond of LLVM each. */
+#define CJ_RUNTIME_COPY_POINTS 4096
+/* Is kernel k a copy the runtime may do: one load of a buffer of the
+ * output's dtype, stored unchanged, over fewer than CJ_RUNTIME_COPY_POINTS points? */
+bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k);
 /* out[start:end] = the identity of reduction `op` in dtype `dtype` (runtime.c;
  * also called by group drivers before each block of an accumulating stage). */
 void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op);

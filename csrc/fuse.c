@@ -667,18 +667,23 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
     const cj_graph *g = f->g;
     int *users = calloc((size_t)g->nnodes, sizeof(int));
     int *cost = calloc((size_t)g->nnodes, sizeof(int));
-    if (users) {
+    int *counted_by = malloc(sizeof(int) * ((size_t)g->nnodes + 1)); /* the last consumer counted */
+    if (users && counted_by) {
+        for (int i = 0; i < g->nnodes; i++) counted_by[i] = -1;
         for (int i = 0; i < g->nnodes; i++) {
             if (!live[i]) continue;
             const cj_node *n = &g->nodes[i];
-            for (int a = 0; a < n->ninputs; a++) {
-                /* count distinct consumers */
-                bool seen = false;
-                for (int b = 0; b < a; b++) seen |= n->inputs[b] == n->inputs[a];
-                if (!seen) users[n->inputs[a]]++;
-            }
+            for (int a = 0; a < n->ninputs; a++) /* count distinct consumers */
+                if (counted_by[n->inputs[a]] != i) {
+                    counted_by[n->inputs[a]] = i;
+                    users[n->inputs[a]]++;
+                }
         }
+    } else {
+        free(users);
+        users = NULL;
     }
+    free(counted_by);
     for (int i = 0; i < g->nnodes; i++) {
         if (!live[i]) continue;
         const cj_node *n = &g->nodes[i];

@@ -319,7 +319,7 @@ static void op_arity(cj_op op, int *lo, int *hi)
     case CJ_OPKIND_COMPARE:
     case CJ_OPKIND_MATMUL: *lo = *hi = 2; break;
     case CJ_OPKIND_SELECT: *lo = *hi = 3; break;
-    case CJ_OPKIND_CONCAT: *lo = 2; *hi = CJ_MAX_INPUTS; break;
+    case CJ_OPKIND_CONCAT: *lo = 2; *hi = INT_MAX; break;
     }
 }
 
@@ -327,8 +327,8 @@ static void op_arity(cj_op op, int *lo, int *hi)
  * NULL when the node is consistent, else a static reason. */
 static const char *check_node(const cj_graph *g, const cj_node *n)
 {
-    const cj_node *in[CJ_MAX_INPUTS];
-    for (int i = 0; i < n->ninputs; i++)
+    const cj_node *in[CJ_MAX_INPUTS] = {NULL}; /* fixed arities; concatenate reads its inputs below */
+    for (int i = 0; i < n->ninputs && i < CJ_MAX_INPUTS; i++)
         in[i] = &g->nodes[n->inputs[i]];
     const cj_shape *s = &n->shape;
     cj_op op = n->op;
@@ -428,14 +428,15 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
             return "concatenate axis out of range";
         int64_t total = 0;
         for (int i = 0; i < n->ninputs; i++) {
-            if (in[i]->dtype != n->dtype)
+            const cj_node *x = &g->nodes[n->inputs[i]];
+            if (x->dtype != n->dtype)
                 return "concatenate inputs must have the node's dtype";
-            if (in[i]->shape.rank != s->rank)
+            if (x->shape.rank != s->rank)
                 return "concatenate inputs must have the node's rank";
             for (int d = 0; d < s->rank; d++)
-                if (d != ax && in[i]->shape.dims[d] != s->dims[d])
+                if (d != ax && x->shape.dims[d] != s->dims[d])
                     return "concatenate inputs differ off the axis";
-            total += in[i]->shape.dims[ax];
+            total += x->shape.dims[ax];
         }
         return total == s->dims[ax] ? NULL : "concatenate length is wrong";
     }
@@ -1074,8 +1075,8 @@ int cj_build_slice(cj_graph *g, int x, const int64_t *start, const int64_t *stop
 }
 
 /* Appends xs[0..n) joined along `axis` (already in [0, rank)), promoting
- * dtypes as NumPy does.  The result is a chain of two-input CONCATENATE
- * nodes (((x0, x1), x2), ...); a single input is returned as is. */
+ * dtypes as NumPy does: one CONCATENATE node with n inputs; a single
+ * input is returned as is. */
 int cj_build_concatenate(cj_graph *g, const int *xs, int n, int axis, int loc, cj_error *err)
 {
     if (g == NULL)
@@ -1126,24 +1127,21 @@ int cj_build_concatenate(cj_graph *g, const int *xs, int n, int axis, int loc, c
     cj_attrs a;
     memset(&a, 0, sizeof a);
     a.axis = axis;
-    int acc = -1;
-    cj_shape acc_shape = g->nodes[xs[0]].shape;
+    /* one node reading every input (after promotion), so that each input is
+     * copied once into its slab of the result */
+    int *ins = malloc(sizeof(int) * (size_t)n);
+    if (ins == NULL)
+        return fail(g, err, CJ_ERR_MEMORY, "concatenate", loc, "out of memory");
     for (int i = 0; i < n; i++) {
         cj_shape own = g->nodes[xs[i]].shape;
-        int xi = coerce(g, "concatenate", xs[i], dt, &own, loc, err);
-        if (xi < 0)
+        if ((ins[i] = coerce(g, "concatenate", xs[i], dt, &own, loc, err)) < 0) {
+            free(ins);
             return -1;
-        if (i == 0) {
-            acc = xi;
-            continue;
         }
-        acc_shape.dims[axis] += own.dims[axis];
-        int in[2] = {acc, xi};
-        acc = emit(g, CJ_OP_CONCATENATE, dt, weak, &acc_shape, in, 2, &a, loc, err);
-        if (acc < 0)
-            return -1;
     }
-    return acc;
+    int id = emit(g, CJ_OP_CONCATENATE, dt, weak, &out, ins, n, &a, loc, err);
+    free(ins);
+    return id;
 }
 
 /* ---- builders: reductions and contraction ------------------------------ */
@@ -1270,6 +1268,17 @@ int cj_build_matmul(cj_graph *g, int x, int y, int loc, cj_error *err)
         if (id < 0)
             return -1;
         ids[i] = id;
+    }
+    if (out.rank + 1 > CJ_MAX_RANK) {
+        /* A matmul's loop nest has one dim more than its result (K), so
+         * with the most batch dims it would not fit: the batch dims (equal
+         * in both operands now) become one, which row-major order allows. */
+        int64_t nbatch = cj_shape_numel(&batch);
+        cj_shape flat[2] = {{.rank = 3, .dims = {nbatch, m, ka}}, {.rank = 3, .dims = {nbatch, kb, nn}}};
+        for (int i = 0; i < 2; i++)
+            if ((ids[i] = cj_build_reshape(g, ids[i], &flat[i], loc, err)) < 0)
+                return -1;
+        out = (cj_shape){.rank = 3, .dims = {nbatch, m, nn}};
     }
     int mm = emit(g, CJ_OP_MATMUL, dt, weak, &out, ids, 2, NULL, loc, err);
     if (mm < 0)

@@ -350,49 +350,68 @@ static bool is_small_kernel(const cj_kernel *k) {
 
 /* Shares the kernels out between modules: the small ones to a module of
  * their own (the last), the others the costliest first to the least loaded
- * of up to nmax modules.  A group's driver goes with its first stage and
- * calls stages in other modules through the JIT's linker.  Returns how many
- * modules there are (jobs has room for nmax + 1). */
+ * of up to nmax modules; small copies that run alone go nowhere (the
+ * runtime does them, cj_kernel_is_small_copy).  A group's driver goes with
+ * its first stage and calls stages in other modules through the JIT's
+ * linker.  Returns how many modules there are (jobs has room for nmax + 1). */
+typedef struct {
+    int64_t cost;
+    int kernel;
+} costed_kernel;
+
+static int by_cost_desc(const void *a, const void *b) {
+    const costed_kernel *x = a, *y = b;
+    if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
+    return x->kernel - y->kernel;
+}
+
 static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     int64_t total = 0, load[CJ_MAX_COMPILE_THREADS] = {0};
-    int nbig = 0, nsmall = 0;
-    int *module_of = calloc((size_t)p->nkernels + 1, sizeof(int));
-    int64_t *cost = calloc((size_t)p->nkernels + 1, sizeof(int64_t)); /* -1: small */
-    for (int k = 0; module_of && cost && k < p->nkernels; k++) {
-        bool small = is_small_kernel(&p->kernels[k]);
-        cost[k] = small ? -1 : kernel_compile_cost(&p->kernels[k]);
-        nsmall += small;
-        nbig += !small;
-        total += small ? 0 : cost[k];
-    }
-    int n = total < CJ_PARALLEL_COMPILE_MIN_COST ? 1 : nmax;
-    if (n > nbig) n = nbig;
-    if (!module_of || !cost || (n == 0 && nsmall == 0)) { /* out of memory, or nothing: one module */
+    int nbig = 0, nsmall = 0, n = 1;
+    int *module_of = calloc((size_t)p->nkernels + 1, sizeof(int)); /* 1 + module, 0: none */
+    costed_kernel *big = malloc(sizeof(costed_kernel) * ((size_t)p->nkernels + 1));
+    bool *by_runtime = calloc((size_t)p->nkernels + 1, sizeof(bool));
+    if (!module_of || !big || !by_runtime) { /* out of memory: one module holds everything */
         for (int k = 0; k < p->nkernels; k++) jobs[0].kernels[k] = true;
         for (int g = 0; g < p->ngroups; g++) jobs[0].groups[g] = true;
-        free(module_of);
-        free(cost);
-        return 1;
+        goto done;
+    }
+    for (int g = 0; g < p->ngroups; g++)
+        if (p->groups[g].count == 1)
+            by_runtime[p->groups[g].first] = cj_kernel_is_small_copy(p, &p->kernels[p->groups[g].first]);
+    for (int k = 0; k < p->nkernels; k++) {
+        if (by_runtime[k]) continue;
+        if (is_small_kernel(&p->kernels[k])) {
+            nsmall++;
+            continue;
+        }
+        big[nbig++] = (costed_kernel){kernel_compile_cost(&p->kernels[k]), k};
+        total += big[nbig - 1].cost;
+    }
+    n = total < CJ_PARALLEL_COMPILE_MIN_COST ? 1 : nmax;
+    if (n > nbig) n = nbig;
+    qsort(big, (size_t)nbig, sizeof *big, by_cost_desc);
+    for (int i = 0; i < nbig; i++) {
+        int m = 0;
+        for (int q = 1; q < n; q++)
+            if (load[q] < load[m]) m = q;
+        load[m] += big[i].cost;
+        module_of[big[i].kernel] = m + 1;
     }
     for (int k = 0; k < p->nkernels; k++)
-        if (cost[k] < 0) module_of[k] = n + 1; /* 0 means not placed yet */
-    for (int placed = 0; placed < nbig; placed++) {
-        int best = -1;
-        int64_t best_cost = -1;
-        for (int k = 0; k < p->nkernels; k++)
-            if (!module_of[k] && cost[k] > best_cost) best_cost = cost[k], best = k;
-        int m = 0;
-        for (int i = 1; i < n; i++)
-            if (load[i] < load[m]) m = i;
-        load[m] += best_cost;
-        module_of[best] = m + 1;
-    }
+        if (!by_runtime[k] && !module_of[k]) module_of[k] = n + 1; /* the small kernels' module */
     if (nsmall > 0) jobs[n].small = true;
-    for (int k = 0; k < p->nkernels; k++) jobs[module_of[k] - 1].kernels[k] = true;
-    for (int g = 0; g < p->ngroups; g++) jobs[module_of[p->groups[g].first] - 1].groups[g] = true;
+    for (int k = 0; k < p->nkernels; k++)
+        if (module_of[k]) jobs[module_of[k] - 1].kernels[k] = true;
+    for (int g = 0; g < p->ngroups; g++)
+        if (module_of[p->groups[g].first]) jobs[module_of[p->groups[g].first] - 1].groups[g] = true;
+    n += nsmall > 0;
+    if (n == 0) n = 1; /* nothing to compile: one empty module */
+done:
     free(module_of);
-    free(cost);
-    return n + (nsmall > 0);
+    free(big);
+    free(by_runtime);
+    return n;
 }
 
 /* Compiles the mathlib functions the jobs' modules call that the JIT does
@@ -527,6 +546,10 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     for (int i = 0; i < plan->nkernels; i++) {
         char name[128];
         LLVMOrcExecutorAddress addr = 0;
+        bool compiled = false;
+        for (int m = 0; m < n; m++) compiled |= jobs[m].kernels[i];
+        kernels[i] = NULL;
+        if (!compiled) continue; /* a small copy: the runtime does it */
         snprintf(name, sizeof name, "%s_k%d", prefix, i);
         if (lookup(name, &addr, "looking up a kernel", err) != CJ_OK) goto fail;
         kernels[i] = (cj_kernel_fn)(uintptr_t)addr;

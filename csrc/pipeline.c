@@ -262,17 +262,21 @@ char *cj_plan_to_text(const cj_plan *p) {
     text_buf t = {0};
     char shape[128];
     const cj_graph *g = p->graph;
+    int gi = 0, group_count = 0; /* the group of stage k (groups are consecutive runs of stages) */
     for (int k = 0; k < p->nkernels; k++) {
         const cj_kernel *kern = &p->kernels[k];
-        for (int gi = 0; gi < p->ngroups; gi++) {
+        for (; gi < p->ngroups && p->groups[gi].first <= k; gi++) {
             const cj_group *grp = &p->groups[gi];
+            group_count = grp->count;
             if (grp->first == k)
                 put(&t, grp->count > 1 ? "kernel %d: %d stages over %lld rows, in blocks of %lld rows\n" : "kernel %d:\n",
                     gi, grp->count, (long long)grp->rows, (long long)grp->block);
         }
         bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
-        put(&t, "  stage %d: %s%s%s  loops [", k, kern->label ? kern->label : "?",
-            kern->gemm.on ? " (BLAS gemm)" : "", recomputed ? " (recomputed for the backward pass)" : "");
+        bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern);
+        put(&t, "  stage %d: %s%s%s%s  loops [", k, kern->label ? kern->label : "?",
+            kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
+            recomputed ? " (recomputed for the backward pass)" : "");
         for (int d = 0; d < kern->rank; d++)
             put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");
         put(&t, "] -> buf%d", kern->out_buffer);

@@ -167,6 +167,47 @@ void cj_runtime_block_trim(void) {
     for (int i = 0; i < n; i++) free(evict[i]);
 }
 
+/* ---- small copies, done without compiled code ------------------------------ */
+
+/* See codegen.h. */
+bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
+    if (k->gemm.on || k->reduced || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD) return false;
+    if (p->buffers[k->exprs[0].buffer].dtype != p->buffers[k->out_buffer].dtype) return false;
+    int64_t points = 1;
+    for (int d = 0; d < k->rank; d++) points *= k->dims[d];
+    return points < CJ_RUNTIME_COPY_POINTS;
+}
+
+/* Runs a small copy kernel: every point's element of the loaded buffer to
+ * the output's, the innermost loop by memmove where both are contiguous
+ * (source and destination may be one storage, an in-place copy). */
+static void run_small_copy(const cj_plan *p, const cj_kernel *k, void *const *slots) {
+    const cj_expr *ld = &k->exprs[0];
+    size_t elem = (size_t)cj_dtype_size(p->buffers[k->out_buffer].dtype);
+    char *dst = slots[k->out_buffer];
+    const char *src = slots[ld->buffer];
+    int r = k->rank > 0 ? k->rank : 1;
+    for (int d = 0; d < k->rank; d++)
+        if (k->dims[d] == 0) return;
+    int64_t inner = k->rank > 0 ? k->dims[r - 1] : 1;
+    int64_t so = k->out_index.stride[r - 1], si = ld->index.stride[r - 1];
+    int64_t idx[CJ_MAX_RANK] = {0};
+    for (;;) {
+        int64_t o = k->out_index.offset, i = ld->index.offset;
+        for (int d = 0; d < r - 1; d++) {
+            o += idx[d] * k->out_index.stride[d];
+            i += idx[d] * ld->index.stride[d];
+        }
+        if (so == 1 && si == 1) memmove(dst + o * (int64_t)elem, src + i * (int64_t)elem, (size_t)inner * elem);
+        else
+            for (int64_t j = 0; j < inner; j++)
+                memmove(dst + (o + j * so) * (int64_t)elem, src + (i + j * si) * (int64_t)elem, elem);
+        int d = r - 2; /* the next point of the outer loops, the last fastest */
+        while (d >= 0 && ++idx[d] == k->dims[d]) idx[d--] = 0;
+        if (d < 0) break;
+    }
+}
+
 /* ---- the identity an accumulating kernel starts from ------------------------ */
 
 /* See codegen.h. */
@@ -410,6 +451,10 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         }
         int k = grp->first;
         const cj_kernel *kern = &p->kernels[k];
+        if (!x->kernels[k] && cj_kernel_is_small_copy(p, kern)) { /* not compiled (jit_cpu.c) */
+            run_small_copy(p, kern, slots);
+            continue;
+        }
         if (cj_kernel_needs_identity(kern))
             cj_rt_fill_identity(slots[kern->out_buffer], 0, cj_shape_numel(&p->buffers[kern->out_buffer].shape),
                                 p->buffers[kern->out_buffer].dtype, kern->reduce_op);

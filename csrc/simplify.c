@@ -84,7 +84,7 @@ cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
     while (nbuckets < 2 * n) nbuckets *= 2;
     int *bucket = malloc(sizeof(int) * (size_t)nbuckets); /* new node id, open addressing */
     cj_graph *g = cj_graph_new();
-    int ins[CJ_MAX_INPUTS > 3 ? CJ_MAX_INPUTS : 3];
+    int small[CJ_MAX_INPUTS > 3 ? CJ_MAX_INPUTS : 3], *ins = small; /* heap for a long concatenate */
     if (!live || !remap || !bucket || !g) goto oom;
     for (int b = 0; b < nbuckets; b++) bucket[b] = -1;
 
@@ -102,9 +102,9 @@ cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
         remap[i] = -1;
         if (!live[i]) continue;
         cj_node nd = src->nodes[i];
-        if (nd.ninputs > (int)(sizeof ins / sizeof ins[0])) {
-            cj_error_set(err, CJ_ERR_INTERNAL, "simplify: %d inputs", nd.ninputs);
-            goto fail;
+        if (nd.ninputs > (int)(sizeof small / sizeof small[0])) {
+            if (ins != small) free(ins);
+            if (!(ins = malloc(sizeof(int) * (size_t)nd.ninputs))) goto oom;
         }
         for (int a = 0; a < nd.ninputs; a++) ins[a] = remap[nd.inputs[a]];
         uint64_t h = node_hash(&nd, ins);
@@ -118,6 +118,10 @@ cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
                 }
             if (found >= 0) {
                 remap[i] = found;
+                if (ins != small) {
+                    free(ins);
+                    ins = small;
+                }
                 continue;
             }
         }
@@ -125,6 +129,10 @@ cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
         if (nd.op == CJ_OP_NAME && nd.attrs.name && !(nd.attrs.name = cj_arena_strdup(&g->arena, nd.attrs.name)))
             goto oom;
         remap[i] = cj_graph_append(g, &nd, err);
+        if (ins != small) {
+            free(ins);
+            ins = small;
+        }
         if (remap[i] < 0) goto fail;
         /* where the backward pass starts, in the new numbering */
         if (src->backward_start >= 0 && i >= src->backward_start && g->backward_start < 0)
@@ -149,6 +157,7 @@ cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
 oom:
     cj_error_set(err, CJ_ERR_MEMORY, "simplify: out of memory");
 fail:
+    if (ins != small) free(ins);
     free(live);
     free(remap);
     free(bucket);

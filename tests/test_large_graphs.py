@@ -138,3 +138,46 @@ def test_many_arguments_many_constants_many_slices():
     y = np.arange(1000.0)
     parts = cjit.jit(lambda y: [y[i:i + 1] * 2 for i in range(1000)])(y)
     assert np.array_equal(np.concatenate(parts), y * 2)
+
+
+def test_concatenate_of_10000_arrays_is_one_node_and_copies_without_code():
+    # Was: a chain of 9,999 two-input concatenates (quadratic copying) and a
+    # compiled loop per piece: 80 s.  Now one node, and each small piece is
+    # copied by the runtime with no code compiled for it.
+    xs = [np.full(3, float(i), np.float32) for i in range(10000)]
+    f = cjit.jit(lambda xs: cnp.concatenate(xs))
+    lowered = f.lower(xs)
+    assert lowered.as_text().count(" = concatenate(") == 1
+    c = lowered.compile()
+    text = c.as_text()
+    assert text.count("(copied by the runtime)") == 10000
+    assert np.array_equal(c(xs), np.concatenate(xs))
+    assert np.array_equal(f(xs), np.concatenate(xs))
+
+
+def test_concatenate_gradient_and_mixed_layouts():
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((3, k)) for k in (1, 4, 2, 7, 1)]
+    w = rng.standard_normal((3, 15))
+    loss = lambda xs: (cnp.concatenate(xs, axis=1) * w).sum()
+    gs = cjit.jit(cjit.grad(loss))(xs)
+    starts = np.cumsum([0] + [x.shape[1] for x in xs])
+    for g, a, b in zip(gs, starts[:-1], starts[1:]):
+        assert np.array_equal(g, w[:, a:b])
+    # pieces that are transposed views or need a cast keep their kernels
+    ys = [rng.standard_normal((4, 3)).T, np.arange(8, dtype=np.int32).reshape(2, 4)]
+    got = cjit.jit(lambda a, b: cnp.concatenate([a, b]))(*ys)
+    assert np.array_equal(got, np.concatenate(ys))
+
+
+def test_rank_8_matmul():
+    # Was: RuntimeError "fuse: param without a buffer" (the loop nest of a
+    # rank-8 matmul needs 9 loops; the batch dims are now merged into one).
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((2, 1, 3, 1, 1, 1, 2, 3))
+    b = rng.standard_normal((1, 2, 1, 1, 1, 1, 3, 2))
+    np.testing.assert_allclose(cjit.jit(lambda a, b: a @ b)(a, b), a @ b, rtol=1e-12)
+    ga, gb = cjit.jit(cjit.grad(lambda a, b: ((a @ b) ** 2).sum(), argnums=(0, 1)))(a, b)
+    y = 2 * (a @ b)
+    np.testing.assert_allclose(ga, (y @ np.swapaxes(b, -1, -2)).sum(axis=1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(gb, (np.swapaxes(a, -1, -2) @ y).sum(axis=(0, 2), keepdims=True), rtol=1e-12)
