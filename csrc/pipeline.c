@@ -245,16 +245,17 @@ static const char *buf_kind_name(cj_buf_kind k) {
     return "?";
 }
 
-/* Is buffer b read by a kernel of the backward pass? */
-static bool read_by_backward(const cj_plan *p, int b) {
+/* Marks the buffers that kernels of the backward pass read (bool per buffer). */
+static bool *read_by_backward(const cj_plan *p) {
+    bool *read = calloc((size_t)p->nbuffers + 1, sizeof(bool));
     const cj_graph *g = p->graph;
-    for (int k = 0; k < p->nkernels; k++) {
+    for (int k = 0; read && g && k < p->nkernels; k++) {
         const cj_kernel *kern = &p->kernels[k];
         if (kern->root_node < g->backward_start) continue;
         for (int e = 0; e < kern->nexprs; e++)
-            if (kern->exprs[e].kind == CJ_EX_LOAD && kern->exprs[e].buffer == b) return true;
+            if (kern->exprs[e].kind == CJ_EX_LOAD) read[kern->exprs[e].buffer] = true;
     }
-    return false;
+    return read;
 }
 
 /* See kernel.h. */
@@ -293,6 +294,7 @@ char *cj_plan_to_text(const cj_plan *p) {
         put(&t, "%s\n", nreads ? "" : " (nothing)");
     }
     put(&t, "buffers:\n");
+    bool *backward_reads = read_by_backward(p);
     for (int b = 0; b < p->nbuffers; b++) {
         const cj_buffer *buf = &p->buffers[b];
         put(&t, "  buf%d %s", b, buf_kind_name(buf->kind));
@@ -306,12 +308,13 @@ char *cj_plan_to_text(const cj_plan *p) {
             put(&t, " at offset %lld", (long long)buf->offset);
         put(&t, ", live in kernels %d..%d", buf->first_use, buf->last_use);
         if (g && buf->node >= 0 && g->backward_start >= 0 && buf->node < g->backward_start &&
-            buf->kind == CJ_BUF_TEMP && read_by_backward(p, b))
+            buf->kind == CJ_BUF_TEMP && backward_reads && backward_reads[b])
             put(&t, ", saved for the backward pass");
         if (g && buf->node >= 0)
             put(&t, "  # %s at %s", cj_op_name(g->nodes[buf->node].op), cj_graph_loc_str(g, g->nodes[buf->node].loc));
         put(&t, "\n");
     }
+    free(backward_reads);
     put(&t, "memory: arguments %lld, outputs %lld, temporaries %lld (one arena), peak %lld bytes\n",
         (long long)p->argument_bytes, (long long)p->output_bytes, (long long)p->temp_bytes,
         (long long)p->peak_bytes);
