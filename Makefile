@@ -53,7 +53,7 @@ sanitize:
 	case $$libasan in /*) ;; *) echo "sanitize: gcc has no libasan.so (Debian: apt-get install libasan8)" >&2; exit 1;; esac; \
 	echo "LD_PRELOAD=$$libasan $(ASAN_VENV)/bin/python -m pytest -q --capture=sys tests"; \
 	LD_PRELOAD=$$libasan \
-	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allocator_may_return_null=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
 	PYTHONMALLOC=malloc \
 	$(ASAN_VENV)/bin/python -m pytest -q --capture=sys tests
