@@ -649,9 +649,12 @@ void cj_kernel_collapse(cj_kernel *k) {
 /* The most work (op_cost summed over the fused ops) one kernel's loop body
  * takes: a longer elementwise chain is cut into kernels of about this
  * size.  LLVM's time on one loop body grows faster than its length (a
- * chain of 500 sin compiled in 20 s as one kernel, 1.7 s cut at 64), and
- * past a few dozen ops a bigger body saves no memory traffic worth having. */
-#define CJ_KERNEL_MAX_COST 64
+ * chain of 500 sin compiled in 20 s as one kernel), and past a hundred
+ * ops a bigger body saves no memory traffic worth having.  Measured on
+ * chains of 1000 sin and 5000 multiply-adds: cut at 64 they compiled in
+ * 0.65 s and 0.99 s, at 128 in 0.51 s and 0.35 s, at 256 in 0.43 s and
+ * 0.51 s (kernels of many transcendentals call them, see codegen.c). */
+#define CJ_KERNEL_MAX_COST 128
 
 static int op_cost(cj_op op) {
     switch (cj_op_kind(op)) {
@@ -662,35 +665,89 @@ static int op_cost(cj_op op) {
     return cj_op_is_long_math(op) || op == CJ_OP_FLOORDIV ? 4 : 1;
 }
 
-/* Which nodes get buffers, before any kernel is built. */
+/* Does consumer c read its input at its own index, so that in c's kernel
+ * the input is seen through the same view as c?  Elementwise ops do (the
+ * builders made broadcasting explicit), and so does a reduction, which
+ * loops over its input's shape. */
+static bool reads_at_own_index(const cj_node *c) {
+    switch (cj_op_kind(c->op)) {
+    case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_SELECT:
+    case CJ_OPKIND_CAST: case CJ_OPKIND_REDUCE:
+        return true;
+    default:
+        return c->op == CJ_OP_NAME || c->op == CJ_OP_STOP_GRADIENT;
+    }
+}
+
+/* Which nodes get buffers, before any kernel is built.  Two passes:
+ *
+ * Forward, the nodes that must be stored whatever their consumers do
+ * (outputs, reductions, matmuls and their computed operands, concatenates)
+ * and the cuts of long chains, by the chain's cost: a value read by several
+ * consumers is charged to the first of them only, as it is computed once
+ * when they share a kernel.
+ *
+ * Backward, each remaining value's owner: the root whose kernel computes it
+ * (all its consumers are computed in that kernel, each reading the value at
+ * its own index).  A value read by several consumers with one owner is
+ * computed once in that kernel and kept in a register (the expression memo
+ * makes it one expression): y = exp(-y*y) + y repeated is one loop with no
+ * temporaries.  One whose consumers are in different kernels, or read it
+ * through other views, is recomputed in each when that is cheap (a short
+ * chain: exp(x - max) in a softmax, read by the row sum and the quotient)
+ * and stored once otherwise. */
 static void choose_roots(fuser *f, const bool *live, bool enabled) {
     const cj_graph *g = f->g;
-    int *users = calloc((size_t)g->nnodes, sizeof(int));
-    int *cost = calloc((size_t)g->nnodes, sizeof(int));
-    int *counted_by = malloc(sizeof(int) * ((size_t)g->nnodes + 1)); /* the last consumer counted */
-    if (users && counted_by) {
-        for (int i = 0; i < g->nnodes; i++) counted_by[i] = -1;
-        for (int i = 0; i < g->nnodes; i++) {
+    int n = g->nnodes;
+    int *users = calloc((size_t)n + 1, sizeof(int));
+    int *cost = calloc((size_t)n + 1, sizeof(int));
+    int *counted_by = malloc(sizeof(int) * ((size_t)n + 1)); /* the last consumer counted */
+    int *first = calloc((size_t)n + 2, sizeof(int));          /* consumers of i: list[first[i] .. first[i+1]) */
+    int *owner = malloc(sizeof(int) * ((size_t)n + 1));
+    bool *charged = calloc((size_t)n + 1, sizeof(bool));
+    int *list = NULL;
+    bool counts = users && cost && counted_by && first && owner && charged;
+    if (counts) {
+        int total = 0;
+        for (int i = 0; i < n; i++) counted_by[i] = -1;
+        for (int i = 0; i < n; i++) {
             if (!live[i]) continue;
-            const cj_node *n = &g->nodes[i];
-            for (int a = 0; a < n->ninputs; a++) /* count distinct consumers */
-                if (counted_by[n->inputs[a]] != i) {
-                    counted_by[n->inputs[a]] = i;
-                    users[n->inputs[a]]++;
+            const cj_node *nd = &g->nodes[i];
+            for (int a = 0; a < nd->ninputs; a++) /* count distinct consumers */
+                if (counted_by[nd->inputs[a]] != i) {
+                    counted_by[nd->inputs[a]] = i;
+                    users[nd->inputs[a]]++;
+                    total++;
                 }
         }
-    } else {
-        free(users);
-        users = NULL;
+        counts = (list = malloc(sizeof(int) * ((size_t)total + 1))) != NULL;
+        for (int i = 0; counts && i < n; i++) first[i + 1] = first[i] + users[i];
+        for (int i = 0; counts && i < n; i++) counted_by[i] = -1;
+        int *fill = owner; /* borrowed as the fill position of each list */
+        for (int i = 0; counts && i < n; i++) fill[i] = first[i];
+        for (int i = 0; counts && i < n; i++) {
+            if (!live[i]) continue;
+            const cj_node *nd = &g->nodes[i];
+            for (int a = 0; a < nd->ninputs; a++)
+                if (counted_by[nd->inputs[a]] != i) {
+                    counted_by[nd->inputs[a]] = i;
+                    list[fill[nd->inputs[a]]++] = i;
+                }
+        }
     }
-    free(counted_by);
-    for (int i = 0; i < g->nnodes; i++) {
+    for (int i = 0; i < n; i++) {
         if (!live[i]) continue;
-        const cj_node *n = &g->nodes[i];
-        cj_opkind kind = cj_op_kind(n->op);
-        if (n->op == CJ_OP_PARAM || n->op == CJ_OP_ARRAY) continue;
+        const cj_node *nd = &g->nodes[i];
+        cj_opkind kind = cj_op_kind(nd->op);
+        bool computes = kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && nd->op != CJ_OP_NAME &&
+                        nd->op != CJ_OP_STOP_GRADIENT;
+        if (nd->op == CJ_OP_PARAM || nd->op == CJ_OP_ARRAY) continue;
         if (!enabled) {
-            f->root[i] = n->op != CJ_OP_CONSTANT && n->op != CJ_OP_IOTA;
+            f->root[i] = nd->op != CJ_OP_CONSTANT && nd->op != CJ_OP_IOTA;
+            continue;
+        }
+        if (!counts) { /* out of memory for the counts: store everything */
+            f->root[i] = computes || kind == CJ_OPKIND_REDUCE || kind == CJ_OPKIND_MATMUL || kind == CJ_OPKIND_CONCAT;
             continue;
         }
         if (kind == CJ_OPKIND_REDUCE || kind == CJ_OPKIND_MATMUL || kind == CJ_OPKIND_CONCAT)
@@ -698,27 +755,22 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         /* an output computed here is written once, straight into its array */
         if (kind != CJ_OPKIND_SOURCE)
             for (int j = 0; j < g->noutputs; j++) f->root[i] |= g->outputs[j] == i;
-        /* A computed value read by several consumers: recomputing a short
-         * elementwise chain in each of them costs less than writing it to
-         * memory and reading it back (and lets a row's softmax or layer
-         * norm run without a row-sized temporary); a long one is stored. */
-        int my_cost = op_cost(n->op);
-        for (int a = 0; a < n->ninputs; a++)
-            if (!f->root[n->inputs[a]]) my_cost += cost ? cost[n->inputs[a]] : 0;
-        if (cost) cost[i] = my_cost;
-        if ((!users || !cost || users[i] > CJ_RECOMPUTE_MAX_USERS || my_cost * (users[i] - 1) > CJ_RECOMPUTE_MAX_COST) &&
-            users && users[i] > 1 && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && n->op != CJ_OP_NAME)
-            f->root[i] = true;
-        if (!users && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && n->op != CJ_OP_NAME)
-            f->root[i] = true; /* out of memory for the counts: store everything */
+        int my_cost = op_cost(nd->op);
+        for (int a = 0; a < nd->ninputs; a++) {
+            int x = nd->inputs[a];
+            bool repeated = false;
+            for (int b2 = 0; b2 < a && b2 < 3; b2++) repeated |= nd->inputs[b2] == x;
+            if (f->root[x] || repeated || charged[x]) continue;
+            my_cost += cost[x];
+            if (users[x] > 1) charged[x] = true;
+        }
+        cost[i] = my_cost;
         /* a chain too long for one loop body is cut here (see CJ_KERNEL_MAX_COST) */
-        if (my_cost > CJ_KERNEL_MAX_COST && kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE &&
-            n->op != CJ_OP_NAME && n->op != CJ_OP_STOP_GRADIENT)
-            f->root[i] = true;
+        if (my_cost > CJ_KERNEL_MAX_COST && computes) f->root[i] = true;
         if (kind == CJ_OPKIND_MATMUL) {
             /* matmul operands that compute something are stored, not recomputed per output */
             for (int a = 0; a < 2; a++) {
-                int x = n->inputs[a];
+                int x = nd->inputs[a];
                 while (cj_op_kind(g->nodes[x].op) == CJ_OPKIND_MOVE || g->nodes[x].op == CJ_OP_NAME)
                     x = g->nodes[x].inputs[0];
                 cj_opkind xk = cj_op_kind(g->nodes[x].op);
@@ -726,8 +778,38 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
             }
         }
     }
+    for (int i = n - 1; enabled && counts && i >= 0; i--) {
+        owner[i] = -1;
+        if (!live[i]) continue;
+        const cj_node *nd = &g->nodes[i];
+        if (f->root[i]) {
+            owner[i] = i;
+            continue;
+        }
+        /* the one kernel every consumer is computed in, reading i at its own index, or -1 */
+        int common = -2;
+        for (int q = first[i]; q < first[i + 1] && common != -1; q++) {
+            int c = list[q];
+            int oc = reads_at_own_index(&g->nodes[c]) ? owner[c] : -1;
+            common = oc < 0 || (common != -2 && common != oc) ? -1 : oc;
+        }
+        owner[i] = common >= 0 ? common : -1;
+        if (owner[i] >= 0 || users[i] < 2) continue;
+        cj_opkind kind = cj_op_kind(nd->op);
+        if (kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_MOVE || nd->op == CJ_OP_NAME) continue;
+        /* consumers in several kernels: recompute a short chain in each, store a long one */
+        if (users[i] > CJ_RECOMPUTE_MAX_USERS || cost[i] * (users[i] - 1) > CJ_RECOMPUTE_MAX_COST) {
+            f->root[i] = true;
+            owner[i] = i;
+        }
+    }
     free(users);
     free(cost);
+    free(counted_by);
+    free(first);
+    free(owner);
+    free(charged);
+    free(list);
 }
 
 static void plan_reset(cj_plan *p) {

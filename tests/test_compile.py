@@ -145,15 +145,15 @@ INPLACE = textwrap.dedent("""
     import numpy as np
     import cjit, cjit.numpy as cnp
     def chain(x):
-        for _ in range(40):
-            x = cnp.sin(x) + 1     # cut into pieces of 13 (fuse.c), each updating the last in place
+        for _ in range(100):
+            x = cnp.sin(x) + 1     # cut into pieces of about 25 (fuse.c), each updating the last in place
         return x
     x = np.linspace(-3, 3, 100000).astype(np.float32)
     c = cjit.jit(chain).lower(x).compile()
     print(c.as_text())
     got = c(x)
     want = x.copy()
-    for _ in range(40):
+    for _ in range(100):
         want = np.sin(want) + np.float32(1)
     print("max error", float(np.max(np.abs(got - want))))
 """)
@@ -171,7 +171,7 @@ def test_in_place_kernels_vectorize_without_overlap_checks(tmp_path):
     assert in_place, out
     opt = open(dump / "cj1.0.opt.ll").read()
     stages = re.findall(r"^define [^@]*@(cj1_k\d+)\(", opt, re.M)
-    assert len(stages) == 4
+    assert len(stages) == len(re.findall(r"stage \d+: ", out)) >= 3
     for name in stages:
         ir = function_ir(dump / "cj1.0.opt.ll", name)
         assert "memcheck" not in ir and "diff.check" not in ir, name
@@ -180,7 +180,7 @@ def test_in_place_kernels_vectorize_without_overlap_checks(tmp_path):
 
 
 def test_kernels_with_many_elementary_functions_call_them(tmp_path):
-    # A piece of 13 sin calls the vectorized library function instead of
+    # A piece of 25 sin calls the vectorized library function instead of
     # inlining 13 copies (mathlib.c); a kernel with a few keeps them inline.
     dump = tmp_path / "dump"
     env = dict(os.environ, CJIT_NUM_THREADS="1", CJIT_DUMP=str(dump))
