@@ -224,8 +224,16 @@ typedef struct {
     int64_t ns[3];              /* codegen, optimize, emit */
     char *math_used[CJ_MAX_MATH_USED]; /* mathlib functions the optimized module calls */
     int nmath_used;
+    const cj_cancel *cancel;    /* looked at between phases */
     cj_error err;
 } module_job;
+
+/* Has the compile been cancelled?  Then the job's error says so. */
+static bool job_cancelled(module_job *j) {
+    if (!cj_cancelled(j->cancel)) return false;
+    cj_error_set(&j->err, CJ_ERR_CANCELLED, "compile: cancelled");
+    return true;
+}
 
 /* Notes which mathlib functions mod calls (after vectorizing: which widths). */
 static void note_math_used(LLVMModuleRef mod, module_job *j) {
@@ -288,6 +296,7 @@ static void *compile_module(void *arg) {
 
     int64_t t0 = cj_runtime_now_ns(), t1;
     char *msg = NULL;
+    if (job_cancelled(j)) goto done;
     if (cj_codegen_module(j->plan, mod, j->prefix, j->kernels, &j->err) != CJ_OK) goto done;
     cj_group_emit_drivers(j->plan, mod, j->prefix, j->groups);
     dump_module(mod, name, "raw");
@@ -297,6 +306,7 @@ static void *compile_module(void *arg) {
     }
     t1 = cj_runtime_now_ns();
     j->ns[0] = t1 - t0;
+    if (job_cancelled(j)) goto done;
 
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = getenv("CJIT_LLVM_PASSES");
@@ -311,6 +321,7 @@ static void *compile_module(void *arg) {
     note_math_used(mod, j);
     t0 = cj_runtime_now_ns();
     j->ns[1] = t0 - t1;
+    if (job_cancelled(j)) goto done;
 
     LLVMDisposeMessage(msg);
     msg = NULL;
@@ -321,6 +332,7 @@ static void *compile_module(void *arg) {
     }
     j->mapped = object_mapped_bytes(j->obj);
     j->ns[2] = cj_runtime_now_ns() - t0;
+    cj_runtime_note_module();
 done:
     if (msg) LLVMDisposeMessage(msg);
     LLVMDisposeModule(mod);
@@ -460,7 +472,7 @@ static cj_status lookup(const char *name, LLVMOrcExecutorAddress *addr, const ch
 }
 
 static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
-                                cj_jit_code **out, cj_error *err) {
+                                cj_jit_code **out, const cj_cancel *cancel, cj_error *err) {
     if (jit_init(err) != CJ_OK) return err->status;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "cj%llu", (unsigned long long)++jit_state.serial);
@@ -474,7 +486,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     if (nmax > jit_state.ntms - 1) nmax = jit_state.ntms - 1;
     int njobs = nmax + 1; /* the big kernels' modules and the small kernels' */
     for (int i = 0; i < njobs; i++) {
-        jobs[i] = (module_job){.plan = plan, .prefix = prefix, .index = i, .tm = jit_state.tms[i]};
+        jobs[i] = (module_job){.plan = plan, .prefix = prefix, .index = i, .tm = jit_state.tms[i], .cancel = cancel};
         jobs[i].kernels = calloc((size_t)plan->nkernels + 1, sizeof(bool));
         jobs[i].groups = calloc((size_t)plan->ngroups + 1, sizeof(bool));
         if (!jobs[i].kernels || !jobs[i].groups) {
@@ -505,6 +517,10 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
             *err = jobs[i].err;
             goto fail;
         }
+    if (cj_cancelled(cancel)) { /* the last chance: nothing is in the JIT yet */
+        cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
+        goto fail;
+    }
 
     int64_t t1 = cj_runtime_now_ns();
     if (define_math(jobs, n, err) != CJ_OK) goto fail;
@@ -569,9 +585,9 @@ fail:
 
 /* See codegen.h. */
 cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
-                         cj_error *err) {
+                         const cj_cancel *cancel, cj_error *err) {
     pthread_mutex_lock(&jit_state.lock);
-    cj_status st = compile_locked(plan, kernels, groups, code, err);
+    cj_status st = compile_locked(plan, kernels, groups, code, cancel, err);
     pthread_mutex_unlock(&jit_state.lock);
     return st;
 }

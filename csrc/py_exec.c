@@ -4,8 +4,147 @@
 #include "py_glue.h"
 #include "simplify.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* ---- long work with the GIL released, Ctrl-C still heard ----------------
+ *
+ * A compile spends up to seconds in LLVM and a run in kernels; neither
+ * touches a Python object, so both release the GIL and other Python threads
+ * go on meanwhile.  But Python runs signal handlers (KeyboardInterrupt) only
+ * on the main thread, and only with the GIL: so the waiting side takes the
+ * GIL back now and then, just long enough for PyErr_CheckSignals, and when
+ * that raises, the work stops at its next check, frees what it made, and
+ * the exception propagates.  A compile runs on a thread of its own while
+ * the calling thread waits and checks every COMPILE_CHECK_NS, setting the
+ * compile's cancel flag; a run checks between kernel groups (runtime.c,
+ * cj_run_poll), at most every CJ_RUN_POLL_NS. */
+
+#define COMPILE_CHECK_NS 5000000 /* 5 ms */
+/* The compile thread's stack: the passes recurse over deep graphs as they
+ * did on the main thread, whose stack is usually 8 MiB. */
+#define COMPILE_STACK_BYTES ((size_t)64 << 20)
+
+typedef struct {
+    const cj_graph *graph;
+    const bool *donated;
+    int ndonated;
+    cj_cancel cancel;
+    cj_executable *result;
+    cj_error err;
+    pthread_mutex_t lock;
+    pthread_cond_t done_cv;     /* signalled when done is set */
+    bool done;
+} compile_job;
+
+static void *compile_job_main(void *arg)
+{
+    compile_job *j = arg;
+    j->result = cj_compile_cancellable(j->graph, j->donated, j->ndonated, &j->cancel, &j->err);
+    pthread_mutex_lock(&j->lock);
+    j->done = true;
+    pthread_cond_signal(&j->done_cv);
+    pthread_mutex_unlock(&j->lock);
+    return NULL;
+}
+
+/* Waits (without the GIL) until the job is done or COMPILE_CHECK_NS passed. */
+static void wait_a_while(compile_job *j)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += COMPILE_CHECK_NS;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&j->lock);
+    while (!j->done && pthread_cond_timedwait(&j->done_cv, &j->lock, &until) == 0) {
+    }
+    pthread_mutex_unlock(&j->lock);
+}
+
+static bool job_done(compile_job *j)
+{
+    pthread_mutex_lock(&j->lock);
+    bool done = j->done;
+    pthread_mutex_unlock(&j->lock);
+    return done;
+}
+
+/* cj_compile_cancellable with the GIL released and signals heard: the new
+ * executable, or NULL with an exception (the compile's error, or what a
+ * signal handler raised: then nothing compiled is kept). */
+static cj_executable *compile_with_gil_released(const cj_graph *g, const bool *donated, int ndonated)
+{
+    compile_job j = {.graph = g, .donated = donated, .ndonated = ndonated};
+    pthread_condattr_t cattr;
+    pthread_attr_t tattr;
+    pthread_t thread;
+    bool interrupted = false;
+    pthread_mutex_init(&j.lock, NULL);
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&j.done_cv, &cattr);
+    pthread_condattr_destroy(&cattr);
+    pthread_attr_init(&tattr);
+    pthread_attr_setstacksize(&tattr, COMPILE_STACK_BYTES);
+    PyThreadState *ts = PyEval_SaveThread();
+    if (pthread_create(&thread, &tattr, compile_job_main, &j) != 0) {
+        compile_job_main(&j);   /* no thread to be had: compile here, deaf to signals */
+    } else {
+        while (wait_a_while(&j), !job_done(&j)) {
+            if (interrupted)
+                continue;       /* stopping: the compile sees the flag at its next check */
+            PyEval_RestoreThread(ts);
+            if (PyErr_CheckSignals() < 0) {
+                interrupted = true;
+                j.cancel = true;
+            }
+            ts = PyEval_SaveThread();
+        }
+        pthread_join(thread, NULL);
+    }
+    pthread_attr_destroy(&tattr);
+    if (interrupted && j.result != NULL) {   /* finished just before it saw the flag */
+        cj_executable_free(j.result);
+        j.result = NULL;
+    }
+    PyEval_RestoreThread(ts);
+    pthread_cond_destroy(&j.done_cv);
+    pthread_mutex_destroy(&j.lock);
+    if (interrupted) {
+        cj_runtime_note_cancelled();
+        return NULL;            /* with the signal handler's exception */
+    }
+    if (j.result == NULL)
+        cj_py_raise(&j.err);
+    return j.result;
+}
+
+/* cj_run_poll's question, asked between kernel groups with the GIL
+ * released: take it back, run the signal handlers, release it again. */
+static bool run_interrupted(void *ctx)
+{
+    PyThreadState **ts = ctx;
+    PyEval_RestoreThread(*ts);
+    int r = PyErr_CheckSignals();
+    *ts = PyEval_SaveThread();
+    return r < 0;
+}
+
+/* Frees an executable without the GIL: removing its code from the JIT waits
+ * for a compile that another thread may be running. */
+static void free_executable_gil_released(cj_executable *x)
+{
+    if (x == NULL)
+        return;
+    Py_BEGIN_ALLOW_THREADS
+    cj_executable_free(x);
+    Py_END_ALLOW_THREADS
+}
 
 /* ---- Lowered ----------------------------------------------------------- */
 
@@ -140,13 +279,12 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
         }
         Py_DECREF(seq);
     }
-    /* The GIL stays held: compiles are serialized by it, and the graph is
-     * only read. */
-    cj_error err = {0};
-    cj_executable *x = cj_compile_donated(lw->graph, donated, donated ? nparams : 0, &err);
+    /* The graph is only read: the Lowered (held by this call) keeps it, and
+     * nothing changes a finished graph. */
+    cj_executable *x = compile_with_gil_released(lw->graph, donated, donated ? nparams : 0);
     PyMem_Free(donated);
     if (x == NULL)
-        return cj_py_raise(&err);
+        return NULL;
     return executable_new(x, lw->graph, lw->arrays);   /* owns x from here on */
 }
 
@@ -205,7 +343,11 @@ static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *unused)
     (void)unused;
     cj_error err = {0};
     int64_t peak = 0;
-    if (cj_plan_peak(lw->graph, &peak, &err) != CJ_OK)
+    cj_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cj_plan_peak(lw->graph, &peak, &err);
+    Py_END_ALLOW_THREADS
+    if (st != CJ_OK)
         return cj_py_raise(&err);
     return PyLong_FromLongLong(peak);
 }
@@ -274,9 +416,10 @@ static PyObject *released_error(void)
 
 static void executable_free_code(cj_py_executable *e)
 {
-    cj_executable_free(e->x);
-    e->x = NULL;
+    cj_executable *x = e->x;
+    e->x = NULL;                /* first: other threads may run while it is freed */
     e->release_pending = false;
+    free_executable_gil_released(x);
 }
 
 static PyObject *executable_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
@@ -357,7 +500,7 @@ static void executable_dealloc(cj_py_executable *e)
     if (e->weakrefs != NULL)
         PyObject_ClearWeakRefs((PyObject *)e);
     executable_clear(e);
-    cj_executable_free(e->x);   /* nothing runs: a call holds a reference */
+    free_executable_gil_released(e->x);   /* nothing runs: a call holds a reference */
     free(e->param_shapes);
     free(e->param_dtypes);
     free(e->array_shapes);
@@ -763,15 +906,17 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
     cj_executable *x = e->x;
     Py_INCREF(exe);   /* the caller's reference may be a table's, cleared meanwhile */
     e->running++;
-    Py_BEGIN_ALLOW_THREADS
-    st = cj_executable_run(x, params, arrays, outputs, &err);
-    Py_END_ALLOW_THREADS
+    PyThreadState *ts = PyEval_SaveThread();
+    cj_run_poll poll = {.stop = run_interrupted, .ctx = &ts};
+    st = cj_executable_run(x, params, arrays, outputs, &poll, &err);
+    PyEval_RestoreThread(ts);
     e->running--;
     if (e->running == 0 && e->release_pending)
         executable_free_code(e);
     Py_DECREF(exe);
     if (st != CJ_OK) {
-        cj_py_raise(&err);
+        if (st != CJ_ERR_CANCELLED || !PyErr_Occurred())   /* else: the handler's exception */
+            cj_py_raise(&err);
         goto fail;
     }
     if (ptrs != stack)
