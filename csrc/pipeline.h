@@ -36,7 +36,8 @@ void cj_executable_output(const cj_executable *x, int i, cj_shape *shape, cj_dty
 
 /* Asked between the kernel groups of a long run whether to stop (for a
  * Ctrl-C): stop(ctx) returns true to stop.  It is asked at most every
- * CJ_RUN_POLL_NS, never before the first group ends. */
+ * CJ_RUN_POLL_NS, never before the first group ends, and never in runs of
+ * little work (runtime.c). */
 typedef struct {
     bool (*stop)(void *ctx);
     void *ctx;

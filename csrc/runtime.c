@@ -368,10 +368,14 @@ static void parallel_for(cj_kernel_fn fn, int64_t n, bool split, bool coarse, vo
     pthread_mutex_unlock(&pool.busy);
 }
 
+/* Runs of less work than this (flops and bytes, as cost_analysis counts
+ * them: well under a millisecond) are never asked to stop, so that calls of
+ * small functions never read the clock. */
+#define POLL_MIN_WORK ((int64_t)1 << 20)
+
 /* Between two groups: has poll asked to stop?  The clock is read at every
- * boundary (a run of one group, the tiny call, never reads it); poll->stop
- * runs once CJ_RUN_POLL_NS have passed since the first boundary or the last
- * question. */
+ * boundary; poll->stop runs once CJ_RUN_POLL_NS have passed since the first
+ * boundary or the last question. */
 static bool poll_says_stop(const cj_run_poll *poll, int64_t *next_ns) {
     int64_t now = cj_runtime_now_ns();
     if (*next_ns == 0) {
@@ -418,6 +422,7 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         if (p->buffers[b].alias_of >= 0) slots[b] = (char *)slots[p->buffers[b].alias_of] + p->buffers[b].offset;
     int64_t next_poll_ns = 0;
     cj_status st = CJ_OK;
+    if (x->flops + x->bytes_accessed < POLL_MIN_WORK) poll = NULL;
     for (int g = 0; g < p->ngroups; g++) {
         if (g > 0 && poll && poll_says_stop(poll, &next_poll_ns)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped between kernels");
