@@ -212,3 +212,15 @@ def test_two_threads_compiling_one_function_make_one_entry():
     assert _cjit.runtime_stats()["compiles"] == compiles + 1
     for r in results:
         ns["check_grad"](r)
+
+
+def test_exit_during_a_daemon_threads_compile():
+    # Was (with the compile on a thread of its own): the process's exit ran
+    # LLVM's static destructors under the running compile and crashed.
+    run_script("""
+        import threading, time
+        lowered = cjit.jit(cjit.grad(loss)).lower(ws, x)
+        threading.Thread(target=lowered.compile, daemon=True).start()
+        time.sleep(0.2)
+        print("ok")
+    """)
