@@ -22,12 +22,20 @@ typedef enum {
     CJ_ERR_INTERNAL,  /* becomes RuntimeError: a bug in cjit */
     CJ_ERR_COMPILE,   /* becomes RuntimeError: LLVM refused */
     CJ_ERR_BUDGET,    /* becomes cjit.errors.MemoryBudgetError */
+    CJ_ERR_CANCELLED, /* stopped on request (Ctrl-C): the caller raises what asked */
 } cj_status;
 
 typedef struct {
     cj_status status;
     char message[1024];
 } cj_error;
+
+/* A request to stop a long piece of work early, made by another thread
+ * (py_exec.c makes one when Ctrl-C arrives during a compile).  Compiles
+ * look at it between phases and then return CJ_ERR_CANCELLED, having
+ * freed what they made.  A NULL pointer is a request never made. */
+typedef _Atomic bool cj_cancel;
+static inline bool cj_cancelled(const cj_cancel *c) { return c && *c; }
 
 /* Records the first error only; returns its status so callers can write
  * `return cj_error_set(err, CJ_ERR_VALUE, "...", ...)`. */

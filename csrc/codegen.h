@@ -52,9 +52,10 @@ typedef struct cj_jit_code cj_jit_code;
 /* Compiles every kernel of `plan`.  On success fills kernels[i], groups[g]
  * with the driver of each group of two or more stages (NULL for a group of
  * one: run its kernel), and returns the code, which the caller owns
- * (cj_jit_code_free). */
+ * (cj_jit_code_free).  Once *cancel is set (NULL: never) it stops between
+ * LLVM's phases with CJ_ERR_CANCELLED, adding nothing to the JIT. */
 cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
-                         cj_error *err);
+                         const cj_cancel *cancel, cj_error *err);
 void cj_jit_code_free(cj_jit_code *code);
 int64_t cj_jit_code_bytes(const cj_jit_code *code);
 

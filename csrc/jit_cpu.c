@@ -212,6 +212,18 @@ static void dump_module(LLVMModuleRef mod, const char *prefix, const char *stage
 
 /* ---- one module of an executable, compiled on one thread ------------------ */
 
+/* A module's kernels are compiled in pieces of at most this compile cost
+ * (kernel_compile_cost) and this many functions (kernels and group
+ * drivers), an LLVM module and object file each, so that a cancelled
+ * compile stops soon: LLVM's optimization and emission of one module are
+ * calls that cannot be interrupted, and the 400 functions of each module of
+ * a 200-layer MLP's gradient took 0.9 to 1.3 s to emit (LLVM's time per
+ * function is more than its size suggests).  A piece takes LLVM up to
+ * about 100 ms (measured on 2 busy cores); each costs the JIT 8 KiB or so
+ * of pages of its own. */
+#define CJ_PIECE_COST 1024
+#define CJ_PIECE_FUNCTIONS 64
+
 typedef struct {
     const cj_plan *plan;
     const char *prefix;         /* of every symbol: "cj12" */
@@ -219,13 +231,22 @@ typedef struct {
     bool *kernels, *groups;     /* what this module holds */
     bool small;                 /* small kernels only: the short pass list */
     LLVMTargetMachineRef tm;
-    LLVMMemoryBufferRef obj;    /* the result: an object file */
-    int64_t mapped;             /* bytes the JIT will map for it */
+    LLVMMemoryBufferRef *objs;  /* the result: an object file per piece */
+    int nobjs;
+    int64_t mapped;             /* bytes the JIT will map for them */
     int64_t ns[3];              /* codegen, optimize, emit */
     char *math_used[CJ_MAX_MATH_USED]; /* mathlib functions the optimized module calls */
     int nmath_used;
+    const cj_cancel *cancel;    /* looked at between phases */
     cj_error err;
 } module_job;
+
+/* Has the compile been cancelled?  Then the job's error says so. */
+static bool job_cancelled(module_job *j) {
+    if (!cj_cancelled(j->cancel)) return false;
+    cj_error_set(&j->err, CJ_ERR_CANCELLED, "compile: cancelled");
+    return true;
+}
 
 /* Notes which mathlib functions mod calls (after vectorizing: which widths). */
 static void note_math_used(LLVMModuleRef mod, module_job *j) {
@@ -234,6 +255,9 @@ static void note_math_used(LLVMModuleRef mod, module_job *j) {
         size_t len;
         const char *name = LLVMGetValueName2(fn, &len);
         if (!cj_mathlib_provides(name)) continue;
+        bool noted = false; /* by an earlier piece */
+        for (int f = 0; f < j->nmath_used && !noted; f++) noted = strcmp(j->math_used[f], name) == 0;
+        if (noted) continue;
         if (j->nmath_used == CJ_MAX_MATH_USED || !(j->math_used[j->nmath_used] = strdup(name))) {
             cj_error_set(&j->err, CJ_ERR_MEMORY, "jit: too many math functions");
             return;
@@ -275,10 +299,12 @@ static int64_t object_mapped_bytes(LLVMMemoryBufferRef obj) {
     return total;
 }
 
-static void *compile_module(void *arg) {
-    module_job *j = arg;
+/* Compiles one piece of job j (the kernels and group drivers marked) to an
+ * object file, added to j->objs; on failure j->err says why. */
+static void compile_piece(module_job *j, int piece, const bool *kernels, const bool *groups) {
     char name[96];
-    snprintf(name, sizeof name, "%s.%d", j->prefix, j->index);
+    if (piece == 0) snprintf(name, sizeof name, "%s.%d", j->prefix, j->index);
+    else snprintf(name, sizeof name, "%s.%d.%d", j->prefix, j->index, piece);
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
     LLVMSetTarget(mod, jit_state.triple);
@@ -288,15 +314,18 @@ static void *compile_module(void *arg) {
 
     int64_t t0 = cj_runtime_now_ns(), t1;
     char *msg = NULL;
-    if (cj_codegen_module(j->plan, mod, j->prefix, j->kernels, &j->err) != CJ_OK) goto done;
-    cj_group_emit_drivers(j->plan, mod, j->prefix, j->groups);
+    LLVMMemoryBufferRef obj = NULL;
+    if (job_cancelled(j)) goto done;
+    if (cj_codegen_module(j->plan, mod, j->prefix, kernels, &j->err) != CJ_OK) goto done;
+    cj_group_emit_drivers(j->plan, mod, j->prefix, groups);
     dump_module(mod, name, "raw");
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
         cj_error_set(&j->err, CJ_ERR_COMPILE, "generated IR is invalid: %s", msg);
         goto done;
     }
     t1 = cj_runtime_now_ns();
-    j->ns[0] = t1 - t0;
+    j->ns[0] += t1 - t0;
+    if (job_cancelled(j)) goto done;
 
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = getenv("CJIT_LLVM_PASSES");
@@ -310,22 +339,23 @@ static void *compile_module(void *arg) {
     dump_module(mod, name, "opt");
     note_math_used(mod, j);
     t0 = cj_runtime_now_ns();
-    j->ns[1] = t0 - t1;
+    j->ns[1] += t0 - t1;
+    if (job_cancelled(j)) goto done;
 
     LLVMDisposeMessage(msg);
     msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(j->tm, mod, LLVMObjectFile, &msg, &j->obj)) {
+    if (LLVMTargetMachineEmitToMemoryBuffer(j->tm, mod, LLVMObjectFile, &msg, &obj)) {
         cj_error_set(&j->err, CJ_ERR_COMPILE, "emitting machine code: %s", msg);
-        j->obj = NULL;
         goto done;
     }
-    j->mapped = object_mapped_bytes(j->obj);
-    j->ns[2] = cj_runtime_now_ns() - t0;
+    j->mapped += object_mapped_bytes(obj);
+    j->objs[j->nobjs++] = obj;
+    j->ns[2] += cj_runtime_now_ns() - t0;
+    cj_runtime_note_module();
 done:
     if (msg) LLVMDisposeMessage(msg);
     LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);
-    return NULL;
 }
 
 /* Rough cost of compiling a kernel: LLVM's time grows with the
@@ -336,6 +366,45 @@ static int64_t kernel_compile_cost(const cj_kernel *k) {
     for (int e = 0; e < k->nexprs; e++)
         if (k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op)) cost += 8;
     return cost;
+}
+
+/* Compiles job j (a thread's share of the kernels) piece by piece, the
+ * kernels in plan order, each group's driver with its first stage. */
+static void *compile_module(void *arg) {
+    module_job *j = arg;
+    const cj_plan *p = j->plan;
+    bool *kernels = calloc((size_t)p->nkernels + 1, sizeof(bool));
+    bool *groups = calloc((size_t)p->ngroups + 1, sizeof(bool));
+    bool *leads = calloc((size_t)p->nkernels + 1, sizeof(bool)); /* kernel k's driver is here */
+    j->objs = calloc((size_t)p->nkernels + 1, sizeof(LLVMMemoryBufferRef)); /* a piece has a kernel, or is the only one */
+    if (!kernels || !groups || !leads || !j->objs) {
+        cj_error_set(&j->err, CJ_ERR_MEMORY, "jit: out of memory");
+        goto out;
+    }
+    for (int g = 0; g < p->ngroups; g++) leads[p->groups[g].first] = j->groups[g] && p->groups[g].count > 1;
+    int k = 0;
+    for (int piece = 0; j->err.status == CJ_OK; piece++) {
+        int64_t cost = 0;
+        int functions = 0;
+        memset(kernels, 0, (size_t)p->nkernels * sizeof(bool));
+        for (; k < p->nkernels; k++) {
+            if (!j->kernels[k]) continue;
+            int64_t c = kernel_compile_cost(&p->kernels[k]);
+            int f = 1 + leads[k];
+            if (functions > 0 && (cost + c > CJ_PIECE_COST || functions + f > CJ_PIECE_FUNCTIONS)) break;
+            kernels[k] = true;
+            cost += c;
+            functions += f;
+        }
+        if (functions == 0 && piece > 0) break; /* all placed (an empty job still makes one module) */
+        for (int g = 0; g < p->ngroups; g++) groups[g] = j->groups[g] && kernels[p->groups[g].first];
+        compile_piece(j, piece, kernels, groups);
+    }
+out:
+    free(kernels);
+    free(groups);
+    free(leads);
+    return NULL;
 }
 
 /* Below this total cost one thread compiles everything: a thread and a
@@ -479,7 +548,7 @@ static cj_status lookup(const char *name, LLVMOrcExecutorAddress *addr, const ch
 }
 
 static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
-                                cj_jit_code **out, cj_error *err) {
+                                cj_jit_code **out, const cj_cancel *cancel, cj_error *err) {
     if (jit_init(err) != CJ_OK) return err->status;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "cj%llu", (unsigned long long)++jit_state.serial);
@@ -493,7 +562,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     if (nmax > jit_state.ntms - 1) nmax = jit_state.ntms - 1;
     int njobs = nmax + 1; /* the big kernels' modules and the small kernels' */
     for (int i = 0; i < njobs; i++) {
-        jobs[i] = (module_job){.plan = plan, .prefix = prefix, .index = i, .tm = jit_state.tms[i]};
+        jobs[i] = (module_job){.plan = plan, .prefix = prefix, .index = i, .tm = jit_state.tms[i], .cancel = cancel};
         jobs[i].kernels = calloc((size_t)plan->nkernels + 1, sizeof(bool));
         jobs[i].groups = calloc((size_t)plan->ngroups + 1, sizeof(bool));
         if (!jobs[i].kernels || !jobs[i].groups) {
@@ -524,6 +593,10 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
             *err = jobs[i].err;
             goto fail;
         }
+    if (cj_cancelled(cancel)) { /* the last chance: nothing is in the JIT yet */
+        cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
+        goto fail;
+    }
 
     int64_t t1 = cj_runtime_now_ns();
     if (define_math(jobs, n, err) != CJ_OK) goto fail;
@@ -536,11 +609,13 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     code->tracker = LLVMOrcJITDylibCreateResourceTracker(main_jd);
     for (int i = 0; i < n; i++) {
         code->code_bytes += jobs[i].mapped;
-        LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(jit_state.jit, code->tracker, jobs[i].obj);
-        jobs[i].obj = NULL; /* consumed */
-        if (e) {
-            take_llvm_error(e, "adding code to the JIT", err);
-            goto fail;
+        for (int o = 0; o < jobs[i].nobjs; o++) {
+            LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(jit_state.jit, code->tracker, jobs[i].objs[o]);
+            jobs[i].objs[o] = NULL; /* consumed */
+            if (e) {
+                take_llvm_error(e, "adding code to the JIT", err);
+                goto fail;
+            }
         }
     }
     for (int i = 0; i < plan->nkernels; i++) {
@@ -566,6 +641,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     for (int i = 0; i < njobs; i++) {
         free(jobs[i].kernels);
         free(jobs[i].groups);
+        free(jobs[i].objs);
         for (int f = 0; f < jobs[i].nmath_used; f++) free(jobs[i].math_used[f]);
     }
     cj_runtime_note_phase(CJ_PHASE_LINK, cj_runtime_now_ns() - t1);
@@ -574,7 +650,9 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
 
 fail:
     for (int i = 0; i < njobs; i++) {
-        if (jobs[i].obj) LLVMDisposeMemoryBuffer(jobs[i].obj);
+        for (int o = 0; o < jobs[i].nobjs; o++)
+            if (jobs[i].objs[o]) LLVMDisposeMemoryBuffer(jobs[i].objs[o]);
+        free(jobs[i].objs);
         free(jobs[i].kernels);
         free(jobs[i].groups);
         for (int f = 0; f < jobs[i].nmath_used; f++) free(jobs[i].math_used[f]);
@@ -592,9 +670,9 @@ fail:
 
 /* See codegen.h. */
 cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
-                         cj_error *err) {
+                         const cj_cancel *cancel, cj_error *err) {
     pthread_mutex_lock(&jit_state.lock);
-    cj_status st = compile_locked(plan, kernels, groups, code, err);
+    cj_status st = compile_locked(plan, kernels, groups, code, cancel, err);
     pthread_mutex_unlock(&jit_state.lock);
     return st;
 }

@@ -131,6 +131,19 @@ static int64_t held_bytes(const cj_executable *x) {
 
 /* See pipeline.h. */
 cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int ndonated, cj_error *err) {
+    return cj_compile_cancellable(src, donated, ndonated, NULL, err);
+}
+
+/* Between phases: has the caller asked to stop?  Then err says so. */
+static bool stop_requested(const cj_cancel *cancel, cj_error *err) {
+    if (!cj_cancelled(cancel)) return false;
+    cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
+    return true;
+}
+
+/* See pipeline.h. */
+cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, int ndonated,
+                                      const cj_cancel *cancel, cj_error *err) {
     if (!settings_ok(err)) return NULL;
     cj_executable *x = calloc(1, sizeof *x);
     bool *live = NULL;
@@ -140,6 +153,7 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
     cj_graph_trim(x->graph); /* kept as long as x: without the spare capacity */
     t1 = cj_runtime_now_ns();
     cj_runtime_note_phase(CJ_PHASE_SIMPLIFY, t1 - t0);
+    if (stop_requested(cancel, err)) goto fail;
     if (!(live = calloc((size_t)x->graph->nnodes + 1, sizeof(bool)))) {
         cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
         goto fail;
@@ -149,6 +163,7 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
     cj_blas_plan(&x->plan);
     t0 = cj_runtime_now_ns();
     cj_runtime_note_phase(CJ_PHASE_FUSE, t0 - t1);
+    if (stop_requested(cancel, err)) goto fail;
     if (donated && ndonated > 0) {
         x->plan.donated = calloc((size_t)x->graph->nparams + 1, sizeof(bool));
         if (!x->plan.donated) {
@@ -160,6 +175,7 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
     if (cj_group_run(&x->plan, !pass_disabled("group") && !pass_disabled("fuse"), err) != CJ_OK) goto fail;
     if (cj_memplan_run(&x->plan, !pass_disabled("memplan"), err) != CJ_OK) goto fail;
     cj_runtime_note_phase(CJ_PHASE_MEMPLAN, cj_runtime_now_ns() - t0);
+    if (stop_requested(cancel, err)) goto fail;
     x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
     x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
     if (!x->kernels || !x->groups) {
@@ -167,7 +183,7 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
         goto fail;
     }
     dump_graph_and_plan(x);
-    if (cj_jit_compile(&x->plan, x->kernels, x->groups, &x->code, err) != CJ_OK) goto fail;
+    if (cj_jit_compile(&x->plan, x->kernels, x->groups, &x->code, cancel, err) != CJ_OK) goto fail;
     count_costs(x);
     x->held_bytes = held_bytes(x);
     cj_runtime_note_compile(x->held_bytes);

@@ -16,6 +16,12 @@ cj_executable *cj_compile(const cj_graph *g, cj_error *err);
 /* As cj_compile; donated[i] (i < ndonated) says that parameter i's bytes
  * may be reused by the plan (donate_argnums). */
 cj_executable *cj_compile_donated(const cj_graph *g, const bool *donated, int ndonated, cj_error *err);
+/* As cj_compile_donated, stopping early when *cancel is set (by another
+ * thread): then it returns NULL with CJ_ERR_CANCELLED, having freed all it
+ * made and added nothing to the JIT.  It touches no Python object, so the
+ * caller may release the GIL. */
+cj_executable *cj_compile_cancellable(const cj_graph *g, const bool *donated, int ndonated,
+                                      const cj_cancel *cancel, cj_error *err);
 void cj_executable_free(cj_executable *x);
 /* The peak bytes cj_compile's plan for g would have, without generating
  * code (the oracle of memory_budget).  Returns CJ_OK and sets *peak. */
@@ -28,11 +34,23 @@ int cj_executable_noutputs(const cj_executable *x);
 /* Shape and dtype of output i (to allocate it before running). */
 void cj_executable_output(const cj_executable *x, int i, cj_shape *shape, cj_dtype *dtype);
 
+/* Asked between the kernel groups of a long run whether to stop (for a
+ * Ctrl-C): stop(ctx) returns true to stop.  It is asked at most every
+ * CJ_RUN_POLL_NS, never before the first group ends, and never in runs of
+ * little work (runtime.c). */
+typedef struct {
+    bool (*stop)(void *ctx);
+    void *ctx;
+} cj_run_poll;
+#define CJ_RUN_POLL_NS 20000000 /* 20 ms */
+
 /* Runs the plan.  params[i], arrays[i] point to C-contiguous data of the
  * graph's PARAM/ARRAY shapes and dtypes; outputs[i] to C-contiguous storage
- * for output i.  Touches no Python object, so the GIL can be released. */
+ * for output i.  Touches no Python object, so the GIL can be released.
+ * When poll (may be NULL) says stop, it returns CJ_ERR_CANCELLED with the
+ * temporaries freed; the outputs (and donated arguments) hold garbage. */
 cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *arrays,
-                            void *const *outputs, cj_error *err);
+                            void *const *outputs, const cj_run_poll *poll, cj_error *err);
 
 /* Text of the kernels and the memory plan (caller frees). */
 char *cj_executable_to_text(const cj_executable *x);
@@ -55,10 +73,15 @@ typedef struct {
     int64_t bytes_in_use, peak_bytes_in_use;
     int64_t compiles, code_bytes;
     int64_t phase_ns[CJ_PHASE_COUNT];
+    int64_t llvm_modules;       /* object files LLVM emitted for executables */
+    int64_t cancelled;          /* compiles and runs stopped by a request (Ctrl-C) */
 } cj_runtime_stats;
 /* A monotonic clock in nanoseconds, and adding to a phase's total. */
 int64_t cj_runtime_now_ns(void);
 void cj_runtime_note_phase(cj_phase phase, int64_t ns);
+/* Counting an emitted LLVM module (jit_cpu.c), and a stopped compile or run. */
+void cj_runtime_note_module(void);
+void cj_runtime_note_cancelled(void);
 /* "simplify", "fuse", ... (a static string). */
 const char *cj_phase_name(cj_phase phase);
 /* Memory for outputs and arenas, 64-byte aligned: large blocks are cached

@@ -4,8 +4,215 @@
 #include "py_glue.h"
 #include "simplify.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* ---- long work with the GIL released, Ctrl-C still heard ----------------
+ *
+ * A compile spends up to seconds in LLVM and a run in kernels; neither
+ * touches a Python object, so both release the GIL and other Python threads
+ * go on meanwhile.  But Python runs signal handlers (KeyboardInterrupt) only
+ * on the main thread, and only with the GIL: so the waiting side takes the
+ * GIL back now and then, just long enough for PyErr_CheckSignals, and when
+ * that raises, the work stops at its next check, frees what it made, and
+ * the exception propagates.  A compile runs on a thread of its own while
+ * the calling thread waits and checks every COMPILE_CHECK_NS, setting the
+ * compile's cancel flag; a run checks between kernel groups (runtime.c,
+ * cj_run_poll), at most every CJ_RUN_POLL_NS. */
+
+#define COMPILE_CHECK_NS 5000000 /* 5 ms */
+/* The compile thread's stack: the passes recurse over deep graphs as they
+ * did on the main thread, whose stack is usually 8 MiB. */
+#define COMPILE_STACK_BYTES ((size_t)64 << 20)
+
+/* Shared by the waiting thread and the compile thread; the last of the two
+ * to let go frees it.  (A daemon thread that waits can end inside
+ * PyEval_RestoreThread when the interpreter exits: then the compile thread
+ * is the last.) */
+typedef struct compile_job_s {
+    const cj_graph *graph;
+    const bool *donated;
+    int ndonated;
+    cj_cancel cancel;
+    cj_executable *result;      /* taken by the waiting thread */
+    cj_error err;
+    pthread_mutex_t lock;
+    pthread_cond_t done_cv;     /* signalled when done is set */
+    bool done;
+    int holders;                /* under lock */
+    struct compile_job_s *next_running;   /* in running_jobs */
+} compile_job;
+
+/* The compiles running on threads of their own.  When the interpreter
+ * exits, the last thing it does (Py_AtExit) is to cancel them and wait:
+ * else the process's exit would run LLVM's static destructors under a
+ * compile still using LLVM (a daemon thread's compile crashed the exit). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t none_cv;     /* signalled when the list empties */
+    compile_job *first;
+    bool wait_registered;
+} running_jobs = {.lock = PTHREAD_MUTEX_INITIALIZER, .none_cv = PTHREAD_COND_INITIALIZER};
+
+static void wait_for_running_compiles(void)
+{
+    pthread_mutex_lock(&running_jobs.lock);
+    for (compile_job *j = running_jobs.first; j != NULL; j = j->next_running)
+        j->cancel = true;
+    while (running_jobs.first != NULL)
+        pthread_cond_wait(&running_jobs.none_cv, &running_jobs.lock);
+    pthread_mutex_unlock(&running_jobs.lock);
+}
+
+static void running_add(compile_job *j)
+{
+    pthread_mutex_lock(&running_jobs.lock);
+    j->next_running = running_jobs.first;
+    running_jobs.first = j;
+    pthread_mutex_unlock(&running_jobs.lock);
+}
+
+static void running_remove(compile_job *j)
+{
+    pthread_mutex_lock(&running_jobs.lock);
+    compile_job **p = &running_jobs.first;
+    while (*p != NULL && *p != j)
+        p = &(*p)->next_running;
+    if (*p == j)
+        *p = j->next_running;
+    if (running_jobs.first == NULL)
+        pthread_cond_broadcast(&running_jobs.none_cv);
+    pthread_mutex_unlock(&running_jobs.lock);
+}
+
+static void compile_job_let_go(compile_job *j)
+{
+    pthread_mutex_lock(&j->lock);
+    bool last = --j->holders == 0;
+    pthread_mutex_unlock(&j->lock);
+    if (!last)
+        return;
+    cj_executable_free(j->result);
+    pthread_cond_destroy(&j->done_cv);
+    pthread_mutex_destroy(&j->lock);
+    free(j);
+}
+
+static void *compile_job_main(void *arg)
+{
+    compile_job *j = arg;
+    cj_executable *x = cj_compile_cancellable(j->graph, j->donated, j->ndonated, &j->cancel, &j->err);
+    pthread_mutex_lock(&j->lock);
+    j->result = x;
+    j->done = true;
+    pthread_cond_signal(&j->done_cv);
+    pthread_mutex_unlock(&j->lock);
+    running_remove(j);
+    compile_job_let_go(j);
+    return NULL;
+}
+
+/* Waits (without the GIL) until the job is done or COMPILE_CHECK_NS passed;
+ * returns whether it is done. */
+static bool wait_a_while(compile_job *j)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += COMPILE_CHECK_NS;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&j->lock);
+    while (!j->done && pthread_cond_timedwait(&j->done_cv, &j->lock, &until) == 0) {
+    }
+    bool done = j->done;
+    pthread_mutex_unlock(&j->lock);
+    return done;
+}
+
+/* cj_compile_cancellable with the GIL released and signals heard: the new
+ * executable, or NULL with an exception (the compile's error, or what a
+ * signal handler raised: then nothing compiled is kept). */
+static cj_executable *compile_with_gil_released(const cj_graph *g, const bool *donated, int ndonated)
+{
+    compile_job *j = calloc(1, sizeof *j);
+    if (j == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *j = (compile_job){.graph = g, .donated = donated, .ndonated = ndonated, .holders = 2};
+    pthread_condattr_t cattr;
+    pthread_attr_t tattr;
+    pthread_t thread;
+    bool interrupted = false;
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->done_cv, &cattr);
+    pthread_condattr_destroy(&cattr);
+    pthread_attr_init(&tattr);
+    pthread_attr_setstacksize(&tattr, COMPILE_STACK_BYTES);
+    pthread_attr_setdetachstate(&tattr, PTHREAD_CREATE_DETACHED);
+    if (!running_jobs.wait_registered)   /* under the GIL: once */
+        running_jobs.wait_registered = Py_AtExit(wait_for_running_compiles) == 0;
+    running_add(j);
+    PyThreadState *ts = PyEval_SaveThread();
+    if (pthread_create(&thread, &tattr, compile_job_main, j) != 0) {
+        compile_job_main(j);    /* no thread to be had: compile here, deaf to signals */
+    } else {
+        while (!wait_a_while(j)) {
+            if (interrupted)
+                continue;       /* stopping: the compile sees the flag at its next check */
+            PyEval_RestoreThread(ts);
+            if (PyErr_CheckSignals() < 0) {
+                interrupted = true;
+                j->cancel = true;
+            }
+            ts = PyEval_SaveThread();
+        }
+    }
+    pthread_attr_destroy(&tattr);
+    cj_executable *x = NULL;
+    if (!interrupted) {         /* else it is freed with the job, even if it finished */
+        x = j->result;
+        j->result = NULL;
+    }
+    cj_error err = j->err;
+    compile_job_let_go(j);      /* the compile thread is done with it, or about to be */
+    PyEval_RestoreThread(ts);
+    if (interrupted) {
+        cj_runtime_note_cancelled();
+        return NULL;            /* with the signal handler's exception */
+    }
+    if (x == NULL)
+        cj_py_raise(&err);
+    return x;
+}
+
+/* cj_run_poll's question, asked between kernel groups with the GIL
+ * released: take it back, run the signal handlers, release it again. */
+static bool run_interrupted(void *ctx)
+{
+    PyThreadState **ts = ctx;
+    PyEval_RestoreThread(*ts);
+    int r = PyErr_CheckSignals();
+    *ts = PyEval_SaveThread();
+    return r < 0;
+}
+
+/* Frees an executable without the GIL: removing its code from the JIT waits
+ * for a compile that another thread may be running. */
+static void free_executable_gil_released(cj_executable *x)
+{
+    if (x == NULL)
+        return;
+    Py_BEGIN_ALLOW_THREADS
+    cj_executable_free(x);
+    Py_END_ALLOW_THREADS
+}
 
 /* ---- Lowered ----------------------------------------------------------- */
 
@@ -140,13 +347,12 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
         }
         Py_DECREF(seq);
     }
-    /* The GIL stays held: compiles are serialized by it, and the graph is
-     * only read. */
-    cj_error err = {0};
-    cj_executable *x = cj_compile_donated(lw->graph, donated, donated ? nparams : 0, &err);
+    /* The graph is only read: the Lowered (held by this call) keeps it, and
+     * nothing changes a finished graph. */
+    cj_executable *x = compile_with_gil_released(lw->graph, donated, donated ? nparams : 0);
     PyMem_Free(donated);
     if (x == NULL)
-        return cj_py_raise(&err);
+        return NULL;
     return executable_new(x, lw->graph, lw->arrays);   /* owns x from here on */
 }
 
@@ -205,7 +411,11 @@ static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *unused)
     (void)unused;
     cj_error err = {0};
     int64_t peak = 0;
-    if (cj_plan_peak(lw->graph, &peak, &err) != CJ_OK)
+    cj_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = cj_plan_peak(lw->graph, &peak, &err);
+    Py_END_ALLOW_THREADS
+    if (st != CJ_OK)
         return cj_py_raise(&err);
     return PyLong_FromLongLong(peak);
 }
@@ -274,9 +484,10 @@ static PyObject *released_error(void)
 
 static void executable_free_code(cj_py_executable *e)
 {
-    cj_executable_free(e->x);
-    e->x = NULL;
+    cj_executable *x = e->x;
+    e->x = NULL;                /* first: other threads may run while it is freed */
     e->release_pending = false;
+    free_executable_gil_released(x);
 }
 
 static PyObject *executable_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
@@ -357,7 +568,7 @@ static void executable_dealloc(cj_py_executable *e)
     if (e->weakrefs != NULL)
         PyObject_ClearWeakRefs((PyObject *)e);
     executable_clear(e);
-    cj_executable_free(e->x);   /* nothing runs: a call holds a reference */
+    free_executable_gil_released(e->x);   /* nothing runs: a call holds a reference */
     free(e->param_shapes);
     free(e->param_dtypes);
     free(e->array_shapes);
@@ -763,15 +974,17 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
     cj_executable *x = e->x;
     Py_INCREF(exe);   /* the caller's reference may be a table's, cleared meanwhile */
     e->running++;
-    Py_BEGIN_ALLOW_THREADS
-    st = cj_executable_run(x, params, arrays, outputs, &err);
-    Py_END_ALLOW_THREADS
+    PyThreadState *ts = PyEval_SaveThread();
+    cj_run_poll poll = {.stop = run_interrupted, .ctx = &ts};
+    st = cj_executable_run(x, params, arrays, outputs, &poll, &err);
+    PyEval_RestoreThread(ts);
     e->running--;
     if (e->running == 0 && e->release_pending)
         executable_free_code(e);
     Py_DECREF(exe);
     if (st != CJ_OK) {
-        cj_py_raise(&err);
+        if (st != CJ_ERR_CANCELLED || !PyErr_Occurred())   /* else: the handler's exception */
+            cj_py_raise(&err);
         goto fail;
     }
     if (ptrs != stack)

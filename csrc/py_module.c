@@ -38,6 +38,10 @@ PyObject *cj_py_raise(const cj_error *err)
     case CJ_ERR_BUDGET:
         type = cj_py.MemoryBudgetError;
         break;
+    case CJ_ERR_CANCELLED:
+        /* the caller normally raises what asked to stop (KeyboardInterrupt) */
+        type = PyExc_KeyboardInterrupt;
+        break;
     case CJ_OK:
         /* A failure that recorded no error: a bug, but never a crash. */
         type = PyExc_RuntimeError;
@@ -296,7 +300,9 @@ static PyObject *mod_runtime_stats(PyObject *self, PyObject *unused)
     if (dict_set_int(d, "compiles", st.compiles) < 0
         || dict_set_int(d, "code_bytes", st.code_bytes) < 0
         || dict_set_int(d, "bytes_in_use", st.bytes_in_use) < 0
-        || dict_set_int(d, "peak_bytes_in_use", st.peak_bytes_in_use) < 0) {
+        || dict_set_int(d, "peak_bytes_in_use", st.peak_bytes_in_use) < 0
+        || dict_set_int(d, "llvm_modules", st.llvm_modules) < 0
+        || dict_set_int(d, "cancelled", st.cancelled) < 0) {
         Py_DECREF(d);
         return NULL;
     }

@@ -31,6 +31,7 @@
 
 static _Atomic int64_t bytes_in_use, peak_bytes_in_use, compiles, code_bytes;
 static _Atomic int64_t phase_ns[CJ_PHASE_COUNT];
+static _Atomic int64_t llvm_modules, cancelled;
 
 /* See pipeline.h. */
 void cj_runtime_note_alloc(int64_t nbytes) {
@@ -58,6 +59,10 @@ void cj_runtime_note_phase(cj_phase phase, int64_t ns) {
 }
 
 /* See pipeline.h. */
+void cj_runtime_note_module(void) { atomic_fetch_add(&llvm_modules, 1); }
+void cj_runtime_note_cancelled(void) { atomic_fetch_add(&cancelled, 1); }
+
+/* See pipeline.h. */
 const char *cj_phase_name(cj_phase phase) {
     switch (phase) {
     case CJ_PHASE_SIMPLIFY: return "simplify";
@@ -79,6 +84,8 @@ void cj_runtime_stats_get(cj_runtime_stats *out) {
     out->compiles = atomic_load(&compiles);
     out->code_bytes = atomic_load(&code_bytes);
     for (int i = 0; i < CJ_PHASE_COUNT; i++) out->phase_ns[i] = atomic_load(&phase_ns[i]);
+    out->llvm_modules = atomic_load(&llvm_modules);
+    out->cancelled = atomic_load(&cancelled);
 }
 
 /* See pipeline.h. */
@@ -402,9 +409,28 @@ static void parallel_for(cj_kernel_fn fn, int64_t n, bool split, bool coarse, vo
     pthread_mutex_unlock(&pool.busy);
 }
 
+/* Runs of less work than this (flops and bytes, as cost_analysis counts
+ * them: well under a millisecond) are never asked to stop, so that calls of
+ * small functions never read the clock. */
+#define POLL_MIN_WORK ((int64_t)1 << 20)
+
+/* Between two groups: has poll asked to stop?  The clock is read at every
+ * boundary; poll->stop runs once CJ_RUN_POLL_NS have passed since the first
+ * boundary or the last question. */
+static bool poll_says_stop(const cj_run_poll *poll, int64_t *next_ns) {
+    int64_t now = cj_runtime_now_ns();
+    if (*next_ns == 0) {
+        *next_ns = now + CJ_RUN_POLL_NS;
+        return false;
+    }
+    if (now < *next_ns) return false;
+    *next_ns = now + CJ_RUN_POLL_NS;
+    return poll->stop(poll->ctx);
+}
+
 /* See pipeline.h. */
 cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *arrays,
-                            void *const *outputs, cj_error *err) {
+                            void *const *outputs, const cj_run_poll *poll, cj_error *err) {
     const cj_plan *p = &x->plan;
     void *stack_slots[32];
     void **slots = p->nbuffers <= 32 ? stack_slots : malloc(sizeof(void *) * (size_t)p->nbuffers);
@@ -435,7 +461,15 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
     /* in-place updates and temporaries in donated arguments reuse a host's bytes */
     for (int b = 0; b < p->nbuffers; b++)
         if (p->buffers[b].alias_of >= 0) slots[b] = (char *)slots[p->buffers[b].alias_of] + p->buffers[b].offset;
+    int64_t next_poll_ns = 0;
+    cj_status st = CJ_OK;
+    if (x->flops + x->bytes_accessed < POLL_MIN_WORK) poll = NULL;
     for (int g = 0; g < p->ngroups; g++) {
+        if (g > 0 && poll && poll_says_stop(poll, &next_poll_ns)) {
+            st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped between kernels");
+            cj_runtime_note_cancelled();
+            break;
+        }
         const cj_group *grp = &p->groups[g];
         if (x->groups[g]) {
             /* stages sharing their rows: the driver runs them block by block */
@@ -469,7 +503,7 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
     }
     cj_runtime_note_alloc(-p->argument_bytes);
     if (slots != stack_slots) free(slots);
-    return CJ_OK;
+    return st;
 }
 
 /* See pipeline.h. */

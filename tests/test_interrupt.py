@@ -1,0 +1,226 @@
+"""Long compiles and runs let other Python threads go on (the GIL is released)
+and stop at Ctrl-C: a KeyboardInterrupt, nothing cached, nothing leaked, and
+the same function compiles and runs correctly afterwards."""
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+
+import cjit
+import cjit.numpy as cnp
+from cjit import _cjit
+
+# A tanh MLP of 200 layers of width 64 on a batch of 32: its gradient is
+# some 1100 kernels, which LLVM takes one to two seconds to compile here.
+MLP = textwrap.dedent("""
+    import numpy as np
+    import cjit, cjit.numpy as cnp
+
+    LAYERS, WIDTH, BATCH = 200, 64, 32
+    rng = np.random.default_rng(0)
+    ws = [(rng.standard_normal((WIDTH, WIDTH)) / WIDTH ** 0.5).astype(np.float32)
+          for _ in range(LAYERS)]
+    x = rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
+
+    def loss(ws, x):
+        h = x
+        for w in ws:
+            h = cnp.tanh(h @ w)
+        return (h * h).sum()
+
+    def numpy_grad(ws, x):
+        # backpropagation by hand, in float64
+        hs = [x.astype(np.float64)]
+        for w in ws:
+            hs.append(np.tanh(hs[-1] @ w.astype(np.float64)))
+        dh, grads = 2 * hs[-1], []
+        for i in range(len(ws) - 1, -1, -1):
+            da = dh * (1 - hs[i + 1] ** 2)
+            grads.append(hs[i].T @ da)
+            dh = da @ ws[i].astype(np.float64).T
+        return grads[::-1]
+
+    def check_grad(got):
+        want = numpy_grad(ws, x)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.dtype == np.float32 and g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-5 * float(np.abs(w).max()))
+""")
+
+
+def run_script(body):
+    code = MLP + textwrap.dedent(body)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stdout + out.stderr[-3000:]
+    return out.stdout
+
+
+def test_compile_lets_other_threads_run():
+    # Was: the whole LLVM compile held the GIL, and a thread ticking every
+    # millisecond stood still for the compile's duration (1 to 2 s).
+    ns = {}
+    exec(MLP, ns)
+    lowered = cjit.jit(cjit.grad(ns["loss"])).lower(ns["ws"], ns["x"])
+    ticks, stop = [0], [False]
+
+    def heartbeat():
+        while not stop[0]:
+            time.sleep(0.001)
+            ticks[0] += 1
+
+    t = threading.Thread(target=heartbeat)
+    t.start()
+    try:
+        # the heartbeat's own rate, with nothing else going on
+        time.sleep(0.3)
+        t0, n0 = time.perf_counter(), ticks[0]
+        time.sleep(0.3)
+        rate = (ticks[0] - n0) / (time.perf_counter() - t0)
+        t0, n0 = time.perf_counter(), ticks[0]
+        compiled = lowered.compile()
+        seconds, during = time.perf_counter() - t0, ticks[0] - n0
+    finally:
+        stop[0] = True
+        t.join()
+    # at least half the ticks it makes alone over as long as the compile took
+    assert during >= 0.5 * rate * seconds, (during, rate, seconds)
+    ns["check_grad"](compiled(ns["ws"], ns["x"]))
+
+
+def test_ctrl_c_during_compile_stops_it():
+    out = run_script("""
+        import os, signal, threading, time
+        from cjit import _cjit
+
+        g = cjit.jit(cjit.grad(loss))
+        before = _cjit.runtime_stats()
+        sent = []
+
+        def interrupt_once_llvm_starts():
+            # memplan's time is added just before LLVM's part begins
+            while _cjit.runtime_stats()["compile_ns_memplan"] == before["compile_ns_memplan"]:
+                time.sleep(0.001)
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        t = threading.Thread(target=interrupt_once_llvm_starts)
+        t.start()
+        try:
+            g(ws, x)
+            raise AssertionError("the compile was not interrupted")
+        except KeyboardInterrupt:
+            latency = time.perf_counter() - sent[0]
+        t.join()
+        after = _cjit.runtime_stats()
+        # nothing compiled, counted, cached or held
+        assert after["compiles"] == before["compiles"]
+        assert after["cancelled"] == before["cancelled"] + 1
+        assert after["code_bytes"] == before["code_bytes"]
+        assert after["bytes_in_use"] == before["bytes_in_use"]
+        assert g.cache_info()["entries"] == 0
+        stopped_after = after["llvm_modules"] - before["llvm_modules"]
+
+        # the same function compiles in full later, and is right
+        check_grad(g(ws, x))
+        full = _cjit.runtime_stats()["llvm_modules"] - after["llvm_modules"]
+        assert g.cache_info()["entries"] == 1
+        # it stopped early: fewer LLVM modules than a whole compile emits
+        assert stopped_after < full, (stopped_after, full)
+        print(f"latency {latency * 1e3:.0f} ms, modules {stopped_after} of {full}")
+        print("ok")
+    """)
+    print(out)
+
+
+def test_ctrl_c_during_run_stops_it():
+    out = run_script("""
+        import os, signal, threading, time
+        from cjit import _cjit
+
+        def chain(x, w):
+            for _ in range(300):    # 300 kernel groups: a matmul leads each
+                x = cnp.tanh(x @ w)
+            return x
+
+        f = cjit.jit(chain)
+        a = np.random.default_rng(1).standard_normal((256, 256)) / 16
+        want = a
+        for _ in range(300):
+            want = np.tanh(want @ a)
+        np.testing.assert_allclose(f(a, a), want, rtol=1e-9, atol=1e-12)
+        t0 = time.perf_counter()
+        f(a, a)
+        one_run = time.perf_counter() - t0
+
+        before = _cjit.runtime_stats()
+        sent = []
+
+        def interrupt():
+            time.sleep(0.1)
+            sent.append(time.perf_counter())
+            os.kill(os.getpid(), signal.SIGINT)
+
+        t = threading.Thread(target=interrupt)
+        t.start()
+        runs = 0
+        try:
+            while True:         # the signal lands inside some run
+                f(a, a)
+                runs += 1
+        except KeyboardInterrupt:
+            latency = time.perf_counter() - sent[0]
+        t.join()
+        after = _cjit.runtime_stats()
+        # the run stopped itself between groups (a signal that came between
+        # runs would raise without this count), and let go of its memory
+        assert after["cancelled"] == before["cancelled"] + 1
+        assert after["bytes_in_use"] == before["bytes_in_use"]
+        np.testing.assert_allclose(f(a, a), want, rtol=1e-9, atol=1e-12)
+        print(f"latency {latency * 1e3:.1f} ms, one run {one_run * 1e3:.0f} ms, {runs} whole runs before")
+        print("ok")
+    """)
+    print(out)
+
+
+def test_two_threads_compiling_one_function_make_one_entry():
+    ns = {}
+    exec(MLP, ns)
+    g = cjit.jit(cjit.grad(ns["loss"]))
+    compiles = _cjit.runtime_stats()["compiles"]
+    barrier = threading.Barrier(2)
+    results, errors = [None, None], []
+
+    def call(i):
+        try:
+            barrier.wait()
+            results[i] = g(ns["ws"], ns["x"])
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors
+    assert g.cache_info() == {"hits": 1, "misses": 1, "entries": 1}
+    assert _cjit.runtime_stats()["compiles"] == compiles + 1
+    for r in results:
+        ns["check_grad"](r)
+
+
+def test_exit_during_a_daemon_threads_compile():
+    # Was (with the compile on a thread of its own): the process's exit ran
+    # LLVM's static destructors under the running compile and crashed.
+    run_script("""
+        import threading, time
+        lowered = cjit.jit(cjit.grad(loss)).lower(ws, x)
+        threading.Thread(target=lowered.compile, daemon=True).start()
+        time.sleep(0.2)
+        print("ok")
+    """)
