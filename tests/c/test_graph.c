@@ -650,13 +650,13 @@ static void test_movement(void)
     }
     CHECK(err.status == CJ_OK);
 
-    /* concatenate: promotion, the pair chain, errors */
+    /* concatenate: promotion, one node of every input, errors */
     cj_shape s13 = shp(2, 1, 3), s24 = shp(2, 2, 4), v3 = shp(1, 3);
     int c1 = cj_build_param(g, &s13, CJ_INT32, false, loc, &err);
     int c2 = cj_build_param(g, &s13, CJ_FLOAT32, false, loc, &err);
     int xs[3] = {x, c1, c2};
     int cc = cj_build_concatenate(g, xs, 3, 0, loc, &err);
-    CHECK(shape_is(g, cc, shp(2, 4, 3)) && g->nodes[cc].dtype == CJ_FLOAT64 && g->nodes[cc].ninputs == 2);
+    CHECK(shape_is(g, cc, shp(2, 4, 3)) && g->nodes[cc].dtype == CJ_FLOAT64 && g->nodes[cc].ninputs == 3);
     CHECK(cj_build_concatenate(g, xs, 1, 0, loc, &err) == x);
     int d1 = cj_build_param(g, &s24, CJ_FLOAT32, false, loc, &err);
     int d2 = cj_build_param(g, &v3, CJ_FLOAT32, false, loc, &err);
