@@ -9,17 +9,27 @@
  * batch index (docs/ARCHITECTURE.md, "Matmul", gives the measurements).
  *
  * The library is opened with dlopen, as the CUDA driver is, so cjit builds
- * and runs without it: then every matmul stays a generated loop nest.  The
- * call sits inside cjit's own machinery: the thread pool splits the rows of
- * C between threads, the group driver runs the matmul's epilogue on those
- * rows right after it, and the memory plan is unchanged.  So the library
- * must not start threads of its own (a threaded OpenBLAS is told to use
- * one), and must be safe to call from several threads at once.  OpenBLAS's
- * threaded build is; its sequential build is not (two calls at once share
- * one packing buffer and give wrong results, as measured here), so with
- * that build the calls take turns behind a mutex.
+ * and runs without it: then every matmul stays a generated loop nest.  It
+ * is, in this order: the file CJIT_BLAS names (CJIT_BLAS=0: none); the
+ * OpenBLAS of the scipy-openblas32 wheel, whose path the Python package
+ * hands over at import (cj_blas_set_default_path); the system's OpenBLAS.
+ * The wheel comes first because it is current: older OpenBLAS releases
+ * (Debian 12 ships 0.3.21) take processors newer than themselves for a
+ * Pentium 4 ("Prescott") and run SSE3 kernels, 4-5x slower.
+ *
+ * The call sits inside cjit's own machinery: the thread pool splits the
+ * rows of C between threads, the group driver runs the matmul's epilogue on
+ * those rows right after it, and the memory plan is unchanged.  So the
+ * library must not start threads of its own (a threaded OpenBLAS, as the
+ * wheel's is, is told to use one), and must be safe to call from several
+ * threads at once.  OpenBLAS's threaded build is; its sequential build is
+ * not (two calls at once share one packing buffer and give wrong results,
+ * as measured here), so with that build the calls take turns behind a mutex.
  * One thing lies outside the plan: the library's own packing workspace,
  * allocated once per process by OpenBLAS and reused by every call. */
+#ifndef _GNU_SOURCE /* for dladdr; the build may define it already */
+#define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -27,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "blas.h"
 
@@ -37,6 +48,16 @@ typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int
 typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *, int, double,
                          double *, int);
 
+/* The entry points cjit looks up, by their plain names.  scipy-openblas32
+ * spells every one with a "scipy_" prefix (so that it cannot clash with
+ * another BLAS in the process); a library uses one spelling throughout,
+ * the one under which cblas_sgemm is found. */
+enum { E_SGEMM, E_DGEMM, E_GET_PARALLEL, E_SET_THREADS, E_GET_CONFIG, E_COUNT };
+static const char *const entry_names[E_COUNT] = {
+    "cblas_sgemm", "cblas_dgemm", "openblas_get_parallel", "openblas_set_num_threads", "openblas_get_config",
+};
+static const char *const prefixes[] = {"scipy_", ""};
+
 /* Below this many multiply-adds a call costs more than the loop nest. */
 #define CJ_BLAS_MIN_WORK ((int64_t)4096)
 
@@ -45,46 +66,123 @@ static struct {
     sgemm_fn sgemm;
     dgemm_fn dgemm;
     bool serialize;         /* one call at a time (a sequential OpenBLAS) */
-    pthread_mutex_t lock;
-    char description[256];
+    pthread_mutex_t lock;   /* for serialize; also guards default_path and loaded */
+    bool loaded;            /* blas_load has started: default_path is read */
+    char default_path[PATH_MAX];
+    char description[768];
+    char warning[512];
 } blas = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic bool blas_enabled = true; /* cj_blas_set_enabled, for tests */
 
+bool cj_blas_set_default_path(const char *path) {
+    pthread_mutex_lock(&blas.lock);
+    bool ok = !blas.loaded && strlen(path) < sizeof blas.default_path;
+    if (ok) strcpy(blas.default_path, path);
+    pthread_mutex_unlock(&blas.lock);
+    return ok;
+}
+
+/* The cores OpenBLAS names whose kernels predate AVX2 (at most SSE, AVX or
+ * AMD's FMA4/FMA3 without AVX2): what it falls back to on a processor it
+ * does not know. */
+static const char *const pre_avx2_cores[] = {
+    "Generic", "Katmai", "Coppermine", "Northwood", "Prescott", "Banias", "Core2", "Penryn", "Dunnington",
+    "Nehalem", "Atom", "Sandybridge", "Athlon", "Opteron", "Opteron_SSE3", "Barcelona", "Bobcat", "Bulldozer",
+    "Piledriver", "Steamroller", "Nano",
+};
+
+/* See blas.h.  The config string is words separated by spaces ("OpenBLAS
+ * 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64"); the
+ * core is one of them. */
+void cj_blas_core_warning(const char *config, const char *library, bool cpu_has_avx2, char *buf, size_t n) {
+    if (n) buf[0] = 0;
+    if (!cpu_has_avx2 || !config) return;
+    for (const char *w = config; *w;) {
+        size_t len = strcspn(w, " ");
+        for (size_t i = 0; i < sizeof pre_avx2_cores / sizeof *pre_avx2_cores; i++)
+            if (len == strlen(pre_avx2_cores[i]) && !strncasecmp(w, pre_avx2_cores[i], len)) {
+                snprintf(buf, n,
+                         "the BLAS library %s runs OpenBLAS's %s kernels, which predate AVX2, on a processor "
+                         "that has AVX2 (OpenBLAS did not recognize it, or OPENBLAS_CORETYPE chose this core), "
+                         "so matmuls run several times slower than they could. Install a current OpenBLAS "
+                         "(pip install scipy-openblas32) or point CJIT_BLAS at one. Its configuration: %s",
+                         library, pre_avx2_cores[i], config);
+                return;
+            }
+        w += len;
+        w += strspn(w, " ");
+    }
+}
+
+static bool cpu_has_avx2(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_supports("avx2"); /* the CPUID bit, and that the OS saves the AVX registers */
+#else
+    return false; /* other architectures: no check */
+#endif
+}
+
+/* Opens `name`; on success fills blas.sgemm/dgemm and the description and
+ * returns true, else appends why not to `why`. */
+static bool try_library(const char *name, char *why, size_t nwhy) {
+    size_t used = strlen(why);
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(why + used, nwhy - used, "%s%s", used ? "; " : "", e ? e : name);
+        return false;
+    }
+    void *fn[E_COUNT] = {0};
+    for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes && !fn[E_SGEMM]; p++)
+        for (int e = 0; e < E_COUNT; e++) {
+            char sym[64];
+            snprintf(sym, sizeof sym, "%s%s", prefixes[p], entry_names[e]);
+            fn[e] = dlsym(lib, sym);
+        }
+    if (!fn[E_SGEMM] || !fn[E_DGEMM]) {
+        snprintf(why + used, nwhy - used, "%s%s has no cblas_sgemm/cblas_dgemm", used ? "; " : "", name);
+        dlclose(lib);
+        return false;
+    }
+    /* our pool splits the rows; a library with threads of its own would
+     * oversubscribe the cores, so it gets one */
+    int (*get_parallel)(void) = (int (*)(void))(uintptr_t)fn[E_GET_PARALLEL];
+    void (*set_threads)(int) = (void (*)(int))(uintptr_t)fn[E_SET_THREADS];
+    char *(*get_config)(void) = (char *(*)(void))(uintptr_t)fn[E_GET_CONFIG];
+    if (get_parallel && set_threads && get_parallel() != 0) set_threads(1);
+    blas.serialize = get_parallel && get_parallel() == 0;
+    /* the file actually opened: a bare soname becomes the path it was found at */
+    Dl_info info;
+    const char *path = dladdr(fn[E_SGEMM], &info) && info.dli_fname ? info.dli_fname : name;
+    const char *config = get_config ? get_config() : NULL;
+    snprintf(blas.description, sizeof blas.description, "%s [%s]%s", config ? config : "unknown BLAS", path,
+             blas.serialize ? " (sequential build: one call at a time)" : "");
+    cj_blas_core_warning(config, path, cpu_has_avx2(), blas.warning, sizeof blas.warning);
+    blas.sgemm = (sgemm_fn)(uintptr_t)fn[E_SGEMM];
+    blas.dgemm = (dgemm_fn)(uintptr_t)fn[E_DGEMM];
+    return true;
+}
+
 static void blas_load(void) {
+    pthread_mutex_lock(&blas.lock);
+    blas.loaded = true;
+    pthread_mutex_unlock(&blas.lock);
     const char *want = getenv("CJIT_BLAS");
     if (want && (!strcmp(want, "0") || !strcmp(want, "none"))) {
         snprintf(blas.description, sizeof blas.description, "none (CJIT_BLAS=%s)", want);
         return;
     }
-    const char *names[] = {want && *want ? want : "libopenblas.so.0", want && *want ? NULL : "libopenblas.so"};
-    void *lib = NULL;
-    const char *name = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof *names && !lib; i++)
-        if (names[i]) lib = dlopen(name = names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(blas.description, sizeof blas.description, "none (%s)", why ? why : "not found");
+    char why[512] = "";
+    if (want && *want) { /* the user's choice, and nothing else */
+        if (!try_library(want, why, sizeof why))
+            snprintf(blas.description, sizeof blas.description, "none (CJIT_BLAS: %s)", why);
         return;
     }
-    sgemm_fn s = (sgemm_fn)(uintptr_t)dlsym(lib, "cblas_sgemm");
-    dgemm_fn d = (dgemm_fn)(uintptr_t)dlsym(lib, "cblas_dgemm");
-    if (!s || !d) {
-        snprintf(blas.description, sizeof blas.description, "none (%s has no cblas_sgemm/cblas_dgemm)", name);
-        dlclose(lib);
-        return;
-    }
-    /* our pool splits the rows; a library with threads of its own would
-     * oversubscribe the cores, so it gets one */
-    int (*get_parallel)(void) = (int (*)(void))(uintptr_t)dlsym(lib, "openblas_get_parallel");
-    void (*set_threads)(int) = (void (*)(int))(uintptr_t)dlsym(lib, "openblas_set_num_threads");
-    if (get_parallel && set_threads && get_parallel() != 0) set_threads(1);
-    blas.serialize = get_parallel && get_parallel() == 0;
-    char *(*get_config)(void) = (char *(*)(void))(uintptr_t)dlsym(lib, "openblas_get_config");
-    snprintf(blas.description, sizeof blas.description, "%s%s", get_config ? get_config() : name,
-             blas.serialize ? " (sequential build: one call at a time)" : "");
-    blas.sgemm = s;
-    blas.dgemm = d;
+    const char *names[] = {blas.default_path, "libopenblas.so.0", "libopenblas.so"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (*names[i] && try_library(names[i], why, sizeof why)) return;
+    snprintf(blas.description, sizeof blas.description, "none (%s)", why);
 }
 
 bool cj_blas_available(void) {
@@ -95,6 +193,11 @@ bool cj_blas_available(void) {
 const char *cj_blas_description(void) {
     pthread_once(&blas.once, blas_load);
     return blas.description;
+}
+
+const char *cj_blas_warning(void) {
+    pthread_once(&blas.once, blas_load);
+    return blas.warning;
 }
 
 bool cj_blas_set_enabled(bool on) { return atomic_exchange(&blas_enabled, on); }

@@ -2,17 +2,32 @@
 #ifndef CJ_BLAS_H
 #define CJ_BLAS_H
 
+#include <stddef.h>
+
 #include "kernel.h"
 
-/* Loads the BLAS library once per process (dlopen): CJIT_BLAS names the
- * library file, or 0 to use none; by default OpenBLAS ("libopenblas.so.0")
- * is tried.  Returns whether sgemm and dgemm are there to call. */
+/* Loads the BLAS library once per process (dlopen): the file CJIT_BLAS
+ * names, or none for CJIT_BLAS=0; by default the library given to
+ * cj_blas_set_default_path (the scipy-openblas32 wheel's), then the
+ * system's OpenBLAS ("libopenblas.so.0").  Returns whether sgemm and dgemm
+ * are there to call. */
 bool cj_blas_available(void);
+/* The library to try before the system's; false (and ignored) once the
+ * library is loaded, or if the path is too long. */
+bool cj_blas_set_default_path(const char *path);
 /* Turns the use of BLAS for new compiles off or on (tests compare the two
  * paths); returns the previous setting. */
 bool cj_blas_set_enabled(bool on);
-/* What was loaded ("OpenBLAS 0.3.21 ..." or the file name), or why nothing was. */
+/* What was loaded: OpenBLAS's configuration, which names the core it chose,
+ * and the file ("OpenBLAS 0.3.34 ... Haswell MAX_THREADS=64 [/path/lib.so]"),
+ * or "none (why)". */
 const char *cj_blas_description(void);
+/* cj_blas_core_warning for the loaded library: "" when all is well. */
+const char *cj_blas_warning(void);
+/* Writes to buf a warning when `config` (OpenBLAS's configuration string)
+ * names a core whose kernels predate AVX2 while the processor has AVX2:
+ * OpenBLAS did not know the processor.  Else writes "". */
+void cj_blas_core_warning(const char *config, const char *library, bool cpu_has_avx2, char *buf, size_t n);
 
 /* Marks every matmul kernel of the plan that a gemm call can run (its
  * operands are buffers laid out as BLAS matrices, float32 or float64, and

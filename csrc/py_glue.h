@@ -142,4 +142,9 @@ int cj_py_executable_parts(PyObject *obj, cj_executable **x, PyObject **arrays);
  * cuda_device_info() and cuda_put() to module m.  0 or -1. */
 int cj_py_cuda_init(PyObject *m);
 
+/* ---- BLAS (py_blas.c) -------------------------------------------------- */
+
+/* Adds blas_library() and the BLAS setup functions to module m.  0 or -1. */
+int cj_py_blas_init(PyObject *m);
+
 #endif

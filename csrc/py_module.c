@@ -4,7 +4,6 @@
  * and the small module-level functions. */
 #define CJ_PY_IMPORT_ARRAY /* this file calls import_array() */
 #include "py_glue.h"
-#include "blas.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -351,30 +350,7 @@ static PyObject *mod_trim_memory(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *mod_blas_library(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    cj_blas_available(); /* loads it */
-    return PyUnicode_FromString(cj_blas_description());
-}
-
-static PyObject *mod_set_blas_enabled(PyObject *self, PyObject *flag)
-{
-    (void)self;
-    int on = PyObject_IsTrue(flag);
-    if (on < 0)
-        return NULL;
-    return PyBool_FromLong(cj_blas_set_enabled(on != 0));
-}
-
 static PyMethodDef module_methods[] = {
-    {"blas_library", mod_blas_library, METH_NOARGS,
-     "blas_library($module, /)\n--\n\nThe BLAS library that runs matmuls (loaded on first use; "
-     "CJIT_BLAS names another, CJIT_BLAS=0 none), or 'none (why)'."},
-    {"_set_blas_enabled", mod_set_blas_enabled, METH_O,
-     "_set_blas_enabled($module, on, /)\n--\n\nWhether new compiles hand matmuls to BLAS; returns "
-     "the previous setting (for tests)."},
     {"num_threads", mod_num_threads, METH_NOARGS,
      "num_threads($module, /)\n--\n\nThreads that run a large kernel (starts the pool; "
      "CJIT_NUM_THREADS, read once, overrides the number of cores)."},
@@ -441,7 +417,7 @@ PyMODINIT_FUNC PyInit__cjit(void)
                          PyExc_RuntimeError) < 0)
         goto fail;
     if (cj_py_tracer_init(m) < 0 || cj_py_exec_init(m) < 0 || cj_py_cuda_init(m) < 0
-        || cj_py_jit_init(m) < 0)
+        || cj_py_jit_init(m) < 0 || cj_py_blas_init(m) < 0)
         goto fail;
     return m;
 fail:

@@ -41,13 +41,6 @@ else
     command -v llvm-config-19 >/dev/null || need+=(llvm-19-dev)
 fi
 command -v gcc >/dev/null || need+=(build-essential)
-# Matmuls run in OpenBLAS, loaded at run time (without it they are loop
-# nests).  The threaded build: cjit's threads call it at once, which its
-# sequential build cannot take (csrc/blas.c).
-[[ -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0 ||
-   -e /usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.so.0 ]] ||
-    { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q 'libopenblas\.so\.0' ||
-    need+=(libopenblas0-pthread)
 if ! command -v python3 >/dev/null; then
     need+=(python3 python3-dev python3-venv)
 else
@@ -82,7 +75,12 @@ fi
 # ---- 3. Python packages -----------------------------------------------------
 # $venv/.cjit-pip lists what this script installed, one requirement a line.
 pip_record=$venv/.cjit-pip
-packages=("numpy>=2" pytest hypothesis "setuptools>=64" wheel "${extras[@]}")
+# scipy-openblas32: the OpenBLAS that runs matmuls (csrc/blas.c loads it at
+# import; without it, the system's libopenblas.so.0 if any, else loop nests).
+# A current release from PyPI rather than the distribution's: Debian 12's
+# 0.3.21 takes processors newer than itself for a Pentium 4 and runs its
+# SSE3 kernels, 4-5x slower.
+packages=("numpy>=2" scipy-openblas32 pytest hypothesis "setuptools>=64" wheel "${extras[@]}")
 missing=()
 for p in "${packages[@]}"; do
     grep -qxF -- "$p" "$pip_record" 2>/dev/null || missing+=("$p")

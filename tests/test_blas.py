@@ -175,3 +175,168 @@ def test_sequential_openblas_takes_turns():
     out = subprocess.run([sys.executable, "-c", STRESS], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "one call at a time" in out.stdout
+
+
+# ---- which library: the scipy-openblas32 wheel, overrides, the core it chose ----
+
+def run_python(code, **env_changes):
+    """Runs code in a fresh interpreter with CJIT_BLAS and OPENBLAS_CORETYPE
+    unset unless given; returns its stdout (it must succeed)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CJIT_BLAS", "OPENBLAS_CORETYPE")}
+    env.update(env_changes)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def library_file(description):
+    """The file named in blas_library()'s "config [file]"."""
+    assert description.endswith("]") and " [" in description, description
+    return description[description.rindex(" [") + 2:-1]
+
+
+def cpu_has_avx2():
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return any(line.startswith("flags") and " avx2" in line for line in fh)
+    except OSError:
+        return False
+
+
+AVX2 = cpu_has_avx2()
+
+MATMUL_CHECK = (
+    "x = np.arange(96 * 80, dtype=np.float32).reshape(96, 80) / 1000\n"
+    "y = np.cos(np.arange(80 * 72, dtype=np.float32)).reshape(80, 72)\n"
+    "f = cjit.jit(lambda a, b: a @ b @ b.T)\n"
+    "assert f.lower(x, y).compile().as_text().count('(BLAS gemm)') == 2\n"
+    "np.testing.assert_allclose(np.asarray(f(x, y)), x @ y @ y.T, rtol=1e-4, atol=1e-3)\n")
+
+
+def test_default_library_is_the_scipy_openblas32_wheel():
+    # scripts/setup_env.sh installs the wheel: it is found without CJIT_BLAS,
+    # where the package itself says its library is, and it is threaded
+    out = run_python(
+        "import os, numpy as np, cjit, scipy_openblas32 as s\n"
+        "from cjit import _cjit\n"
+        + MATMUL_CHECK +
+        "print(_cjit.blas_library())\n"
+        "print(os.path.join(s.get_lib_dir(), s.get_library(fullname=True)))\n")
+    description, expected = out.strip().splitlines()
+    path = library_file(description)
+    assert "scipy_openblas32" in path, description
+    assert os.path.realpath(path) == os.path.realpath(expected)
+    assert description.startswith("OpenBLAS 0.3."), description
+    assert "one call at a time" not in description   # the threaded build
+
+
+def test_cjit_blas_overrides_the_wheel(tmp_path):
+    # a copy of the wheel's library under another name: CJIT_BLAS picks it
+    import scipy_openblas32
+    src = os.path.join(scipy_openblas32.get_lib_dir(), scipy_openblas32.get_library(fullname=True))
+    copy = tmp_path / "libmy_openblas.so"
+    copy.write_bytes(open(src, "rb").read())
+    out = run_python("import numpy as np, cjit\nfrom cjit import _cjit\n" + MATMUL_CHECK +
+                     "print(_cjit.blas_library())\n", CJIT_BLAS=str(copy))
+    assert library_file(out.strip()) == str(copy), out
+
+
+@pytest.mark.skipif(not AVX2, reason="the check concerns processors with AVX2")
+def test_the_core_suits_this_processor():
+    # this machine has AVX2: the library's core must not be an older one
+    description = _cjit.blas_library()
+    config = description[:description.rindex(" [")]
+    assert _cjit._blas_core_warning(config, "lib", True) == "", description
+    assert _cjit._blas_warnings() == []
+
+
+def test_core_warning_names_a_core_older_than_the_processor():
+    old = ["OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64",
+           "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Core2 MAX_THREADS=64",
+           "OpenBLAS 0.3.34 DYNAMIC_ARCH NO_AFFINITY Nehalem MAX_THREADS=64",
+           "OpenBLAS 0.3.34 DYNAMIC_ARCH NO_AFFINITY Sandybridge MAX_THREADS=64",
+           "OpenBLAS 0.3.34 DYNAMIC_ARCH NO_AFFINITY Katmai MAX_THREADS=64",
+           "OpenBLAS 0.3.10 GENERIC MAX_THREADS=8", "OpenBLAS 0.3.20 Barcelona"]
+    for config in old:
+        msg = _cjit._blas_core_warning(config, "/x/libopenblas.so.0", True)
+        core = [w for w in config.split() if w.lower() in msg.lower().split("'s ")[1].split()[0].lower()]
+        assert "/x/libopenblas.so.0" in msg and config in msg and core, (config, msg)
+        assert _cjit._blas_core_warning(config, "/x/libopenblas.so.0", False) == ""
+    fine = ["OpenBLAS 0.3.34.481.3 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64",
+            "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64",
+            "OpenBLAS 0.3.34 DYNAMIC_ARCH NO_AFFINITY SkylakeX MAX_THREADS=64",
+            "OpenBLAS 0.3.34 DYNAMIC_ARCH SapphireRapids MAX_THREADS=64",
+            "OpenBLAS 0.3.34 NEOVERSEN1 MAX_THREADS=64",
+            "OpenBLAS 0.3.34 Prescottish Core2x", ""]     # whole words only
+    for config in fine:
+        assert _cjit._blas_core_warning(config, "lib", True) == "", config
+
+
+CATCH_IMPORT_WARNINGS = (
+    "import warnings\n"
+    "with warnings.catch_warnings(record=True) as caught:\n"
+    "    warnings.simplefilter('always')\n"
+    "    import numpy as np, cjit\n"
+    "from cjit import _cjit\n"
+    "print(repr([str(w.message) for w in caught if w.category is RuntimeWarning]))\n"
+    "print(_cjit.blas_library())\n")
+
+
+@pytest.mark.skipif(not AVX2, reason="the check concerns processors with AVX2")
+def test_import_warns_when_openblas_runs_an_old_core():
+    # OPENBLAS_CORETYPE forces the wheel onto pre-AVX2 kernels, as a
+    # misdetection would: import cjit warns once, naming the core
+    out = run_python(CATCH_IMPORT_WARNINGS + MATMUL_CHECK, OPENBLAS_CORETYPE="Nehalem")
+    warned, description = out.strip().splitlines()
+    warned = eval(warned)
+    assert len(warned) == 1 and "Nehalem kernels" in warned[0], out
+    assert library_file(description) in warned[0]
+    assert run_python(CATCH_IMPORT_WARNINGS).splitlines()[0] == "[]"
+
+
+# A BLAS with the plain CBLAS names (as the system's OpenBLAS has) whose
+# config names an old core, and which says it is a sequential build.
+FAKE_BLAS = r"""
+#define GEMM(name, T)                                                                          \
+    void name(int order, int ta, int tb, int M, int N, int K, T alpha, const T *A, int lda,    \
+              const T *B, int ldb, T beta, T *C, int ldc) {                                    \
+        __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);                                       \
+        if (order != 101) return;                                                              \
+        for (int i = 0; i < M; i++)                                                            \
+            for (int j = 0; j < N; j++) {                                                      \
+                T s = 0;                                                                       \
+                for (int p = 0; p < K; p++)                                                    \
+                    s += (ta == 111 ? A[i * lda + p] : A[p * lda + i]) *                       \
+                         (tb == 111 ? B[p * ldb + j] : B[j * ldb + p]);                        \
+                C[i * ldc + j] = alpha * s + (beta == 0 ? 0 : beta * C[i * ldc + j]);          \
+            }                                                                                  \
+    }
+static long calls;
+long fake_calls(void) { return calls; }
+GEMM(cblas_sgemm, float)
+GEMM(cblas_dgemm, double)
+int openblas_get_parallel(void) { return 0; }
+char *openblas_get_config(void) { return "OpenBLAS 0.0-fake DYNAMIC_ARCH Prescott MAX_THREADS=1"; }
+"""
+
+
+def test_plain_names_and_a_sequential_build(tmp_path):
+    # the unprefixed spelling is found; a sequential build takes turns; an
+    # old core is warned about at import (on an AVX2 processor)
+    src, lib = tmp_path / "fake.c", tmp_path / "libfakeblas.so"
+    src.write_text(FAKE_BLAS)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True)
+    out = run_python(
+        CATCH_IMPORT_WARNINGS + MATMUL_CHECK +
+        "import ctypes\n"
+        f"calls = ctypes.CDLL({str(lib)!r}).fake_calls()\n"   # the same handle: cjit's calls
+        "assert calls >= 2, calls\n"
+        "g = cjit.jit(lambda a, b: a @ b)\n"
+        "first = np.asarray(g(x, y))\n"
+        "for _ in range(50):\n"
+        "    np.testing.assert_array_equal(np.asarray(g(x, y)), first)\n",
+        CJIT_BLAS=str(lib), CJIT_NUM_THREADS="2")
+    warned, description = out.strip().splitlines()[:2]
+    assert description == f"OpenBLAS 0.0-fake DYNAMIC_ARCH Prescott MAX_THREADS=1 [{lib}] " \
+                          "(sequential build: one call at a time)"
+    assert ("Prescott kernels" in warned) == AVX2, warned

@@ -12,9 +12,11 @@ The public contract is SPEC.md; names follow JAX where JAX has the idea.
 import os as _os
 
 from . import _cjit
+from . import _blas
 
 _cjit._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))
-for _msg in _cjit._env_warnings():   # a bad CJIT_NUM_THREADS: warned, the default used
+# a bad CJIT_NUM_THREADS (warned, the default used); a BLAS older than the processor
+for _msg in _cjit._env_warnings() + _blas.setup():
     import warnings as _warnings
     _warnings.warn(_msg, RuntimeWarning, stacklevel=2)
     del _msg
