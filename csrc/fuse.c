@@ -2,8 +2,10 @@
  *
  * A node is "materialized" (gets a buffer and the kernel that writes it)
  * when it must be: graph outputs, reductions, matmuls, concatenations,
- * values used by several consumers, and operands of a matmul that compute
- * something (a matmul reads each operand element many times).  Everything
+ * operands of a matmul that compute something (a matmul reads each operand
+ * element many times), values whose consumers are computed in different
+ * kernels unless recomputing them is cheap, and the ends of chains too long
+ * for one loop body (choose_roots).  Everything
  * else is inlined into the kernel of the materialized node that uses it:
  * elementwise ops become expressions, constants and iota become values,
  * and movement ops (broadcast, transpose, slice, reshape) only change the
