@@ -811,25 +811,9 @@ static const char *donation_refused(PyObject *obj)
  * fast path, _call_slow's on the first call). */
 static int user_stacklevel(void)
 {
-    int level = 1;
-    PyFrameObject *f = PyEval_GetFrame();   /* borrowed */
-    Py_XINCREF(f);
-    while (f != NULL) {
-        PyCodeObject *code = PyFrame_GetCode(f);   /* new ref */
-        PyObject *file = code->co_filename;        /* borrowed from code */
-        bool ours = cj_py.package_dir != NULL && PyUnicode_Check(file)
-                    && PyUnicode_Tailmatch(file, cj_py.package_dir, 0, PY_SSIZE_T_MAX, -1) == 1;
-        Py_DECREF(code);
-        if (!ours)
-            break;
-        level++;
-        PyFrameObject *back = PyFrame_GetBack(f);   /* new ref or NULL */
-        Py_DECREF(f);
-        f = back;
-    }
-    Py_XDECREF(f);
-    PyErr_Clear();   /* from Tailmatch, if any */
-    return level;
+    int skipped = 0;
+    Py_XDECREF(cj_py_user_frame(&skipped));
+    return 1 + skipped;
 }
 
 /* The parameter pointers of one call, with every donated argument whose

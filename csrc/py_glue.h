@@ -147,4 +147,9 @@ int cj_py_cuda_init(PyObject *m);
 /* Adds blas_library() and the BLAS setup functions to module m.  0 or -1. */
 int cj_py_blas_init(PyObject *m);
 
+/* The innermost Python frame outside the cjit package (the user's code),
+ * a new reference or NULL; *skipped (if not NULL) is how many of cjit's
+ * own frames lie above it.  Never leaves an exception set. */
+PyFrameObject *cj_py_user_frame(int *skipped);
+
 #endif

@@ -249,6 +249,31 @@ char *cj_py_aval_str(cj_dtype dt, const cj_shape *s, char *buf, size_t n)
 
 /* ---- module functions --------------------------------------------------- */
 
+/* See py_glue.h. */
+PyFrameObject *cj_py_user_frame(int *skipped)
+{
+    int n = 0;
+    PyFrameObject *f = PyEval_GetFrame();   /* borrowed */
+    Py_XINCREF(f);
+    while (f != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(f);   /* new ref */
+        PyObject *file = code->co_filename;        /* borrowed from code */
+        bool ours = cj_py.package_dir != NULL && PyUnicode_Check(file)
+                    && PyUnicode_Tailmatch(file, cj_py.package_dir, 0, PY_SSIZE_T_MAX, -1) == 1;
+        Py_DECREF(code);
+        if (!ours)
+            break;
+        n++;
+        PyFrameObject *back = PyFrame_GetBack(f);   /* new ref or NULL */
+        Py_DECREF(f);
+        f = back;
+    }
+    PyErr_Clear();   /* from Tailmatch, if any */
+    if (skipped != NULL)
+        *skipped = n;
+    return f;
+}
+
 static PyObject *mod_set_package_dir(PyObject *self, PyObject *path)
 {
     (void)self;

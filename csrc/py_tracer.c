@@ -22,31 +22,17 @@
  * leaves an exception set. */
 static int current_loc(cj_graph *g)
 {
-    PyFrameObject *f = PyEval_GetFrame();   /* borrowed */
-    Py_XINCREF(f);
-    while (f != NULL) {
-        PyCodeObject *code = PyFrame_GetCode(f);   /* new ref */
-        PyObject *file = code->co_filename;        /* borrowed from code */
-        bool ours = cj_py.package_dir != NULL && PyUnicode_Check(file)
-                    && PyUnicode_Tailmatch(file, cj_py.package_dir, 0, PY_SSIZE_T_MAX, -1) == 1;
-        if (!ours) {
-            const char *name = PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
-            if (name == NULL)
-                name = "?";
-            char buf[1024];
-            snprintf(buf, sizeof buf, "%s:%d", name, PyFrame_GetLineNumber(f));
-            Py_DECREF(code);
-            Py_DECREF(f);
-            PyErr_Clear();   /* from PyUnicode_AsUTF8 or Tailmatch, if any */
-            return cj_graph_loc(g, buf);
-        }
-        Py_DECREF(code);
-        PyFrameObject *back = PyFrame_GetBack(f);   /* new ref or NULL */
-        Py_DECREF(f);
-        f = back;
-    }
-    PyErr_Clear();
-    return -1;
+    PyFrameObject *f = cj_py_user_frame(NULL);
+    if (f == NULL)
+        return -1;
+    PyCodeObject *code = PyFrame_GetCode(f);   /* new ref */
+    const char *name = PyUnicode_Check(code->co_filename) ? PyUnicode_AsUTF8(code->co_filename) : NULL;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s:%d", name ? name : "?", PyFrame_GetLineNumber(f));
+    Py_DECREF(code);
+    Py_DECREF(f);
+    PyErr_Clear();   /* from PyUnicode_AsUTF8, if any */
+    return cj_graph_loc(g, buf);
 }
 
 /* ---- Tracer helpers --------------------------------------------------------- */
