@@ -881,3 +881,22 @@ def test_fuzz_grad_matches_finite_differences(prog):
     assert np.all(err <= 1e-4 * scale + 1e-4 * np.abs(fd)), (
         f"gradient differs from central differences: max err {err.max():.3g} "
         f"(scale {scale:.3g})\ncjit={g!r}\nfd={fd!r}")
+
+
+# ---------------------------------------------------------------------------
+# found by the fuzzers
+
+def test_zero_dim_arrays_keep_their_shape_on_every_path():
+    # Found by test_fuzz_closed_over_views_stay_live: np.ascontiguousarray
+    # returns at least 1-d, so a 0-d array that took the slow conversion
+    # (lowering, a byte-swapped argument, a NumPy array returned as an
+    # output) became shape (1,).  Was: Compiled refused the very 0-d array
+    # it was lowered with ("int32[], lowered for int32[1]").
+    jf = cjit.jit(lambda a: a + 1.0)
+    for a in [np.array(7, np.int32), np.array(7.0), np.array(True)]:
+        got = jf.lower(a).compile()(a)
+        assert got.shape == () and got == a + 1.0
+    got = jf(np.array(7.0, ">f8"))
+    assert got.shape == () and got == 8.0
+    out = cjit.jit(lambda x: (x, np.array(2.0)))(1.0)[1]
+    assert out.shape == () and out == 2.0
