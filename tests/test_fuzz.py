@@ -242,6 +242,8 @@ def _broadcastable(a, b):
 class _Gen:
     """Builds a Program op by op; `draw` is hypothesis's."""
 
+    max_size = MAX_SIZE     # elements in any value
+
     def __init__(self, draw, rng):
         self.draw = draw
         self.rng = rng
@@ -305,7 +307,7 @@ class _Gen:
                 v = np.asarray(eval(expr, dict(self.env)))
         except Exception:
             return None
-        if v.dtype not in _SUPPORTED or v.size > MAX_SIZE:
+        if v.dtype not in _SUPPORTED or v.size > self.max_size:
             return None
         self.lines.append(f"{name} = _n({expr})")
         self.env[name] = v
@@ -1010,10 +1012,27 @@ class ChainProgram(Program):
 
 
 class _ChainGen(_Gen):
+    """The ops of a chain come from the program's NumPy generator, not from
+    hypothesis: thousands of ops are more choices than hypothesis keeps for
+    one example (it drops such examples).  Hypothesis draws the length, the
+    seed and the rest, and shrinks those."""
+
     def __init__(self, draw, rng, smooth):
         super().__init__(draw, rng)
         self.smooth = smooth
         self.private = 0          # ops left in a stretch whose values have one reader each
+
+    max_size = 4 * 1030
+
+    def pick(self, seq):
+        seq = list(seq)
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def coin(self, p_true_denominator=2):
+        return self.rng.integers(p_true_denominator) == 0
+
+    def randint(self, lo, hi):
+        return int(self.rng.integers(lo, hi + 1))
 
     def partner_value(self):
         """A second operand from anywhere earlier (an input a quarter of the
@@ -1030,17 +1049,17 @@ class _ChainGen(_Gen):
         if self.private:
             self.private -= 1
             return self.private_step()
-        if self.draw(st.integers(0, 49)) == 0:
+        if self.randint(0, 49) == 0:
             self.private = self.pick([100, 300, 1000])
         x = self.vals[-1]                 # every op extends the chain: nothing is dead
         if np.max(np.abs(self.value(x)), initial=0.0) > 4.0:
             return self.emit(self.pick(_CHAIN_SQUASH).format(x=x))
-        r = self.draw(st.integers(0, 39))
+        r = self.randint(0, 39)
         nd = self.value(x).ndim
         if r < 2:
             forms = _CHAIN_REDUCE + ([] if self.smooth else _CHAIN_KINKED_REDUCE)
-            ax = self.draw(st.integers(-nd, nd - 1)) if nd and self.coin(3) else None
-            axn = self.draw(st.integers(-nd, nd - 1)) if nd else None
+            ax = self.randint(-nd, nd - 1) if nd and self.coin(3) else None
+            axn = self.randint(-nd, nd - 1) if nd else None
             return self.emit(self.pick(forms).format(x=x, ax=ax, axn=axn))
         if r < 16:
             y = self.partner_value()
@@ -1078,8 +1097,11 @@ def chain_programs(draw, lengths, smooth=False):
         if smooth and math.prod(s) > 8:
             s = shape
         g.add_input(make_input(g.rng, s, dtype))
-    while len(g.lines) < n:
+    for _ in range(4 * n):
+        if len(g.lines) == n:
+            break
         g.chain_step()
+    hypothesis.assume(len(g.lines) == n)
     computed = [v for v in g.vals if v.startswith("v")]
     # the last value, and up to two from inside the chain (kept across cuts)
     outs = sorted(set(draw(st.lists(st.sampled_from(computed), max_size=2))) - {computed[-1]},
