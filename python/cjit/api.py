@@ -143,7 +143,7 @@ def _convert_leaf_slow(i, x, allow_sds=False):
                 raise _LeafError(i, TypeError,
                                  f"cjit: argument {{arg}} is an array of dtype {x.dtype}, which "
                                  f"cjit does not support (supported: {_SUPPORTED_NAMES})") from None
-        a = np.ascontiguousarray(x, dtype=dt)
+        a = np.ascontiguousarray(x, dtype=dt).reshape(x.shape)   # ascontiguousarray makes 0-d 1-d
         if type(a) is not np.ndarray or not a.flags.aligned:
             a = np.array(a, dtype=dt, copy=True, subok=False)
         return a, (dt, a.shape, False)
@@ -266,7 +266,7 @@ def _output_tracer(trace, x, describe):
         return x
     if isinstance(x, np.ndarray):
         dt = canonical_dtype(x.dtype, f"the dtype of output {describe()},")
-        return trace.array(np.ascontiguousarray(x, dtype=dt))
+        return trace.array(np.ascontiguousarray(x, dtype=dt).reshape(x.shape))
     if isinstance(x, np.generic):
         dt = canonical_dtype(x.dtype, f"the dtype of output {describe()},")
         return trace.apply("constant", value=x.item(), dtype=dt.name, shape=(), weak=False)
