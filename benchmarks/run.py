@@ -9,7 +9,11 @@ median of its rounds.  The same run measures the machine's copy bandwidth
 (np.copyto of a large array, on one thread and on every core), and each
 memory-bound row shows the fraction of it that its kernels reach.
 
-Writes benchmarks/results.md (the table) and benchmarks/results.png (a
+A second table times programs users write (benchmarks/workloads.py: one
+source per model for all three frameworks, NumPy's gradients by hand),
+each checked against NumPy before it is timed, and their geometric mean.
+
+Writes benchmarks/results.md (the tables) and benchmarks/results.png (a
 plot, when matplotlib is installed).  A framework that is not installed is
 marked "absent".
 """
