@@ -9,7 +9,11 @@ median of its rounds.  The same run measures the machine's copy bandwidth
 (np.copyto of a large array, on one thread and on every core), and each
 memory-bound row shows the fraction of it that its kernels reach.
 
-Writes benchmarks/results.md (the table) and benchmarks/results.png (a
+A second table times programs users write (benchmarks/workloads.py: one
+source per model for all three frameworks, NumPy's gradients by hand),
+each checked against NumPy before it is timed, and their geometric mean.
+
+Writes benchmarks/results.md (the tables) and benchmarks/results.png (a
 plot, when matplotlib is installed).  A framework that is not installed is
 marked "absent".
 """
@@ -41,6 +45,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 import cjit  # noqa: E402
 from bench_foundation import chain  # noqa: E402  (the 8-op chain, one definition)
+import workloads as W  # noqa: E402  (the programs users write)
 import cjit.nn  # noqa: E402
 import cjit.numpy as cnp  # noqa: E402
 from cjit import _cjit  # noqa: E402
@@ -48,6 +53,7 @@ from cjit import _cjit  # noqa: E402
 try:
     import jax  # noqa: E402
     import jax.numpy as jnp  # noqa: E402
+    import jax.nn  # noqa: E402
     jax.config.update("jax_platforms", "cpu")
 except Exception:  # not installed, or broken: the rows say "absent"
     jax = None
@@ -295,6 +301,131 @@ def wl_train():
     return impls, None
 
 
+# --- programs users write (benchmarks/workloads.py) --------------------------
+
+class Framework:
+    """What a model needs from a framework: a NumPy-like module, the
+    activations, jit and the gradient transforms."""
+    def __init__(self, m, nn, jit, grad, value_and_grad):
+        self.m, self.nn, self.jit = m, nn, jit
+        self.grad, self.value_and_grad = grad, value_and_grad
+
+
+CJIT = Framework(cnp, cjit.nn, cjit.jit, cjit.grad, cjit.value_and_grad)
+JAX = Framework(jnp, jax.nn, jax.jit, jax.grad, jax.value_and_grad) if jax is not None else None
+NUMPY = Framework(np, W.NUMPY_NN, None, None, None)
+
+
+def _leaves(tree):
+    """The arrays of a result (tuples, lists and dicts, dict keys sorted)."""
+    if isinstance(tree, dict):
+        return [x for k in sorted(tree) for x in _leaves(tree[k])]
+    if isinstance(tree, (tuple, list)):
+        return [x for t in tree for x in _leaves(t)]
+    return [np.asarray(tree)]
+
+
+def disagreements(name, got, want, rtol):
+    """Lines naming each result of `got` that differs from `want` by more
+    than rtol relative to the largest magnitude of that result (a normwise
+    test: gradients have entries near zero where an elementwise one would
+    fail on rounding alone), or whose shape or dtype differs."""
+    bad = []
+    g, w = _leaves(got), _leaves(want)
+    if len(g) != len(w):
+        return [f"{name}: {len(g)} results, NumPy has {len(w)}"]
+    for i, (a, b) in enumerate(zip(g, w)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            bad.append(f"{name}: result {i} is {a.dtype}{list(a.shape)}, "
+                       f"NumPy's {b.dtype}{list(b.shape)}")
+            continue
+        scale = float(np.max(np.abs(b))) if b.size else 0.0
+        err = float(np.max(np.abs(a.astype(np.float64) - b))) if b.size else 0.0
+        if not err <= rtol * max(scale, 1e-30):
+            bad.append(f"{name}: result {i} differs from NumPy's by {err:.3g} "
+                       f"(largest magnitude {scale:.3g}, tolerance {rtol:g} of it)")
+    return bad
+
+
+def kernel_count(jitted, args):
+    """Kernels and temporary bytes of cjit's compiled plan for args."""
+    text = jitted.lower(*args).compile().as_text()
+    kernels = sum(1 for line in text.splitlines() if line.startswith("kernel "))
+    temps = 0
+    for line in text.splitlines():
+        if line.startswith("memory:") and "temporaries" in line:
+            temps = int(line.split("temporaries")[1].split()[0])
+    return kernels, temps
+
+
+def user_program(name, build, args, numpy_fn=None, rtol=1e-4):
+    """impls for one program: build(fw) is the function to jit for a
+    Framework; numpy_fn (default: build(NUMPY)) is NumPy's version, the
+    reference that cjit's and JAX's results are checked against before
+    timing.  Returns (impls, note, kernels)."""
+    numpy_fn = numpy_fn or build(NUMPY)
+    want = numpy_fn(*args)
+    cj = cjit.jit(build(CJIT))
+    bad = disagreements(f"{name} (cjit)", cj(*args), want, rtol)
+    impls = {"cjit": lambda: cj(*args), "numpy": lambda: numpy_fn(*args), "jax": None}
+    if JAX is not None:
+        jf = jax.jit(build(JAX))
+        jargs = jax.device_put(args)
+        bad += disagreements(f"{name} (JAX)", jf(*jargs), want, rtol)
+        impls["jax"] = lambda: jax.block_until_ready(jf(*jargs))
+    for line in bad:
+        print(f"RESULTS DISAGREE: {line}", flush=True)
+    return impls, ("results disagree" if bad else ""), kernel_count(cj, args)
+
+
+def vg_of(loss):
+    """build(fw) for value_and_grad(loss) with respect to argument 0."""
+    return lambda fw: fw.value_and_grad(loss(fw.m, fw.nn))
+
+
+def user_programs():
+    """(name, make) for each program; make() returns user_program's triple."""
+    p_mlp, x_mlp, y_mlp = W.mlp_data()
+    return [
+        ("GELU MLP train step (256x784x512x512x10)",
+         lambda: user_program("GELU MLP train step",
+                              lambda fw: W.mlp_train_step(fw.m, fw.nn, fw.value_and_grad),
+                              (p_mlp, x_mlp, y_mlp), W.mlp_train_step_numpy)),
+        ("transformer block forward (8x128x256, 4 heads)",
+         lambda: user_program("transformer forward", lambda fw: W.tb_forward(fw.m, fw.nn),
+                              W.tb_data())),
+        ("transformer block value+grad",
+         lambda: user_program("transformer grad", vg_of(W.tb_loss), W.tb_data(),
+                              W.tb_value_and_grad_numpy)),
+        ("RNN tanh 32 steps forward (64x128)",
+         lambda: user_program("RNN forward", lambda fw: W.rnn_loss(fw.m, fw.nn), W.rnn_data())),
+        ("RNN tanh 32 steps value+grad",
+         lambda: user_program("RNN grad", vg_of(W.rnn_loss), W.rnn_data(),
+                              W.rnn_value_and_grad_numpy)),
+        ("swish/softplus/log-sigmoid, 1e6 f32",
+         lambda: user_program("activation chain", lambda fw: W.act_chain(fw.m, fw.nn),
+                              W.act_data())),
+        ("swish/softplus/log-sigmoid grad, 1e6 f32",
+         lambda: user_program("activation chain grad",
+                              lambda fw: fw.grad(W.act_chain_loss(fw.m, fw.nn)),
+                              W.act_data(), W.act_chain_grad_numpy)),
+        ("logistic regression + L2 loss (10000x100)",
+         lambda: user_program("logistic regression", lambda fw: W.logreg_loss(fw.m, fw.nn),
+                              W.logreg_data())),
+        ("logistic regression + L2 value+grad",
+         lambda: user_program("logistic regression grad", vg_of(W.logreg_loss),
+                              W.logreg_data(), W.logreg_value_and_grad_numpy)),
+        ("k-means step (10000x32, 16 centers)",
+         lambda: user_program("k-means step", lambda fw: W.kmeans_step(fw.m, fw.nn),
+                              W.kmeans_data())),
+    ]
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return float(np.exp(np.mean(np.log(xs)))) if xs else None
+
+
 # --- first-call compile time --------------------------------------------------
 
 def representative(m):
@@ -421,6 +552,7 @@ def main():
     ap.add_argument("--only", default=None, help="run the workloads whose name contains this")
     ap.add_argument("--out", default=HERE, help="folder for results.md and results.png")
     opts = ap.parse_args()
+    os.makedirs(opts.out, exist_ok=True)
     rounds = 3 if opts.quick else 11
     target = 0.01 if opts.quick else 0.05
 
@@ -464,6 +596,26 @@ def main():
               f"jax/cjit {ratio(t['jax'], t['cjit']):>7s}  {frac}", flush=True)
         impls.clear()
 
+    users = []
+    for name, make in user_programs():
+        if opts.only and opts.only not in name:
+            continue
+        impls, note, (kernels, temps) = make()
+        t = measure(impls, rounds, target)
+        users.append((name, t, note, kernels, temps))
+        print(f"{name:36s} cjit {fmt_time(t['cjit']):>10s}  numpy {fmt_time(t['numpy']):>10s}  "
+              f"jax {fmt_time(t['jax']):>10s}  numpy/cjit {ratio(t['numpy'], t['cjit']):>7s}  "
+              f"jax/cjit {ratio(t['jax'], t['cjit']):>7s}  {kernels} kernels  {note}", flush=True)
+        impls.clear()
+    if users:
+        gm = {k: geomean([u[1][k] / u[1]["cjit"] for u in users
+                          if u[1][k] is not None and u[1]["cjit"]])
+              for k in ("numpy", "jax")}
+        print(f"geometric mean over {len(users)} programs: numpy/cjit "
+              f"{gm['numpy'] or float('nan'):.2f}x  jax/cjit {gm['jax'] or float('nan'):.2f}x")
+    else:
+        gm = None
+
     splits = []
     trials = 3 if opts.quick else 7
     for kind, name in (("model", "first call (compile): small model"),
@@ -481,8 +633,8 @@ def main():
             splits.append((name, split))
             print("    split: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in split.items()))
 
-    write_markdown(os.path.join(opts.out, "results.md"), rows, splits, bw1, bwn)
-    write_plot(os.path.join(opts.out, "results.png"), rows)
+    write_markdown(os.path.join(opts.out, "results.md"), rows, users, gm, splits, bw1, bwn)
+    write_plot(os.path.join(opts.out, "results.png"), rows, users, gm)
 
 
 def _threads():
@@ -490,7 +642,7 @@ def _threads():
     return f() if f else 1
 
 
-def write_markdown(path, rows, splits, bw1, bwn):
+def write_markdown(path, rows, users, gm, splits, bw1, bwn):
     lines = ["# cjit vs NumPy vs JAX (CPU)", "",
              "Written by `make bench` (benchmarks/run.py); medians of interleaved rounds.",
              "Ratios are other/cjit: above 1 means cjit is faster.", "",
@@ -511,6 +663,25 @@ def write_markdown(path, rows, splits, bw1, bwn):
         lines.append(f"| {name} | {fmt_time(t['cjit'])} | {numpy_s} | {fmt_time(t['jax'])} | "
                      f"{ratio(t['numpy'], t['cjit'])} | {ratio(t['jax'], t['cjit'])} | "
                      f"{frac or ''} |")
+    if users:
+        lines += ["", "## Programs users write", "",
+                  "Each program is one source (benchmarks/workloads.py) run as cjit, JAX and "
+                  "NumPy; NumPy's gradients are backprop written by hand. Before timing, cjit's "
+                  "and JAX's results are checked against NumPy's (every output within 1e-4 of "
+                  "its largest magnitude). Kernels and temporaries are those of cjit's compiled "
+                  "plan (`Compiled.as_text()`).", "",
+                  "| program | cjit | NumPy | JAX | NumPy/cjit | JAX/cjit | cjit kernels | "
+                  "cjit temporaries |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, t, note, kernels, temps in users:
+            label = f"{name} ({note})" if note else name
+            lines.append(f"| {label} | {fmt_time(t['cjit'])} | {fmt_time(t['numpy'])} | "
+                         f"{fmt_time(t['jax'])} | {ratio(t['numpy'], t['cjit'])} | "
+                         f"{ratio(t['jax'], t['cjit'])} | {kernels} | {temps / 2**20:.1f} MiB |")
+        if gm:
+            cell = {k: (f"{gm[k]:.2f}x" if gm[k] else "-") for k in gm}
+            lines.append(f"| **geometric mean** | | | | **{cell['numpy']}** | "
+                         f"**{cell['jax']}** | | |")
     if splits:
         lines += ["", "Where cjit's first call goes (mean per compile):", ""]
         lines += ["| function | " + " | ".join(PHASES) + " |",
@@ -523,7 +694,7 @@ def write_markdown(path, rows, splits, bw1, bwn):
     print(f"wrote {path}")
 
 
-def write_plot(path, rows):
+def write_plot(path, rows, users=(), gm=None):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -538,6 +709,16 @@ def write_plot(path, rows):
         names.append(name)
         vs_np.append(t["numpy"] / t["cjit"] if t["numpy"] else np.nan)
         vs_jx.append(t["jax"] / t["cjit"] if t["jax"] else np.nan)
+    for name, t, note, _, _ in users:
+        if t["cjit"] is None:
+            continue
+        names.append(name)
+        vs_np.append(t["numpy"] / t["cjit"] if t["numpy"] else np.nan)
+        vs_jx.append(t["jax"] / t["cjit"] if t["jax"] else np.nan)
+    if gm:
+        names.append("geometric mean, programs users write")
+        vs_np.append(gm["numpy"] or np.nan)
+        vs_jx.append(gm["jax"] or np.nan)
     y = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) + 1.5))
     ax.barh(y - 0.2, vs_np, 0.4, label="NumPy time / cjit time")
