@@ -340,3 +340,26 @@ def test_plain_names_and_a_sequential_build(tmp_path):
     assert description == f"OpenBLAS 0.0-fake DYNAMIC_ARCH Prescott MAX_THREADS=1 [{lib}] " \
                           "(sequential build: one call at a time)"
     assert ("Prescott kernels" in warned) == AVX2, warned
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matrix_vector_products_as_gemv(dtype):
+    # One column (N = 1) or one row (M = 1) goes to gemv, not gemm (which
+    # packs the whole matrix); every transpose combination against NumPy.
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((300, 100)).astype(dtype)
+    col = rng.standard_normal((100, 1)).astype(dtype)
+    row = rng.standard_normal((1, 300)).astype(dtype)
+    vec = rng.standard_normal(100).astype(dtype)
+    cases = [
+        (lambda A, v: A @ v, (A, vec)),                 # 1-d vector: N = 1
+        (lambda A, c: A @ c, (A, col)),
+        (lambda A, r: r @ A, (A, row)),                 # M = 1
+        (lambda A, c: (A.T @ A[:, :1]).T, (A, col)),    # trans A, N = 1
+        (lambda A, c: c.T @ A.T, (A, col)),             # M = 1, trans B
+        (lambda A, r: A @ r[:, :100].T, (A, row)),      # trans B, N = 1
+    ]
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    for f, args in cases:
+        got = cjit.jit(f)(*args)
+        np.testing.assert_allclose(got, f(*args), rtol=tol, atol=tol * 10)
