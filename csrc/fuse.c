@@ -603,8 +603,25 @@ static bool emit_node(fuser *f, int node, int buf) {
     }
 }
 
+/* Removes loop d (of size 1: every access is at index 0 there). */
+static void drop_loop(cj_kernel *k, int d) {
+    for (int q = d; q < k->rank - 1; q++) {
+        k->dims[q] = k->dims[q + 1];
+        k->out_index.stride[q] = k->out_index.stride[q + 1];
+        for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[q] = k->exprs[e].index.stride[q + 1];
+    }
+    k->reduced = (k->reduced & ((1u << d) - 1)) | ((k->reduced >> (d + 1)) << d);
+    k->rank--;
+    k->out_index.stride[k->rank] = 0;
+    for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[k->rank] = 0;
+}
+
 /* See kernel.h. */
 void cj_kernel_collapse(cj_kernel *k) {
+    /* loops of size 1 go first: (800000, 1).sum(axis=0) is then one reduced
+     * innermost loop, which sums pairwise and vectorizes */
+    for (int d = k->rank - 1; d >= 0 && k->rank > 1; d--)
+        if (k->dims[d] == 1) drop_loop(k, d);
     for (int d = k->rank - 2; d >= 0; d--) {
         bool red_d = k->reduced & (1u << d), red_n = k->reduced & (1u << (d + 1));
         if (red_d != red_n) continue;

@@ -195,3 +195,14 @@ def test_nan_and_inf_propagate(dtype):
         np.testing.assert_array_equal(g(rows), rows.sum(axis=1))
     big = np.full(2000, np.finfo(dtype).max / 4, dtype)
     assert float(f(big)) == float(big.sum()) == np.inf
+
+
+def test_column_of_one_sums_pairwise():
+    # (n, 1).sum(axis=0): the size-1 loop is dropped, so the reduced loop is
+    # innermost and sums pairwise (was: one term at a time, error 5.4
+    # against NumPy's 0.019 on these 800,000 values).
+    x = np.random.default_rng(11).random((800000, 1)).astype(np.float32)
+    exact = math.fsum(x[:, 0].astype(np.float64))
+    got = float(cjit.jit(lambda v: v.sum(axis=0))(x)[0])
+    ref = float(x.sum(axis=0)[0])
+    assert abs(got - exact) <= 4 * abs(ref - exact) + 2 * np.spacing(np.float32(exact))
