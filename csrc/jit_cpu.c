@@ -136,7 +136,7 @@ static cj_status jit_init(cj_error *err) {
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     int ntms = cj_runtime_num_threads();
     if (ntms > CJ_MAX_COMPILE_THREADS) ntms = CJ_MAX_COMPILE_THREADS;
-    ntms++; /* and one for the module of small kernels */
+    ntms++; /* one spare: jobs index them from 0 */
     for (jit_state.ntms = 0; jit_state.ntms < ntms; jit_state.ntms++)
         jit_state.tms[jit_state.ntms] = LLVMCreateTargetMachine(target, triple, cpu, features,
                                                                 LLVMCodeGenLevelAggressive, LLVMRelocPIC,
@@ -229,7 +229,6 @@ typedef struct {
     const char *prefix;         /* of every symbol: "cj12" */
     int index;                  /* which module: names the IR dumps */
     bool *kernels, *groups;     /* what this module holds */
-    bool small;                 /* small kernels only: the short pass list */
     LLVMTargetMachineRef tm;
     LLVMMemoryBufferRef *objs;  /* the result: an object file per piece */
     int nobjs;
@@ -301,9 +300,10 @@ static int64_t object_mapped_bytes(LLVMMemoryBufferRef obj) {
 
 /* Compiles one piece of job j (the kernels and group drivers marked) to an
  * object file, added to j->objs; on failure j->err says why. */
-static void compile_piece(module_job *j, int piece, const bool *kernels, const bool *groups) {
-    char name[96];
-    if (piece == 0) snprintf(name, sizeof name, "%s.%d", j->prefix, j->index);
+static void compile_piece(module_job *j, int piece, bool small, const bool *kernels, const bool *groups) {
+    char name[96]; /* cj12.0, cj12.0.1, ...; small kernels' pieces cj12.0.s0, ... */
+    if (small) snprintf(name, sizeof name, "%s.%d.s%d", j->prefix, j->index, piece);
+    else if (piece == 0) snprintf(name, sizeof name, "%s.%d", j->prefix, j->index);
     else snprintf(name, sizeof name, "%s.%d.%d", j->prefix, j->index, piece);
     LLVMContextRef ctx = LLVMContextCreate();
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
@@ -329,7 +329,7 @@ static void compile_piece(module_job *j, int piece, const bool *kernels, const b
 
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = getenv("CJIT_LLVM_PASSES");
-    if (!passes || !*passes) passes = j->small ? CJ_LLVM_PIPELINE_SMALL : CJ_LLVM_PIPELINE;
+    if (!passes || !*passes) passes = small ? CJ_LLVM_PIPELINE_SMALL : CJ_LLVM_PIPELINE;
     LLVMErrorRef e = LLVMRunPasses(mod, passes, j->tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (e) {
@@ -361,11 +361,17 @@ done:
 /* Rough cost of compiling a kernel: LLVM's time grows with the
  * instructions, and a vectorized transcendental is many of them. */
 static int64_t kernel_compile_cost(const cj_kernel *k) {
-    if (k->gemm.on) return 1;
+    if (k->gemm.on) return 6; /* a call, but a function of its own (LLVM's time per function is ~2 ms) */
     int64_t cost = 4 + k->nexprs;
     for (int e = 0; e < k->nexprs; e++)
         if (k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op)) cost += 8;
     return cost;
+}
+
+static bool is_small_kernel(const cj_kernel *k) {
+    int64_t points = 1;
+    for (int d = 0; d < k->rank; d++) points *= k->dims[d];
+    return !k->gemm.on && points < CJ_SMALL_KERNEL_POINTS;
 }
 
 /* Compiles job j (a thread's share of the kernels) piece by piece, the
@@ -382,23 +388,29 @@ static void *compile_module(void *arg) {
         goto out;
     }
     for (int g = 0; g < p->ngroups; g++) leads[p->groups[g].first] = j->groups[g] && p->groups[g].count > 1;
-    int k = 0;
-    for (int piece = 0; j->err.status == CJ_OK; piece++) {
-        int64_t cost = 0;
-        int functions = 0;
-        memset(kernels, 0, (size_t)p->nkernels * sizeof(bool));
-        for (; k < p->nkernels; k++) {
-            if (!j->kernels[k]) continue;
-            int64_t c = kernel_compile_cost(&p->kernels[k]);
-            int f = 1 + leads[k];
-            if (functions > 0 && (cost + c > CJ_PIECE_COST || functions + f > CJ_PIECE_FUNCTIONS)) break;
-            kernels[k] = true;
-            cost += c;
-            functions += f;
+    bool has_small = false;
+    for (int k = 0; k < p->nkernels; k++) has_small |= j->kernels[k] && is_small_kernel(&p->kernels[k]);
+    /* the vectorized kernels' pieces, then the small kernels' (the short pass list) */
+    for (int small = 0; small < 2; small++) {
+        int k = 0;
+        for (int piece = 0; j->err.status == CJ_OK; piece++) {
+            int64_t cost = 0;
+            int functions = 0;
+            memset(kernels, 0, (size_t)p->nkernels * sizeof(bool));
+            for (; k < p->nkernels; k++) {
+                if (!j->kernels[k] || is_small_kernel(&p->kernels[k]) != (small == 1)) continue;
+                int64_t c = kernel_compile_cost(&p->kernels[k]);
+                int f = 1 + leads[k];
+                if (functions > 0 && (cost + c > CJ_PIECE_COST || functions + f > CJ_PIECE_FUNCTIONS)) break;
+                kernels[k] = true;
+                cost += c;
+                functions += f;
+            }
+            /* all placed (a job with nothing at all still makes one module) */
+            if (functions == 0 && (piece > 0 || small || j->nobjs > 0 || has_small)) break;
+            for (int g = 0; g < p->ngroups; g++) groups[g] = j->groups[g] && kernels[p->groups[g].first];
+            compile_piece(j, piece, small == 1, kernels, groups);
         }
-        if (functions == 0 && piece > 0) break; /* all placed (an empty job still makes one module) */
-        for (int g = 0; g < p->ngroups; g++) groups[g] = j->groups[g] && kernels[p->groups[g].first];
-        compile_piece(j, piece, kernels, groups);
     }
 out:
     free(kernels);
@@ -411,18 +423,15 @@ out:
  * module of its own cost more than they save on a small executable. */
 #define CJ_PARALLEL_COMPILE_MIN_COST 48
 
-static bool is_small_kernel(const cj_kernel *k) {
-    int64_t points = 1;
-    for (int d = 0; d < k->rank; d++) points *= k->dims[d];
-    return !k->gemm.on && points < CJ_SMALL_KERNEL_POINTS;
-}
 
-/* Shares the kernels out between modules: the small ones to a module of
- * their own (the last), the others the costliest first to the least loaded
- * of up to nmax modules; small copies that run alone go nowhere (the
- * runtime does them, cj_kernel_is_small_copy).  A group's driver goes with
- * its first stage and calls stages in other modules through the JIT's
- * linker.  Returns how many modules there are (jobs has room for nmax + 1). */
+/* Shares the kernels out between modules, the costliest first to the least
+ * loaded of up to nmax modules (a small executable stays one module).
+ * Each module compiles its vectorized kernels and its small ones (under
+ * CJ_SMALL_KERNEL_POINTS, the short pass list) as pieces of their own;
+ * small ones weigh half, as they skip the vectorizer.  Small copies that
+ * run alone go nowhere (the runtime does them, cj_kernel_is_small_copy).
+ * A group's driver goes with its first stage and calls stages in other
+ * modules through the JIT's linker.  Returns how many modules there are. */
 typedef struct {
     int64_t cost;
     int kernel;
@@ -436,11 +445,11 @@ static int by_cost_desc(const void *a, const void *b) {
 
 static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     int64_t total = 0, load[CJ_MAX_COMPILE_THREADS] = {0};
-    int nbig = 0, nsmall = 0, n = 1;
+    int ncompiled = 0, n = 1;
     int *module_of = calloc((size_t)p->nkernels + 1, sizeof(int)); /* 1 + module, 0: none */
-    costed_kernel *big = malloc(sizeof(costed_kernel) * ((size_t)p->nkernels + 1));
+    costed_kernel *order = malloc(sizeof(costed_kernel) * ((size_t)p->nkernels + 1));
     bool *by_runtime = calloc((size_t)p->nkernels + 1, sizeof(bool));
-    if (!module_of || !big || !by_runtime) { /* out of memory: one module holds everything */
+    if (!module_of || !order || !by_runtime) { /* out of memory: one module holds everything */
         for (int k = 0; k < p->nkernels; k++) jobs[0].kernels[k] = true;
         for (int g = 0; g < p->ngroups; g++) jobs[0].groups[g] = true;
         goto done;
@@ -450,35 +459,29 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
             by_runtime[p->groups[g].first] = cj_kernel_is_small_copy(p, &p->kernels[p->groups[g].first]);
     for (int k = 0; k < p->nkernels; k++) {
         if (by_runtime[k]) continue;
-        if (is_small_kernel(&p->kernels[k])) {
-            nsmall++;
-            continue;
-        }
-        big[nbig++] = (costed_kernel){kernel_compile_cost(&p->kernels[k]), k};
-        total += big[nbig - 1].cost;
+        int64_t c = kernel_compile_cost(&p->kernels[k]);
+        if (is_small_kernel(&p->kernels[k])) c = (c + 1) / 2;
+        order[ncompiled++] = (costed_kernel){c, k};
+        total += c;
     }
     n = total < CJ_PARALLEL_COMPILE_MIN_COST ? 1 : nmax;
-    if (n > nbig) n = nbig;
-    qsort(big, (size_t)nbig, sizeof *big, by_cost_desc);
-    for (int i = 0; i < nbig; i++) {
+    if (n > ncompiled) n = ncompiled;
+    if (n < 1) n = 1; /* nothing to compile: one empty module */
+    qsort(order, (size_t)ncompiled, sizeof *order, by_cost_desc);
+    for (int i = 0; i < ncompiled; i++) {
         int m = 0;
         for (int q = 1; q < n; q++)
             if (load[q] < load[m]) m = q;
-        load[m] += big[i].cost;
-        module_of[big[i].kernel] = m + 1;
+        load[m] += order[i].cost;
+        module_of[order[i].kernel] = m + 1;
     }
-    for (int k = 0; k < p->nkernels; k++)
-        if (!by_runtime[k] && !module_of[k]) module_of[k] = n + 1; /* the small kernels' module */
-    if (nsmall > 0) jobs[n].small = true;
     for (int k = 0; k < p->nkernels; k++)
         if (module_of[k]) jobs[module_of[k] - 1].kernels[k] = true;
     for (int g = 0; g < p->ngroups; g++)
         if (module_of[p->groups[g].first]) jobs[module_of[p->groups[g].first] - 1].groups[g] = true;
-    n += nsmall > 0;
-    if (n == 0) n = 1; /* nothing to compile: one empty module */
 done:
     free(module_of);
-    free(big);
+    free(order);
     free(by_runtime);
     return n;
 }
@@ -560,7 +563,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     cj_jit_code *code = NULL;
     int nmax = cj_runtime_num_threads();
     if (nmax > jit_state.ntms - 1) nmax = jit_state.ntms - 1;
-    int njobs = nmax + 1; /* the big kernels' modules and the small kernels' */
+    int njobs = nmax + 1; /* partition uses at most nmax */
     for (int i = 0; i < njobs; i++) {
         jobs[i] = (module_job){.plan = plan, .prefix = prefix, .index = i, .tm = jit_state.tms[i], .cancel = cancel};
         jobs[i].kernels = calloc((size_t)plan->nkernels + 1, sizeof(bool));
