@@ -168,11 +168,13 @@ static bool reshape_input_view(const cj_shape *in, const cj_shape *out, const no
  * kernel begins, so building a plan stays linear in the graph's size. */
 
 static uint64_t view_hash(int node, const node_view *v) {
-    /* FNV-1a over the node and the view's bytes (views are zeroed before
-     * they are filled, so equal views have equal bytes) */
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uint32_t)node;
-    const unsigned char *p = (const unsigned char *)v;
-    for (size_t i = 0; i < sizeof *v; i++) h = (h ^ p[i]) * 1099511628211ull;
+    /* FNV-1a over the node and the view's dims in use (views are zeroed
+     * before they are filled, so equal views have equal bytes, and the
+     * dims past v->rank are zero) */
+    uint64_t h = (1469598103934665603ull ^ (uint64_t)(uint32_t)node) * 1099511628211ull;
+    const unsigned char *p = (const unsigned char *)v->idx;
+    size_t n = sizeof v->idx[0] * (size_t)(v->rank > 0 ? v->rank : 0);
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
     return h ^ (h >> 29);
 }
 
@@ -777,8 +779,8 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         int my_cost = op_cost(nd->op);
         for (int a = 0; a < nd->ninputs; a++) {
             int x = nd->inputs[a];
-            bool repeated = false;
-            for (int b2 = 0; b2 < a && b2 < 3; b2++) repeated |= nd->inputs[b2] == x;
+            bool repeated = false; /* x * x reads x once (a concatenate is a root: its cost is not used) */
+            for (int b = 0; b < a && nd->ninputs <= 3; b++) repeated |= nd->inputs[b] == x;
             if (f->root[x] || repeated || charged[x]) continue;
             my_cost += cost[x];
             if (users[x] > 1) charged[x] = true;

@@ -88,18 +88,21 @@ static bool facts_gather(const cj_plan *p, plan_facts *f) {
     for (int k = 0; k < p->nkernels; k++) f->group_of[k] = -1;
     for (int g = 0; g < p->ngroups; g++)
         for (int k = p->groups[g].first; k < p->groups[g].first + p->groups[g].count; k++) f->group_of[k] = g;
-    for (int b = 0; b < p->nbuffers; b++) f->last_group[b] = -1;
+    /* the last kernel counted as a reader of each buffer: each kernel once */
+    int *counted_by = f->last_readers == NULL ? NULL : malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
+    if (!counted_by) {
+        facts_free(f);
+        return false;
+    }
+    for (int b = 0; b < p->nbuffers; b++) f->last_group[b] = counted_by[b] = -1;
     for (int k = 0; k < p->nkernels; k++) {
         const cj_kernel *kern = &p->kernels[k];
         int g = f->group_of[k];
         f->writers[kern->out_buffer]++;
         for (int e = 0; e < kern->nexprs; e++) {
             const cj_expr *ex = &kern->exprs[e];
-            if (ex->kind != CJ_EX_LOAD) continue;
-            bool seen = false; /* count each kernel once per buffer */
-            for (int q = 0; q < e && !seen; q++)
-                seen = kern->exprs[q].kind == CJ_EX_LOAD && kern->exprs[q].buffer == ex->buffer;
-            if (seen) continue;
+            if (ex->kind != CJ_EX_LOAD || counted_by[ex->buffer] == k) continue;
+            counted_by[ex->buffer] = k;
             if (g > f->last_group[ex->buffer]) {
                 f->last_group[ex->buffer] = g;
                 f->last_readers[ex->buffer] = 0;
@@ -107,6 +110,7 @@ static bool facts_gather(const cj_plan *p, plan_facts *f) {
             if (g == f->last_group[ex->buffer]) f->last_readers[ex->buffer]++;
         }
     }
+    free(counted_by);
     return true;
 }
 

@@ -485,7 +485,7 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         }
         int k = grp->first;
         const cj_kernel *kern = &p->kernels[k];
-        if (!x->kernels[k] && cj_kernel_is_small_copy(p, kern)) { /* not compiled (jit_cpu.c) */
+        if (!x->kernels[k]) { /* a small copy, not compiled (jit_cpu.c, cj_kernel_is_small_copy) */
             run_small_copy(p, kern, slots);
             continue;
         }
