@@ -575,11 +575,6 @@ static void loop_end_step(cg *c, loop_state *L, int64_t step) {
 #define CJ_MATH_INTERLEAVE 2
 #define CJ_MATH_INTERLEAVE_MIN_TRIP 64
 
-static bool has_long_math(const cj_kernel *k) {
-    for (int e = 0; e < k->nexprs; e++)
-        if (k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op)) return true;
-    return false;
-}
 
 /* !llvm.loop !{self, !{"llvm.loop.interleave.count", i32 n}} on the latch */
 static void set_interleave(cg *c, LLVMValueRef latch, unsigned n) {
@@ -710,7 +705,7 @@ static LLVMValueRef emit_block_sum(cg *c, int d, LLVMValueRef first, LLVMValueRe
     LLVMValueRef v = emit_exprs(c);
     if (!v || !accumulate_value(c, v)) return NULL;
     loop_end(c, &L);
-    if (c->target == CJ_TARGET_CPU && has_long_math(c->k)) set_interleave(c, L.latch, CJ_MATH_INTERLEAVE);
+    if (c->target == CJ_TARGET_CPU && cj_kernel_long_math(c->k) > 0) set_interleave(c, L.latch, CJ_MATH_INTERLEAVE);
     return LLVMBuildLoad2(c->b, t, slot, "block.sum");
 }
 
@@ -858,7 +853,7 @@ static bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
     loop_end(c, &L);
     /* not on short loops of known length: with alias scopes, LLVM 19's
      * vectorizer never finished a pow loop of 3 iterations so hinted */
-    if (d == inner && c->target == CJ_TARGET_CPU && has_long_math(k) && (d == 0 || k->dims[d] >= CJ_MATH_INTERLEAVE_MIN_TRIP))
+    if (d == inner && c->target == CJ_TARGET_CPU && cj_kernel_long_math(k) > 0 && (d == 0 || k->dims[d] >= CJ_MATH_INTERLEAVE_MIN_TRIP))
         set_interleave(c, L.latch, CJ_MATH_INTERLEAVE);
     if (reg_acc) {
         c->idx[d] = LLVMConstInt(c->i64, 0, 0);
@@ -897,11 +892,6 @@ static void emit_gemm_call(cg *c, int ki, LLVMValueRef start, LLVMValueRef end) 
  * copies keep small programs free of the library's one-off compile. */
 #define CJ_INLINE_MATH_MAX 4
 
-static int long_math_count(const cj_kernel *k) {
-    int n = 0;
-    for (int e = 0; e < k->nexprs; e++) n += k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op);
-    return n;
-}
 
 static bool emit_kernel(cg *c, int ki, const char *prefix) {
     const cj_kernel *k = &c->plan->kernels[ki];
@@ -920,7 +910,7 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     for (int e = 0; e < k->nexprs; e++)
         if (k->exprs[e].kind == CJ_EX_LOAD) load_buffer_pointer(c, k->exprs[e].buffer);
     if (c->scope) set_alias_scopes(c, ki, k);
-    c->call_math = c->target == CJ_TARGET_CPU && long_math_count(k) > CJ_INLINE_MATH_MAX;
+    c->call_math = c->target == CJ_TARGET_CPU && cj_kernel_long_math(k) > CJ_INLINE_MATH_MAX;
     /* the register accumulator lives in a stack slot that mem2reg promotes */
     c->buf_ptr[c->plan->nbuffers] =
         LLVMBuildAlloca(c->b, reg_type(c, c->plan->buffers[k->out_buffer].dtype), "acc.slot");

@@ -605,6 +605,13 @@ static bool emit_node(fuser *f, int node, int buf) {
     }
 }
 
+/* See kernel.h. */
+int cj_kernel_long_math(const cj_kernel *k) {
+    int n = 0;
+    for (int e = 0; e < k->nexprs; e++) n += k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op);
+    return n;
+}
+
 /* Removes loop d (of size 1: every access is at index 0 there). */
 static void drop_loop(cj_kernel *k, int d) {
     for (int q = d; q < k->rank - 1; q++) {

@@ -362,10 +362,7 @@ done:
  * instructions, and a vectorized transcendental is many of them. */
 static int64_t kernel_compile_cost(const cj_kernel *k) {
     if (k->gemm.on) return 6; /* a call, but a function of its own (LLVM's time per function is ~2 ms) */
-    int64_t cost = 4 + k->nexprs;
-    for (int e = 0; e < k->nexprs; e++)
-        if (k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op)) cost += 8;
-    return cost;
+    return 4 + k->nexprs + 8 * (int64_t)cj_kernel_long_math(k);
 }
 
 static bool is_small_kernel(const cj_kernel *k) {
@@ -382,14 +379,12 @@ static void *compile_module(void *arg) {
     bool *kernels = calloc((size_t)p->nkernels + 1, sizeof(bool));
     bool *groups = calloc((size_t)p->ngroups + 1, sizeof(bool));
     bool *leads = calloc((size_t)p->nkernels + 1, sizeof(bool)); /* kernel k's driver is here */
-    j->objs = calloc((size_t)p->nkernels + 1, sizeof(LLVMMemoryBufferRef)); /* a piece has a kernel, or is the only one */
+    j->objs = calloc((size_t)p->nkernels + 1, sizeof(LLVMMemoryBufferRef)); /* every piece has a kernel */
     if (!kernels || !groups || !leads || !j->objs) {
         cj_error_set(&j->err, CJ_ERR_MEMORY, "jit: out of memory");
         goto out;
     }
     for (int g = 0; g < p->ngroups; g++) leads[p->groups[g].first] = j->groups[g] && p->groups[g].count > 1;
-    bool has_small = false;
-    for (int k = 0; k < p->nkernels; k++) has_small |= j->kernels[k] && is_small_kernel(&p->kernels[k]);
     /* the vectorized kernels' pieces, then the small kernels' (the short pass list) */
     for (int small = 0; small < 2; small++) {
         int k = 0;
@@ -406,8 +401,7 @@ static void *compile_module(void *arg) {
                 cost += c;
                 functions += f;
             }
-            /* all placed (a job with nothing at all still makes one module) */
-            if (functions == 0 && (piece > 0 || small || j->nobjs > 0 || has_small)) break;
+            if (functions == 0) break; /* all placed (a job may have nothing: no module then) */
             for (int g = 0; g < p->ngroups; g++) groups[g] = j->groups[g] && kernels[p->groups[g].first];
             compile_piece(j, piece, small == 1, kernels, groups);
         }

@@ -118,6 +118,9 @@ cj_status cj_memplan_run(cj_plan *plan, bool enabled, cj_error *err);
 /* Merges adjacent loop dims of k that every access walks contiguously, so
  * that an elementwise op on a (1000, 1000) array is one loop of 10^6. */
 void cj_kernel_collapse(cj_kernel *k);
+/* How many of k's expressions are elementary functions evaluated by long
+ * polynomials (cj_op_is_long_math): what makes a kernel costly to compile. */
+int cj_kernel_long_math(const cj_kernel *k);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);
 /* Bytes of heap the plan holds (not the graph's). */
