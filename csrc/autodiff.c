@@ -19,6 +19,7 @@ typedef struct {
     int *ct;   /* cotangent node of each node, -1: none (zero) */
     int *copy; /* recomputed copy of each forward node, -1: none yet */
     int *stack; /* fwd's nodes waiting for their inputs (room for every forward node) */
+    int *next_input; /* per stack entry: the first input not yet looked at */
     bool *escapes; /* read outside its checkpoint region: the region's output,
                     * which is the next region's input and so is kept */
     const char **tag; /* the checkpoint_name a value was given (by a NAME node reading it) */
@@ -114,17 +115,19 @@ static int fwd(vjp_ctx *c, int id) {
     if (saved(c, id)) return id;
     if (c->copy[id] >= 0) return c->copy[id];
     int depth = 0;
-    c->stack[depth++] = id; /* a node is on the stack at most once: room for all */
+    c->stack[depth] = id; /* a node is on the stack at most once: room for all */
+    c->next_input[depth++] = 0;
     while (depth > 0) {
         int top = c->stack[depth - 1];
         const cj_node *t = &c->g->nodes[top];
-        int waiting = -1;
-        for (int a = 0; a < t->ninputs && waiting < 0; a++) {
-            int x = t->inputs[a];
+        int waiting = -1, *a = &c->next_input[depth - 1]; /* inputs before *a have their copies */
+        for (; *a < t->ninputs && waiting < 0; ++*a) {
+            int x = t->inputs[*a];
             if (!saved(c, x) && c->copy[x] < 0) waiting = x;
         }
         if (waiting >= 0) {
-            c->stack[depth++] = waiting;
+            c->stack[depth] = waiting;
+            c->next_input[depth++] = 0;
             continue;
         }
         cj_node n = *t; /* appending may move the node array */
@@ -455,12 +458,14 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
     c.ct = malloc(sizeof(int) * ((size_t)last + 1));
     c.copy = malloc(sizeof(int) * ((size_t)last + 1));
     c.stack = malloc(sizeof(int) * ((size_t)last + 1));
+    c.next_input = malloc(sizeof(int) * ((size_t)last + 1));
     c.escapes = calloc((size_t)last + 1, sizeof(bool));
     c.tag = calloc((size_t)last + 1, sizeof(char *));
-    if (!c.ct || !c.copy || !c.stack || !c.escapes || !c.tag) {
+    if (!c.ct || !c.copy || !c.stack || !c.next_input || !c.escapes || !c.tag) {
         free(c.ct);
         free(c.copy);
         free(c.stack);
+        free(c.next_input);
         free(c.escapes);
         free(c.tag);
         return cj_error_set(err, CJ_ERR_MEMORY, "autodiff: out of memory");
@@ -496,6 +501,7 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
     free(c.ct);
     free(c.copy);
     free(c.stack);
+    free(c.next_input);
     free(c.escapes);
     free(c.tag);
     if (!ok && err->status == CJ_OK) cj_error_set(err, CJ_ERR_INTERNAL, "autodiff failed");
