@@ -6,7 +6,8 @@
 PYTHON_VENV := .venv
 ASAN_VENV   := .venv-asan
 SETUP       := bash scripts/setup_env.sh
-LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/*.py)
+LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/*.py) \
+               $(wildcard python/cjit/*/*.py)
 
 .PHONY: all setup test fuzz demo bench sanitize lines clean distclean
 

@@ -145,7 +145,7 @@ static int storage_of(const cj_plan *p, int b) {
 static void set_alias_scopes(cg *c, int ki, const cj_kernel *k) {
     int nb = c->plan->nbuffers;
     for (int b = 0; b < nb; b++) c->scope[b] = c->noalias[b] = NULL;
-    int *bufs = malloc(sizeof(int) * ((size_t)k->nexprs + 1));
+    int *bufs = malloc(sizeof(int) * ((size_t)k->nexprs + k->nalso + 1));
     if (!bufs) return; /* no metadata: slower code, same results */
     int n = cj_codegen_kernel_buffers(k, bufs);
     char label[48];
@@ -413,12 +413,12 @@ static LLVMValueRef emit_binary(cg *c, cj_op op, LLVMValueRef x, LLVMValueRef y,
     return NULL;
 }
 
-/* The value of every expression at the current loop indices; returns the last. */
-static LLVMValueRef emit_exprs(cg *c) {
+/* The value of every expression at the current loop indices, in an array
+ * the caller frees; NULL on failure. */
+static LLVMValueRef *emit_values(cg *c) {
     const cj_kernel *k = c->k;
     LLVMValueRef *val = calloc((size_t)k->nexprs + 1, sizeof(LLVMValueRef));
     if (!val) return cj_error_set(c->err, CJ_ERR_MEMORY, "codegen: out of memory"), NULL;
-    LLVMValueRef result = NULL;
     for (int i = 0; i < k->nexprs; i++) {
         const cj_expr *e = &k->exprs[i];
         LLVMValueRef v = NULL;
@@ -445,10 +445,31 @@ static LLVMValueRef emit_exprs(cg *c) {
         }
         if (!v) break;
         val[i] = v;
-        result = v;
     }
+    if (c->err->status == CJ_OK && k->nexprs > 0 && val[k->nexprs - 1]) return val;
     free(val);
-    return c->err->status == CJ_OK ? result : NULL;
+    return NULL;
+}
+
+/* The value of the kernel's last expression at the current indices. */
+static LLVMValueRef emit_exprs(cg *c) {
+    LLVMValueRef *val = emit_values(c);
+    if (!val) return NULL;
+    LLVMValueRef v = val[c->k->nexprs - 1];
+    free(val);
+    return v;
+}
+
+/* Computes the kernel at the current indices and stores every value it
+ * keeps (one, or several for a multi-output kernel). */
+static bool emit_stores(cg *c) {
+    const cj_kernel *k = c->k;
+    LLVMValueRef *val = emit_values(c);
+    if (!val) return false;
+    for (int i = 0; i < k->nalso; i++) store_value(c, k->also[i].buffer, &k->also[i].index, val[k->also[i].expr]);
+    store_value(c, k->out_buffer, &k->out_index, val[k->nexprs - 1]);
+    free(val);
+    return true;
 }
 
 static LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueRef v, cj_dtype dt) {
@@ -523,6 +544,7 @@ static void load_buffer_pointer(cg *c, int buffer) {
     int root = storage_and_offset(c->plan, buffer, &offset);
     int others[1 + 64], nothers = 0;
     others[nothers++] = k->out_buffer;
+    for (int i = 0; i < k->nalso && nothers < 32; i++) others[nothers++] = k->also[i].buffer;
     for (int e = 0; e < k->nexprs && nothers < (int)(sizeof others / sizeof *others); e++)
         if (k->exprs[e].kind == CJ_EX_LOAD) others[nothers++] = k->exprs[e].buffer;
     for (int i = 0; i < nothers; i++) {
@@ -779,11 +801,10 @@ static bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
     bool accumulate = k->reduced != 0;
     int inner = k->rank - 1;
     if (d == k->rank) {
+        if (!accumulate) return emit_stores(c);
         LLVMValueRef v = emit_exprs(c);
         if (!v) return false;
-        if (!accumulate) {
-            store_value(c, k->out_buffer, &k->out_index, v);
-        } else if (k->reduced & (1u << inner)) {
+        if (k->reduced & (1u << inner)) {
             /* accumulator in a register: see the innermost loop below */
             return accumulate_value(c, v);
         } else {
@@ -907,6 +928,7 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     }
     memset(c->buf_ptr, 0, sizeof(LLVMValueRef) * ((size_t)c->plan->nbuffers + 1));
     load_buffer_pointer(c, k->out_buffer);
+    for (int i = 0; i < k->nalso; i++) load_buffer_pointer(c, k->also[i].buffer);
     for (int e = 0; e < k->nexprs; e++)
         if (k->exprs[e].kind == CJ_EX_LOAD) load_buffer_pointer(c, k->exprs[e].buffer);
     if (c->scope) set_alias_scopes(c, ki, k);
@@ -926,6 +948,7 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
 int cj_codegen_kernel_buffers(const cj_kernel *k, int *bufs) {
     int n = 0;
     bufs[n++] = k->out_buffer;
+    for (int i = 0; i < k->nalso; i++) bufs[n++] = k->also[i].buffer;
     for (int e = 0; e < k->nexprs; e++) {
         if (k->exprs[e].kind != CJ_EX_LOAD) continue;
         bool seen = false;
@@ -969,6 +992,8 @@ int64_t cj_codegen_gpu_points(const cj_plan *plan, int ki, bool *serial) {
         if (x->kind == CJ_EX_LOAD && x->buffer == k->out_buffer &&
             memcmp(&x->index, &k->out_index, sizeof x->index) != 0)
             ok = false;
+        for (int i = 0; ok && x->kind == CJ_EX_LOAD && i < k->nalso; i++)
+            if (x->buffer == k->also[i].buffer && memcmp(&x->index, &k->also[i].index, sizeof x->index) != 0) ok = false;
     }
     *serial = !ok;
     return ok ? points : (points > 0 ? 1 : 0);
@@ -1070,12 +1095,7 @@ static bool emit_gpu_point(cg *c, LLVMValueRef t) {
             rest = LLVMBuildUDiv(c->b, rest, n, "rest");
         }
     }
-    if (!k->reduced) {
-        LLVMValueRef v = emit_exprs(c);
-        if (!v) return false;
-        store_value(c, k->out_buffer, &k->out_index, v);
-        return true;
-    }
+    if (!k->reduced) return emit_stores(c);
     /* reduced indices are 0 here, and the output offset does not use them */
     LLVMValueRef slot = c->buf_ptr[c->plan->nbuffers];
     LLVMBuildStore(c->b, load_value(c, k->out_buffer, &k->out_index), slot);
@@ -1094,7 +1114,7 @@ static bool emit_gpu_point(cg *c, LLVMValueRef t) {
 static bool emit_kernel_nvptx(cg *c, int ki, const char *prefix) {
     const cj_kernel *k = &c->plan->kernels[ki];
     c->k = k;
-    int *bufs = calloc((size_t)k->nexprs + 2, sizeof(int));
+    int *bufs = calloc((size_t)k->nexprs + k->nalso + 2, sizeof(int));
     if (!bufs) return cj_error_set(c->err, CJ_ERR_MEMORY, "codegen: out of memory"), false;
     int nbufs = cj_codegen_kernel_buffers(k, bufs);
     char name[128];

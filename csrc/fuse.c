@@ -50,6 +50,10 @@ typedef struct {
     struct expr_frame_s *stack; /* build_expr's pending nodes */
     int stack_cap;
     int must_materialize; /* node found to need a buffer, or -1 */
+    /* roots computed by one multi-output kernel form a set (union-find
+     * over node ids, choose_roots); the kernel is built at the set's last
+     * member, `pos` */
+    int *set_parent, *set_next, *set_tail, *set_pos, *set_size, *set_cost;
     /* the labels of the fused ops */
     char label[256];
 } fuser;
@@ -451,6 +455,7 @@ static bool end_kernel(fuser *f, int value_expr) {
     cj_kernel *k = f->k;
     if (value_expr < 0) {
         free(k->exprs);
+        free(k->also);
         memset(k, 0, sizeof *k);
         f->k = NULL;
         return false;
@@ -618,11 +623,13 @@ static void drop_loop(cj_kernel *k, int d) {
         k->dims[q] = k->dims[q + 1];
         k->out_index.stride[q] = k->out_index.stride[q + 1];
         for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[q] = k->exprs[e].index.stride[q + 1];
+        for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[q] = k->also[i].index.stride[q + 1];
     }
     k->reduced = (k->reduced & ((1u << d) - 1)) | ((k->reduced >> (d + 1)) << d);
     k->rank--;
     k->out_index.stride[k->rank] = 0;
     for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[k->rank] = 0;
+    for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[k->rank] = 0;
 }
 
 /* See kernel.h. */
@@ -641,22 +648,15 @@ void cj_kernel_collapse(cj_kernel *k) {
             if (x->kind == CJ_EX_LOAD || x->kind == CJ_EX_INDEX)
                 ok = x->index.stride[d] == x->index.stride[d + 1] * inner;
         }
+        for (int i = 0; ok && i < k->nalso; i++)
+            ok = k->also[i].index.stride[d] == k->also[i].index.stride[d + 1] * inner;
         if (!ok) continue;
         /* dims d and d+1 become one dim d of size dims[d]*inner with d+1's strides */
         k->dims[d] *= inner;
         k->out_index.stride[d] = k->out_index.stride[d + 1];
         for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[d] = k->exprs[e].index.stride[d + 1];
-        for (int q = d + 1; q < k->rank - 1; q++) {
-            k->dims[q] = k->dims[q + 1];
-            k->out_index.stride[q] = k->out_index.stride[q + 1];
-            for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[q] = k->exprs[e].index.stride[q + 1];
-        }
-        uint32_t low = k->reduced & ((1u << (d + 1)) - 1);
-        uint32_t high = (k->reduced >> (d + 2)) << (d + 1);
-        k->reduced = low | high;
-        k->rank--;
-        k->out_index.stride[k->rank] = 0;
-        for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[k->rank] = 0;
+        for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[d] = k->also[i].index.stride[d + 1];
+        drop_loop(k, d + 1);
     }
     /* every kernel has at least one loop dim: the one threads split */
     if (k->rank == 0) {
@@ -705,6 +705,125 @@ static bool reads_at_own_index(const cj_node *c) {
     default:
         return c->op == CJ_OP_NAME || c->op == CJ_OP_STOP_GRADIENT;
     }
+}
+
+/* ---- multi-output kernels: sets of roots -----------------------------------
+ * Roots of one shape whose values are computed from shared inputs can be
+ * stored by one kernel: one loop body computes what they share once and
+ * stores each.  Sets start as single roots and are merged by choose_roots;
+ * a set's kernel is built where its last member is (its `pos`), so every
+ * kernel a member reads runs before it, and every kernel that reads a
+ * member must run after it (set_merge checks). */
+
+/* The most values one kernel stores. */
+#define CJ_MAX_STORES 16
+
+static int set_find(const fuser *f, int i) {
+    while (f->set_parent[i] != i) i = f->set_parent[i];
+    return i;
+}
+
+static bool sets_alloc(fuser *f, int n) {
+    int **arrays[] = {&f->set_parent, &f->set_next, &f->set_tail, &f->set_pos, &f->set_size, &f->set_cost};
+    for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a++)
+        if (!(*arrays[a] = malloc(sizeof(int) * ((size_t)n + 1)))) return false;
+    for (int i = 0; i < n; i++) {
+        f->set_parent[i] = f->set_tail[i] = f->set_pos[i] = i;
+        f->set_next[i] = -1;
+        f->set_size[i] = 1;
+        f->set_cost[i] = 0;
+    }
+    return true;
+}
+
+static void sets_free(fuser *f) {
+    free(f->set_parent);
+    free(f->set_next);
+    free(f->set_tail);
+    free(f->set_pos);
+    free(f->set_size);
+    free(f->set_cost);
+}
+
+/* Can the kernel of root i store other values at every point? */
+static bool elementwise_root(const cj_node *nd) {
+    switch (cj_op_kind(nd->op)) {
+    case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_SELECT:
+    case CJ_OPKIND_CAST:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The consumers of each node (choose_roots' lists) and who computes them. */
+typedef struct {
+    const int *first, *list; /* consumers of i: list[first[i] .. first[i+1]) */
+    const int *owner;        /* the root whose kernel computes a node, or -1 */
+} consumers;
+
+/* Merges the sets sets[0..n) (distinct representatives of roots) into one
+ * if they may be one kernel: all elementwise roots of one shape, at most
+ * CJ_MAX_STORES values and CJ_KERNEL_MAX_COST of work, and every consumer
+ * of a member either in the merged kernel, reading it at its own index,
+ * or in a kernel that runs after it.  Returns the merged set, or -1. */
+static int set_merge(fuser *f, const int *sets, int n, const consumers *cs) {
+    const cj_graph *g = f->g;
+    const cj_shape *shape = &g->nodes[sets[0]].shape;
+    int size = 0, cost = 0, pos = -1;
+    for (int j = 0; j < n; j++) {
+        int s = sets[j];
+        if (!cj_shape_equal(&g->nodes[s].shape, shape)) return -1;
+        for (int m = s; m >= 0; m = f->set_next[m])
+            if (!elementwise_root(&g->nodes[m])) return -1;
+        size += f->set_size[s];
+        cost += f->set_cost[s];
+        if (f->set_pos[s] > pos) pos = f->set_pos[s];
+    }
+    if (size > CJ_MAX_STORES || cost > CJ_KERNEL_MAX_COST) return -1;
+    for (int j = 0; j < n; j++)
+        for (int m = sets[j]; m >= 0; m = f->set_next[m])
+            for (int q = cs->first[m]; q < cs->first[m + 1]; q++) {
+                int c = cs->list[q];
+                if (cs->owner[c] < 0) { /* inlined wherever it is used: all of them come after c */
+                    if (c <= pos) return -1;
+                    continue;
+                }
+                int x = set_find(f, cs->owner[c]);
+                bool inside = false;
+                for (int t = 0; t < n; t++) inside |= sets[t] == x;
+                if (inside ? !reads_at_own_index(&g->nodes[c]) : f->set_pos[x] <= pos) return -1;
+            }
+    int into = sets[0];
+    for (int j = 1; j < n; j++) {
+        int s = sets[j];
+        f->set_parent[s] = into;
+        f->set_next[f->set_tail[into]] = s;
+        f->set_tail[into] = f->set_tail[s];
+    }
+    f->set_size[into] = size;
+    f->set_cost[into] = cost;
+    f->set_pos[into] = pos;
+    return into;
+}
+
+/* The distinct sets computing the consumers of i that read it at their
+ * own index, into sets[]; -1 if some consumer is in no known kernel or
+ * reads i otherwise, or there are too many. */
+static int consumer_sets(const fuser *f, int i, const consumers *cs, int *sets, int own) {
+    int n = 0;
+    if (own >= 0) sets[n++] = own;
+    for (int q = cs->first[i]; q < cs->first[i + 1]; q++) {
+        int c = cs->list[q];
+        if (cs->owner[c] < 0 || !reads_at_own_index(&f->g->nodes[c])) return -1;
+        int x = set_find(f, cs->owner[c]);
+        bool seen = false;
+        for (int t = 0; t < n; t++) seen |= sets[t] == x;
+        if (seen) continue;
+        if (n == CJ_MAX_STORES) return -1;
+        sets[n++] = x;
+    }
+    return n;
 }
 
 /* Which nodes get buffers, before any kernel is built.  Two passes:
@@ -806,26 +925,39 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
             }
         }
     }
+    consumers cs = {first, list, owner};
+    int sets[CJ_MAX_STORES];
     for (int i = n - 1; enabled && counts && i >= 0; i--) {
         owner[i] = -1;
         if (!live[i]) continue;
         const cj_node *nd = &g->nodes[i];
         if (f->root[i]) {
             owner[i] = i;
+            f->set_cost[i] = cost[i];
+            /* read by other elementwise kernels of its shape: stored by one of them */
+            int ns = elementwise_root(nd) ? consumer_sets(f, i, &cs, sets, i) : -1, kept = 1;
+            for (int j = 1; j < ns; j++)
+                if (elementwise_root(&g->nodes[sets[j]]) && cj_shape_equal(&g->nodes[sets[j]].shape, &nd->shape))
+                    sets[kept++] = sets[j];
+            if (kept > 1) set_merge(f, sets, kept, &cs);
             continue;
         }
         /* the one kernel every consumer is computed in, reading i at its own index, or -1 */
         int common = -2;
         for (int q = first[i]; q < first[i + 1] && common != -1; q++) {
             int c = list[q];
-            int oc = reads_at_own_index(&g->nodes[c]) ? owner[c] : -1;
+            int oc = reads_at_own_index(&g->nodes[c]) && owner[c] >= 0 ? set_find(f, owner[c]) : -1;
             common = oc < 0 || (common != -2 && common != oc) ? -1 : oc;
         }
         owner[i] = common >= 0 ? common : -1;
         if (owner[i] >= 0 || users[i] < 2) continue;
         cj_opkind kind = cj_op_kind(nd->op);
         if (kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_MOVE || nd->op == CJ_OP_NAME) continue;
-        /* consumers in several kernels: recompute a short chain in each, store a long one */
+        /* consumers in several kernels: one kernel computing them all, if they can be */
+        int ns = consumer_sets(f, i, &cs, sets, -1);
+        if (ns > 1 && (owner[i] = set_merge(f, sets, ns, &cs)) >= 0) continue;
+        owner[i] = -1;
+        /* else recompute a short chain in each, store a long one */
         if (users[i] > CJ_RECOMPUTE_MAX_USERS || cost[i] * (users[i] - 1) > CJ_RECOMPUTE_MAX_COST) {
             f->root[i] = true;
             owner[i] = i;
@@ -844,9 +976,48 @@ static void plan_reset(cj_plan *p) {
     for (int i = 0; i < p->nkernels; i++) {
         free(p->kernels[i].exprs);
         free(p->kernels[i].label);
+        free(p->kernels[i].also);
     }
     p->nkernels = 0;
     p->nbuffers = 0;
+}
+
+/* The kernel of a set of roots (set_merge): one loop over their shape
+ * that computes each member, in graph order, and stores it.  A member read
+ * by a later one is the same expression there (the memo), not a load. */
+static bool emit_set(fuser *f, int set, const int *out_of) {
+    int members[CJ_MAX_STORES], bufs[CJ_MAX_STORES], n = 0;
+    for (int m = set; m >= 0 && n < CJ_MAX_STORES; m = f->set_next[m]) {
+        int j = n++;
+        while (j > 0 && members[j - 1] > m) members[j] = members[j - 1], j--;
+        members[j] = m;
+    }
+    for (int j = 0; j < n; j++) {
+        int m = members[j];
+        bufs[j] = out_of[m] >= 0 ? add_buffer(f, CJ_BUF_OUTPUT, out_of[m], m) : add_buffer(f, CJ_BUF_TEMP, -1, m);
+        if (bufs[j] < 0) return false;
+    }
+    const cj_node *last = node_at(f, members[n - 1]);
+    cj_kernel *k = begin_kernel(f, members[n - 1], last->shape.rank, last->shape.dims);
+    if (!k) return false;
+    int dim_of[CJ_MAX_RANK];
+    for (int d = 0; d < last->shape.rank; d++) dim_of[d] = d;
+    k->out_buffer = bufs[n - 1];
+    k->out_index = store_index(&last->shape, dim_of, 0);
+    if (!(k->also = calloc((size_t)n, sizeof(cj_store)))) {
+        cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
+        return end_kernel(f, -1);
+    }
+    node_view v = identity_view(last->shape.rank);
+    int e = -1;
+    for (int j = 0; j < n; j++) {
+        if ((e = build_expr(f, members[j], &v)) < 0) break;
+        if (j == n - 1) break;
+        k->also[k->nalso++] = (cj_store){.expr = e, .buffer = bufs[j], .index = k->out_index, .node = members[j]};
+    }
+    if (!end_kernel(f, e)) return false;
+    for (int j = 0; j < n; j++) f->node_buf[members[j]] = bufs[j];
+    return true;
 }
 
 /* One attempt at building every kernel; returns the node that must be
@@ -874,6 +1045,19 @@ static int fuse_attempt(fuser *f) {
     }
     for (int i = 0; i < g->nnodes; i++) {
         if (!f->root[i]) continue;
+        int set = set_find(f, i);
+        if (f->set_pos[set] != i) continue; /* built with the set's last member */
+        if (f->set_size[set] > 1) {
+            if (!emit_set(f, set, out_of)) {
+                if (f->must_materialize >= 0) {
+                    int m = f->must_materialize;
+                    free(out_of);
+                    return m;
+                }
+                goto fail;
+            }
+            continue;
+        }
         int buf = out_of[i] >= 0 ? add_buffer(f, CJ_BUF_OUTPUT, out_of[i], i)
                                  : add_buffer(f, CJ_BUF_TEMP, -1, i);
         if (buf < 0) goto fail;
@@ -935,6 +1119,12 @@ cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan
         free(f.node_buf);
         return cj_error_set(err, CJ_ERR_MEMORY, "fuse: out of memory");
     }
+    if (!sets_alloc(&f, g->nnodes)) {
+        free(f.root);
+        free(f.node_buf);
+        sets_free(&f);
+        return cj_error_set(err, CJ_ERR_MEMORY, "fuse: out of memory");
+    }
     choose_roots(&f, live, enabled);
     int again;
     while ((again = fuse_attempt(&f)) >= 0) {
@@ -960,6 +1150,7 @@ cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan
     free(f.memo);
     free(f.table);
     free(f.stack);
+    sets_free(&f);
     return again == -1 ? CJ_OK : err->status;
 }
 
@@ -974,6 +1165,7 @@ int64_t cj_plan_heap_bytes(const cj_plan *p) {
     for (int i = 0; i < p->nkernels; i++) {
         n += cj_heap_bytes(p->kernels[i].exprs, (size_t)p->kernels[i].nexprs * sizeof(cj_expr));
         n += cj_heap_bytes(p->kernels[i].label, p->kernels[i].label ? strlen(p->kernels[i].label) + 1 : 0);
+        n += cj_heap_bytes(p->kernels[i].also, (size_t)p->kernels[i].nalso * sizeof(cj_store));
     }
     return n;
 }

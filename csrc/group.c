@@ -50,6 +50,13 @@ static bool row_local(const cj_plan *p, const cj_kernel *k, int b, const cj_affi
     return lo >= 0 && hi < row_size;
 }
 
+/* Does every value kernel k stores go to row i_0 of its buffer? */
+static bool stores_row_local(const cj_plan *p, const cj_kernel *k) {
+    for (int i = 0; i < k->nalso; i++)
+        if (!row_local(p, k, k->also[i].buffer, &k->also[i].index)) return false;
+    return row_local(p, k, k->out_buffer, &k->out_index);
+}
+
 /* Can kernel k run inside a group whose stages are kernels [first, k)? */
 static bool joins_group(const cj_plan *p, int first, int k) {
     const cj_kernel *kern = &p->kernels[k];
@@ -61,13 +68,13 @@ static bool joins_group(const cj_plan *p, int first, int k) {
      * (with its epilogue).  This also keeps at most one activation of a
      * chain of layers per group, so layers still reuse each other's bytes. */
     if (kern->root_node >= 0 && p->graph && p->graph->nodes[kern->root_node].op == CJ_OP_MATMUL) return false;
-    if (!row_local(p, kern, kern->out_buffer, &kern->out_index)) return false;
+    if (!stores_row_local(p, kern)) return false;
     /* buffers written by earlier stages must be read row by row */
     for (int e = 0; e < kern->nexprs; e++) {
         const cj_expr *x = &kern->exprs[e];
         if (x->kind != CJ_EX_LOAD) continue;
         for (int s = first; s < k; s++)
-            if (p->kernels[s].out_buffer == x->buffer && !row_local(p, kern, x->buffer, &x->index))
+            if (cj_kernel_writes(&p->kernels[s], x->buffer) && !row_local(p, kern, x->buffer, &x->index))
                 return false;
     }
     return true;
@@ -76,8 +83,9 @@ static bool joins_group(const cj_plan *p, int first, int k) {
 static int64_t row_bytes(const cj_plan *p, const cj_kernel *k) {
     int64_t most = 0;
     int64_t rows = k->dims[0] > 0 ? k->dims[0] : 1;
-    int64_t out = p->buffers[k->out_buffer].nbytes / rows;
-    most = out;
+    most = p->buffers[k->out_buffer].nbytes / rows;
+    for (int i = 0; i < k->nalso; i++)
+        if (p->buffers[k->also[i].buffer].nbytes / rows > most) most = p->buffers[k->also[i].buffer].nbytes / rows;
     for (int e = 0; e < k->nexprs; e++) {
         if (k->exprs[e].kind != CJ_EX_LOAD) continue;
         const cj_buffer *b = &p->buffers[k->exprs[e].buffer];
@@ -99,7 +107,7 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         g->count = 1;
         const cj_kernel *head = &p->kernels[k];
         bool can_lead = enabled && head->rank >= 1 && !(head->reduced & 1u) && head->dims[0] >= 2 &&
-                        row_local(p, head, head->out_buffer, &head->out_index);
+                        stores_row_local(p, head);
         while (can_lead && k + g->count < p->nkernels && joins_group(p, k, k + g->count)) g->count++;
         g->rows = head->rank >= 1 ? head->dims[0] : 1;
         int64_t widest = 1;

@@ -446,7 +446,7 @@ cj_cuda_program *cj_cuda_program_new(const cj_plan *plan, int dev, cj_error *err
         const cj_kernel *k = &plan->kernels[i];
         cj_cuda_launch *L = &p->launch[i];
         char name[64];
-        if (!(L->bufs = calloc((size_t)k->nexprs + 2, sizeof(int)))) {
+        if (!(L->bufs = calloc((size_t)k->nexprs + k->nalso + 2, sizeof(int)))) {
             cj_error_set(err, CJ_ERR_MEMORY, "cuda: out of memory");
             goto fail;
         }

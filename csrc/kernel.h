@@ -45,6 +45,18 @@ typedef struct {
     int64_t lda, ldb, ldc;
 } cj_gemm;
 
+/* A value a multi-output kernel stores besides its last expression:
+ * expression `expr` into `buffer` at `index`, at every point of the loop
+ * nest (such kernels never reduce).  Values of one shape computed from
+ * shared inputs are one loop body this way: what they share is computed
+ * once and kept in registers (fuse.c, choose_roots). */
+typedef struct {
+    int expr;
+    int buffer;
+    cj_affine index;
+    int node;               /* the graph node whose value it is */
+} cj_store;
+
 typedef struct {
     int rank;
     int64_t dims[CJ_MAX_RANK];
@@ -57,7 +69,17 @@ typedef struct {
     int root_node;          /* the graph node this kernel materializes */
     char *label;            /* "exp+mul+reduce_sum": the ops fused, for as_text */
     cj_gemm gemm;           /* on: a BLAS call runs this kernel, not a loop nest */
+    cj_store *also;         /* the other values it stores (multi-output), or NULL */
+    int nalso;
 } cj_kernel;
+
+/* Does kernel k store into buffer b (its output or one of its others)? */
+static inline bool cj_kernel_writes(const cj_kernel *k, int b) {
+    if (k->out_buffer == b) return true;
+    for (int i = 0; i < k->nalso; i++)
+        if (k->also[i].buffer == b) return true;
+    return false;
+}
 
 typedef enum {
     CJ_BUF_PARAM,   /* the caller's argument `slot` */

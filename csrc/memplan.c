@@ -31,6 +31,7 @@ static void compute_liveness(cj_plan *p) {
         for (int k = p->groups[g].first; k < p->groups[g].first + p->groups[g].count; k++) {
             const cj_kernel *kern = &p->kernels[k];
             note_use(&p->buffers[kern->out_buffer], g);
+            for (int i = 0; i < kern->nalso; i++) note_use(&p->buffers[kern->also[i].buffer], g);
             for (int e = 0; e < kern->nexprs; e++)
                 if (kern->exprs[e].kind == CJ_EX_LOAD) note_use(&p->buffers[kern->exprs[e].buffer], g);
         }
@@ -99,6 +100,7 @@ static bool facts_gather(const cj_plan *p, plan_facts *f) {
         const cj_kernel *kern = &p->kernels[k];
         int g = f->group_of[k];
         f->writers[kern->out_buffer]++;
+        for (int i = 0; i < kern->nalso; i++) f->writers[kern->also[i].buffer]++;
         for (int e = 0; e < kern->nexprs; e++) {
             const cj_expr *ex = &kern->exprs[e];
             if (ex->kind != CJ_EX_LOAD || counted_by[ex->buffer] == k) continue;
@@ -122,14 +124,14 @@ static bool same_index(const cj_affine *a, const cj_affine *b, int rank) {
 }
 
 /* Is stage k the last reader of buffer x, reading each element only where
- * it writes its own output (so it may overwrite x as it goes)?  Reads by
+ * it writes it at `at` (so that it may overwrite x as it goes)?  Reads by
  * stages of earlier groups are fine; any other read is not. */
-static bool last_read_in_place(const cj_plan *p, const plan_facts *f, int x, int k) {
+static bool last_read_in_place(const cj_plan *p, const plan_facts *f, int x, int k, const cj_affine *at) {
     const cj_kernel *kern = &p->kernels[k];
     if (f->last_group[x] != f->group_of[k] || f->last_readers[x] != 1) return false;
     for (int e = 0; e < kern->nexprs; e++) {
         const cj_expr *ex = &kern->exprs[e];
-        if (ex->kind == CJ_EX_LOAD && ex->buffer == x && !same_index(&ex->index, &kern->out_index, kern->rank))
+        if (ex->kind == CJ_EX_LOAD && ex->buffer == x && !same_index(&ex->index, at, kern->rank))
             return false;
     }
     return true;
@@ -138,37 +140,45 @@ static bool last_read_in_place(const cj_plan *p, const plan_facts *f, int x, int
 /* In-place updates: an elementwise stage whose input dies as it is read
  * writes over it.  A temporary that dies into an output lives in the
  * output's array; a temporary written over a dying temporary shares its
- * bytes; one written over a dying donated argument lives in the argument. */
+ * bytes; one written over a dying donated argument lives in the argument.
+ * Here for the value stage k stores into buffer y at `at`. */
+static void store_in_place(cj_plan *p, const plan_facts *f, bool *hosts, int k, int y, const cj_affine *at) {
+    const cj_kernel *kern = &p->kernels[k];
+    cj_buffer *Y = &p->buffers[y];
+    if (kern->reduced || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1) return;
+    if (Y->kind != CJ_BUF_TEMP && Y->kind != CJ_BUF_OUTPUT) return;
+    for (int e = 0; e < kern->nexprs; e++) {
+        const cj_expr *ex = &kern->exprs[e];
+        if (ex->kind != CJ_EX_LOAD || ex->buffer == y) continue;
+        int x = ex->buffer;
+        cj_buffer *X = &p->buffers[x];
+        bool donated = X->kind == CJ_BUF_PARAM && p->donated && p->donated[X->slot];
+        if (X->kind != CJ_BUF_TEMP && !donated) continue;
+        if (X->alias_of >= 0 || hosts[x] || X->nbytes != Y->nbytes ||
+            cj_dtype_size(X->dtype) != cj_dtype_size(Y->dtype) || !last_read_in_place(p, f, x, k, at))
+            continue;
+        if (X->kind == CJ_BUF_TEMP && Y->kind == CJ_BUF_OUTPUT) {
+            X->alias_of = y; /* x is computed straight into the output array */
+            hosts[y] = true;
+        } else if (Y->kind == CJ_BUF_TEMP) {
+            Y->alias_of = x; /* y overwrites x */
+            hosts[x] = true;
+            if (X->kind == CJ_BUF_TEMP && Y->last_use > X->last_use) X->last_use = Y->last_use;
+        } else {
+            continue; /* an output in a donated argument: not yet */
+        }
+        X->offset = Y->offset = 0;
+        return;
+    }
+}
+
+/* Every stored value may take a dying input's bytes (one input each: a
+ * multi-output stage's values take different ones). */
 static void plan_in_place(cj_plan *p, const plan_facts *f, bool *hosts) {
     for (int k = 0; k < p->nkernels; k++) {
         const cj_kernel *kern = &p->kernels[k];
-        int y = kern->out_buffer;
-        cj_buffer *Y = &p->buffers[y];
-        if (kern->reduced || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1) continue;
-        if (Y->kind != CJ_BUF_TEMP && Y->kind != CJ_BUF_OUTPUT) continue;
-        for (int e = 0; e < kern->nexprs; e++) {
-            const cj_expr *ex = &kern->exprs[e];
-            if (ex->kind != CJ_EX_LOAD || ex->buffer == y) continue;
-            int x = ex->buffer;
-            cj_buffer *X = &p->buffers[x];
-            bool donated = X->kind == CJ_BUF_PARAM && p->donated && p->donated[X->slot];
-            if (X->kind != CJ_BUF_TEMP && !donated) continue;
-            if (X->alias_of >= 0 || hosts[x] || X->nbytes != Y->nbytes ||
-                cj_dtype_size(X->dtype) != cj_dtype_size(Y->dtype) || !last_read_in_place(p, f, x, k))
-                continue;
-            if (X->kind == CJ_BUF_TEMP && Y->kind == CJ_BUF_OUTPUT) {
-                X->alias_of = y; /* x is computed straight into the output array */
-                hosts[y] = true;
-            } else if (Y->kind == CJ_BUF_TEMP) {
-                Y->alias_of = x; /* y overwrites x */
-                hosts[x] = true;
-                if (X->kind == CJ_BUF_TEMP && Y->last_use > X->last_use) X->last_use = Y->last_use;
-            } else {
-                continue; /* an output in a donated argument: not yet */
-            }
-            X->offset = Y->offset = 0;
-            break;
-        }
+        for (int i = 0; i < kern->nalso; i++) store_in_place(p, f, hosts, k, kern->also[i].buffer, &kern->also[i].index);
+        store_in_place(p, f, hosts, k, kern->out_buffer, &kern->out_index);
     }
 }
 

@@ -87,6 +87,7 @@ static void count_costs(cj_executable *x) {
         if (kern->reduced) ops++;
         x->flops += points * ops;
         x->bytes_accessed += p->buffers[kern->out_buffer].nbytes;
+        for (int i = 0; i < kern->nalso; i++) x->bytes_accessed += p->buffers[kern->also[i].buffer].nbytes;
         for (int e = 0; e < kern->nexprs; e++) {
             if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
             bool seen = false;
@@ -296,7 +297,9 @@ char *cj_plan_to_text(const cj_plan *p) {
             recomputed ? " (recomputed for the backward pass)" : "");
         for (int d = 0; d < kern->rank; d++)
             put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");
-        put(&t, "] -> buf%d", kern->out_buffer);
+        put(&t, "] -> ");
+        for (int i = 0; i < kern->nalso; i++) put(&t, "buf%d, ", kern->also[i].buffer);
+        put(&t, "buf%d", kern->out_buffer);
         if (kern->root_node >= 0 && g) put(&t, "  # %s", cj_graph_loc_str(g, g->nodes[kern->root_node].loc));
         put(&t, "\n      reads:");
         int nreads = 0;

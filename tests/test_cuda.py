@@ -242,6 +242,8 @@ def _programs(dt):
         "long_sums": (lambda x: (x.sum(), x.sum(axis=0), x.sum(axis=1), x[:, :600].sum(), x.T.mean(axis=0)),
                       (f(1500, 700),)),
         "mlp": (_mlp, (f(16, 32), f(32, 64), f(64), f(64, 10), f(10))),
+        # one kernel storing three values that share exp(x) (multi-output)
+        "multi_output": (lambda x: (cnp.exp(x) + 1, cnp.exp(x) * 2, cnp.tanh(cnp.exp(x))), (f(64, 33),)),
     }
 
 
