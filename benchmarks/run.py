@@ -492,7 +492,7 @@ def _same(a):
     return a
 
 
-PHASES = ("trace", "simplify", "fuse", "memplan", "codegen", "optimize", "emit", "link")
+PHASES = ("trace", "simplify", "fuse", "group", "memplan", "codegen", "optimize", "emit", "link")
 
 
 def phase_stats():

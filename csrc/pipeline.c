@@ -1,9 +1,10 @@
-/* pipeline.c - the pass list.  Reading cj_compile tells the whole story:
+/* pipeline.c - the pass list.  Reading lowering_passes and cj_compile tells
+ * the whole story:
  *
- *   graph --simplify (dead code, CSE)--> graph --fuse--> kernels
- *         --blas (matmuls a library call runs)--> --group (stages sharing row loops)-->
- *         --memplan--> buffers in one arena
- *         --codegen + jit--> machine code
+ *   cj_lower:  graph --simplify (dead code, CSE)--> graph --fuse--> kernels
+ *              (the target marks kernels a library runs: the CPU's BLAS)
+ *              --group (stages sharing row loops)--> --memplan--> buffers in one arena
+ *   backend:   plan --codegen + jit (jit_cpu.c)--> machine code
  *
  * CJIT_PASSES=-cse,-fuse,-group,-memplan switches passes off; results do not change. */
 #include <errno.h>
@@ -135,48 +136,99 @@ cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int 
     return cj_compile_cancellable(src, donated, ndonated, NULL, err);
 }
 
-/* Between phases: has the caller asked to stop?  Then err says so. */
-static bool stop_requested(const cj_cancel *cancel, cj_error *err) {
-    if (!cj_cancelled(cancel)) return false;
-    cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
-    return true;
+/* ---- lowering: one table of passes ------------------------------------------
+ * Each pass reads and changes the lowering; `name` is what CJIT_PASSES
+ * calls it ("-cse" keeps simplify's dead-code removal and drops its
+ * merging) and `phase` the timer it adds to.  The loop below is the only
+ * place that knows about either. */
+
+typedef struct {
+    const char *name;
+    cj_phase phase;
+    cj_status (*run)(cj_lowered *l, const cj_lower_options *o, bool enabled, cj_error *err);
+} lowering_pass;
+
+static cj_status pass_simplify(cj_lowered *l, const cj_lower_options *o, bool enabled, cj_error *err) {
+    (void)o;
+    if (!(l->graph = cj_simplify_run(l->source, enabled, err))) return err->status;
+    cj_graph_trim(l->graph); /* kept as long as the executable: without the spare capacity */
+    return CJ_OK;
+}
+
+static cj_status pass_fuse(cj_lowered *l, const cj_lower_options *o, bool enabled, cj_error *err) {
+    bool *live = calloc((size_t)l->graph->nnodes + 1, sizeof(bool));
+    if (!live) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
+    for (int i = 0; i < l->graph->nnodes; i++) live[i] = true; /* simplify dropped the dead */
+    cj_status st = cj_fuse_run(l->graph, live, enabled, &l->plan, err);
+    free(live);
+    l->fused = enabled;
+    /* the target marks the kernels a library runs (the CPU's BLAS) */
+    if (st == CJ_OK && o && o->mark_library_calls) o->mark_library_calls(&l->plan);
+    return st;
+}
+
+static cj_status pass_group(cj_lowered *l, const cj_lower_options *o, bool enabled, cj_error *err) {
+    (void)o;
+    return cj_group_run(&l->plan, enabled && l->fused, err);
+}
+
+static cj_status pass_memplan(cj_lowered *l, const cj_lower_options *o, bool enabled, cj_error *err) {
+    if (o && o->donated && o->ndonated > 0) {
+        l->plan.donated = calloc((size_t)l->graph->nparams + 1, sizeof(bool));
+        if (!l->plan.donated) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
+        for (int i = 0; i < o->ndonated && i < l->graph->nparams; i++) l->plan.donated[i] = o->donated[i];
+    }
+    return cj_memplan_run(&l->plan, enabled, err);
+}
+
+static const lowering_pass lowering_passes[] = {
+    {"cse", CJ_PHASE_SIMPLIFY, pass_simplify},
+    {"fuse", CJ_PHASE_FUSE, pass_fuse},
+    {"group", CJ_PHASE_GROUP, pass_group},
+    {"memplan", CJ_PHASE_MEMPLAN, pass_memplan},
+};
+
+/* See pipeline.h. */
+cj_status cj_lower(const cj_graph *src, const cj_lower_options *o, cj_lowered *l, cj_error *err) {
+    memset(l, 0, sizeof *l);
+    l->source = src;
+    if (!settings_ok(err)) return err->status;
+    for (size_t i = 0; i < sizeof lowering_passes / sizeof *lowering_passes; i++) {
+        const lowering_pass *pass = &lowering_passes[i];
+        int64_t t0 = cj_runtime_now_ns();
+        cj_status st = pass->run(l, o, !pass_disabled(pass->name), err);
+        cj_runtime_note_phase(pass->phase, cj_runtime_now_ns() - t0);
+        if (st == CJ_OK && o && cj_cancelled(o->cancel)) st = cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
+        if (st != CJ_OK) {
+            cj_lowered_free(l);
+            return st;
+        }
+    }
+    l->source = NULL;
+    return CJ_OK;
+}
+
+/* See pipeline.h. */
+void cj_lowered_free(cj_lowered *l) {
+    cj_plan_free(&l->plan);
+    cj_graph_free(l->graph);
+    memset(l, 0, sizeof *l);
 }
 
 /* See pipeline.h. */
 cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, int ndonated,
                                       const cj_cancel *cancel, cj_error *err) {
-    if (!settings_ok(err)) return NULL;
+    cj_lower_options o = {.donated = donated, .ndonated = ndonated, .cancel = cancel,
+                          .mark_library_calls = cj_blas_plan};
+    cj_lowered l;
+    if (cj_lower(src, &o, &l, err) != CJ_OK) return NULL;
     cj_executable *x = calloc(1, sizeof *x);
-    bool *live = NULL;
-    if (!x) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
-    int64_t t0 = cj_runtime_now_ns(), t1;
-    if (!(x->graph = cj_simplify_run(src, !pass_disabled("cse"), err))) goto fail;
-    cj_graph_trim(x->graph); /* kept as long as x: without the spare capacity */
-    t1 = cj_runtime_now_ns();
-    cj_runtime_note_phase(CJ_PHASE_SIMPLIFY, t1 - t0);
-    if (stop_requested(cancel, err)) goto fail;
-    if (!(live = calloc((size_t)x->graph->nnodes + 1, sizeof(bool)))) {
-        cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
-        goto fail;
+    if (!x) {
+        cj_lowered_free(&l);
+        return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
     }
-    for (int i = 0; i < x->graph->nnodes; i++) live[i] = true; /* simplify dropped the dead */
-    if (cj_fuse_run(x->graph, live, !pass_disabled("fuse"), &x->plan, err) != CJ_OK) goto fail;
-    cj_blas_plan(&x->plan);
-    t0 = cj_runtime_now_ns();
-    cj_runtime_note_phase(CJ_PHASE_FUSE, t0 - t1);
-    if (stop_requested(cancel, err)) goto fail;
-    if (donated && ndonated > 0) {
-        x->plan.donated = calloc((size_t)x->graph->nparams + 1, sizeof(bool));
-        if (!x->plan.donated) {
-            cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
-            goto fail;
-        }
-        for (int i = 0; i < ndonated && i < x->graph->nparams; i++) x->plan.donated[i] = donated[i];
-    }
-    if (cj_group_run(&x->plan, !pass_disabled("group") && !pass_disabled("fuse"), err) != CJ_OK) goto fail;
-    if (cj_memplan_run(&x->plan, !pass_disabled("memplan"), err) != CJ_OK) goto fail;
-    cj_runtime_note_phase(CJ_PHASE_MEMPLAN, cj_runtime_now_ns() - t0);
-    if (stop_requested(cancel, err)) goto fail;
+    x->graph = l.graph; /* the executable owns what was lowered */
+    x->plan = l.plan;
     x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
     x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
     if (!x->kernels || !x->groups) {
@@ -188,34 +240,20 @@ cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, 
     count_costs(x);
     x->held_bytes = held_bytes(x);
     cj_runtime_note_compile(x->held_bytes);
-    free(live);
     return x;
 fail:
-    free(live);
     cj_executable_free(x);
     return NULL;
 }
 
 /* See pipeline.h. */
 cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
-    if (!settings_ok(err)) return err->status;
-    cj_plan plan;
-    memset(&plan, 0, sizeof plan);
-    cj_graph *g = cj_simplify_run(src, !pass_disabled("cse"), err);
-    bool *live = g ? calloc((size_t)g->nnodes + 1, sizeof(bool)) : NULL;
-    if (g && !live) cj_error_set(err, CJ_ERR_MEMORY, "plan: out of memory");
-    if (live) {
-        for (int i = 0; i < g->nnodes; i++) live[i] = true;
-        if (cj_fuse_run(g, live, !pass_disabled("fuse"), &plan, err) == CJ_OK &&
-            (cj_blas_plan(&plan), true) &&
-            cj_group_run(&plan, !pass_disabled("group") && !pass_disabled("fuse"), err) == CJ_OK &&
-            cj_memplan_run(&plan, !pass_disabled("memplan"), err) == CJ_OK)
-            *peak = plan.peak_bytes;
-    }
-    cj_plan_free(&plan);
-    free(live);
-    cj_graph_free(g);
-    return err->status;
+    cj_lower_options o = {.mark_library_calls = cj_blas_plan};
+    cj_lowered l;
+    if (cj_lower(src, &o, &l, err) != CJ_OK) return err->status;
+    *peak = l.plan.peak_bytes;
+    cj_lowered_free(&l);
+    return CJ_OK;
 }
 
 /* ---- text ---------------------------------------------------------------- */

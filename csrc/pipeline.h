@@ -10,6 +10,29 @@
 
 typedef struct cj_executable cj_executable;
 
+/* What lowering produced: the simplified graph and the plan (kernels,
+ * groups, buffers and their bytes), before any code exists. */
+typedef struct {
+    const cj_graph *source; /* during cj_lower only */
+    cj_graph *graph;        /* owned */
+    cj_plan plan;           /* owned; plan.graph borrows graph */
+    bool fused;             /* the fuse pass ran (not switched off) */
+} cj_lowered;
+
+typedef struct {
+    const bool *donated;    /* donated[i], i < ndonated: parameter i's bytes may be reused */
+    int ndonated;
+    const cj_cancel *cancel;/* checked between passes */
+    /* the target's step after fusion: marks the kernels a library call
+     * runs (cj_blas_plan on the CPU); NULL for none */
+    void (*mark_library_calls)(cj_plan *plan);
+} cj_lower_options;
+
+/* Runs the lowering passes (pipeline.c's table: simplify, fuse, group,
+ * memplan) on a copy of g; `o` may be NULL.  On failure *out is empty. */
+cj_status cj_lower(const cj_graph *g, const cj_lower_options *o, cj_lowered *out, cj_error *err);
+void cj_lowered_free(cj_lowered *l);
+
 /* Compiles a copy of `g` (which stays the caller's).  Returns a new
  * executable owned by the caller (free with cj_executable_free). */
 cj_executable *cj_compile(const cj_graph *g, cj_error *err);
@@ -64,7 +87,8 @@ int64_t cj_executable_code_bytes(const cj_executable *x);
  * arenas and outputs is counted by whoever allocates; see runtime.c). */
 /* Where compile time goes: nanoseconds summed over every compile. */
 typedef enum {
-    CJ_PHASE_SIMPLIFY, CJ_PHASE_FUSE, CJ_PHASE_MEMPLAN,    /* pipeline.c */
+    CJ_PHASE_SIMPLIFY, CJ_PHASE_FUSE, CJ_PHASE_GROUP,      /* pipeline.c: the lowering */
+    CJ_PHASE_MEMPLAN,
     CJ_PHASE_CODEGEN, CJ_PHASE_OPTIMIZE, CJ_PHASE_EMIT,    /* jit_cpu.c: IR, LLVM passes, */
     CJ_PHASE_LINK,                                         /*   machine code, JIT linking */
     CJ_PHASE_COUNT

@@ -67,6 +67,7 @@ const char *cj_phase_name(cj_phase phase) {
     switch (phase) {
     case CJ_PHASE_SIMPLIFY: return "simplify";
     case CJ_PHASE_FUSE: return "fuse";
+    case CJ_PHASE_GROUP: return "group";
     case CJ_PHASE_MEMPLAN: return "memplan";
     case CJ_PHASE_CODEGEN: return "codegen";
     case CJ_PHASE_OPTIMIZE: return "optimize";

@@ -260,7 +260,7 @@ def test_thread_pool_matches_one_thread(tmp_path):
 
 def test_compile_phase_counters():
     s0 = _cjit.runtime_stats()
-    phases = ["simplify", "fuse", "memplan", "codegen", "optimize", "emit", "link"]
+    phases = ["simplify", "fuse", "group", "memplan", "codegen", "optimize", "emit", "link"]
     for p in phases:
         assert f"compile_ns_{p}" in s0
     cjit.jit(lambda x: cnp.exp(x) * 2 + x)(np.ones(5, np.float32))
