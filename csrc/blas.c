@@ -40,6 +40,7 @@
 #include <strings.h>
 
 #include "blas.h"
+#include "rt.h"
 
 /* CBLAS's enums and the two entry points used (LP64: int dimensions). */
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };

@@ -42,6 +42,6 @@ void cj_blas_describe(const cj_kernel *k, int64_t *desc);
 
 /* The body of a marked kernel, called by its generated function with the
  * kernel ABI's arguments (codegen.h): loop-0 iterations [start, end). */
-void cj_rt_gemm(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+/* cj_rt_gemm (rt.h) is defined in blas.c. */
 
 #endif

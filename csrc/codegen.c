@@ -241,7 +241,7 @@ static LLVMValueRef emit_float_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, L
     return LLVMBuildSelect(c->b, y_zero, q, res, "ffdiv");
 }
 
-/* The body of cj_rt_ipow (jit_cpu.c) in IR, for targets that cannot call
+/* The body of cj_rt_ipow (rt.c) in IR, for targets that cannot call
  * back into the host: square-and-multiply, wrapping like NumPy; a negative
  * exponent gives the integer part of the true result. */
 static void define_ipow(cg *c, LLVMValueRef fn) {

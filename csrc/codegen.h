@@ -59,21 +59,13 @@ cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_f
 void cj_jit_code_free(cj_jit_code *code);
 int64_t cj_jit_code_bytes(const cj_jit_code *code);
 
-/* Runtime helpers the generated code calls (registered with the JIT). */
-int64_t cj_rt_ipow(int64_t base, int64_t exponent);
-/* Does kernel k accumulate into its output in a loop nest (so that the
- * output must hold the identity first)? */
-bool cj_kernel_needs_identity(const cj_kernel *k);
-/* Kernels that copy fewer points than this, element for element, are not
- * compiled when they run alone (not in a group of stages): the runtime
- * copies (runtime.c).  A concatenate of 10,000 small arrays was 10,000
- * compiled loops, a millisecond of LLVM each. */
-#define CJ_RUNTIME_COPY_POINTS 4096
-/* Is kernel k a copy the runtime may do: one load of a buffer of the
- * output's dtype, stored unchanged, over fewer than CJ_RUNTIME_COPY_POINTS points? */
-bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k);
-/* out[start:end] = the identity of reduction `op` in dtype `dtype` (runtime.c;
- * also called by group drivers before each block of an accumulating stage). */
-void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op);
+
+/* Adds "<prefix>_g<j>" to `mod` for every group j of two or more stages
+ * with only[j] (every group when `only` is NULL): for each block of rows in
+ * [start, end) it fills the block's rows of each accumulating stage's
+ * output with the identity (cj_rt_fill_identity) and calls each stage;
+ * stages not defined in `mod` are declared, to be linked from another
+ * module of the same executable. */
+void cj_group_emit_drivers(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, const bool *only);
 
 #endif

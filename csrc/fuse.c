@@ -610,61 +610,6 @@ static bool emit_node(fuser *f, int node, int buf) {
     }
 }
 
-/* See kernel.h. */
-int cj_kernel_long_math(const cj_kernel *k) {
-    int n = 0;
-    for (int e = 0; e < k->nexprs; e++) n += k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op);
-    return n;
-}
-
-/* Removes loop d (of size 1: every access is at index 0 there). */
-static void drop_loop(cj_kernel *k, int d) {
-    for (int q = d; q < k->rank - 1; q++) {
-        k->dims[q] = k->dims[q + 1];
-        k->out_index.stride[q] = k->out_index.stride[q + 1];
-        for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[q] = k->exprs[e].index.stride[q + 1];
-        for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[q] = k->also[i].index.stride[q + 1];
-    }
-    k->reduced = (k->reduced & ((1u << d) - 1)) | ((k->reduced >> (d + 1)) << d);
-    k->rank--;
-    k->out_index.stride[k->rank] = 0;
-    for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[k->rank] = 0;
-    for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[k->rank] = 0;
-}
-
-/* See kernel.h. */
-void cj_kernel_collapse(cj_kernel *k) {
-    /* loops of size 1 go first: (800000, 1).sum(axis=0) is then one reduced
-     * innermost loop, which sums pairwise and vectorizes */
-    for (int d = k->rank - 1; d >= 0 && k->rank > 1; d--)
-        if (k->dims[d] == 1) drop_loop(k, d);
-    for (int d = k->rank - 2; d >= 0; d--) {
-        bool red_d = k->reduced & (1u << d), red_n = k->reduced & (1u << (d + 1));
-        if (red_d != red_n) continue;
-        int64_t inner = k->dims[d + 1];
-        bool ok = k->out_index.stride[d] == k->out_index.stride[d + 1] * inner;
-        for (int e = 0; ok && e < k->nexprs; e++) {
-            const cj_expr *x = &k->exprs[e];
-            if (x->kind == CJ_EX_LOAD || x->kind == CJ_EX_INDEX)
-                ok = x->index.stride[d] == x->index.stride[d + 1] * inner;
-        }
-        for (int i = 0; ok && i < k->nalso; i++)
-            ok = k->also[i].index.stride[d] == k->also[i].index.stride[d + 1] * inner;
-        if (!ok) continue;
-        /* dims d and d+1 become one dim d of size dims[d]*inner with d+1's strides */
-        k->dims[d] *= inner;
-        k->out_index.stride[d] = k->out_index.stride[d + 1];
-        for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[d] = k->exprs[e].index.stride[d + 1];
-        for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[d] = k->also[i].index.stride[d + 1];
-        drop_loop(k, d + 1);
-    }
-    /* every kernel has at least one loop dim: the one threads split */
-    if (k->rank == 0) {
-        k->rank = 1;
-        k->dims[0] = 1;
-    }
-}
-
 /* Recompute a multi-use elementwise value inline in each consumer when the
  * extra work, its chain's cost (roughly: arithmetic ops; transcendentals
  * count 4) times the consumers beyond the first, is at most this much, and
@@ -1152,31 +1097,4 @@ cj_status cj_fuse_run(const cj_graph *g, const bool *live, bool enabled, cj_plan
     free(f.stack);
     sets_free(&f);
     return again == -1 ? CJ_OK : err->status;
-}
-
-/* See kernel.h. */
-/* See kernel.h. */
-int64_t cj_plan_heap_bytes(const cj_plan *p) {
-    int64_t n = cj_heap_bytes(p->kernels, (size_t)p->kernels_cap * sizeof *p->kernels)
-                + cj_heap_bytes(p->buffers, (size_t)p->buffers_cap * sizeof *p->buffers)
-                + cj_heap_bytes(p->groups, (size_t)p->nkernels * sizeof *p->groups)
-                + cj_heap_bytes(p->output_buffer, sizeof(int) * (size_t)(p->graph ? p->graph->noutputs : 0))
-                + cj_heap_bytes(p->donated, sizeof(bool) * (size_t)(p->graph ? p->graph->nparams : 0));
-    for (int i = 0; i < p->nkernels; i++) {
-        n += cj_heap_bytes(p->kernels[i].exprs, (size_t)p->kernels[i].nexprs * sizeof(cj_expr));
-        n += cj_heap_bytes(p->kernels[i].label, p->kernels[i].label ? strlen(p->kernels[i].label) + 1 : 0);
-        n += cj_heap_bytes(p->kernels[i].also, (size_t)p->kernels[i].nalso * sizeof(cj_store));
-    }
-    return n;
-}
-
-void cj_plan_free(cj_plan *plan) {
-    if (!plan) return;
-    plan_reset(plan);
-    free(plan->kernels);
-    free(plan->groups);
-    free(plan->buffers);
-    free(plan->output_buffer);
-    free(plan->donated);
-    memset(plan, 0, sizeof *plan);
 }

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen.h"
 #include "group.h"
 
 /* Bytes of row data a block of rows should touch: about half of a typical L2. */
@@ -125,70 +124,4 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         k += g->count;
     }
     return CJ_OK;
-}
-
-/* The function `name`: defined in this module, or declared here and
- * defined in another module of the same executable or in the runtime (the
- * JIT links them). */
-static LLVMValueRef function_here(LLVMModuleRef mod, const char *name, LLVMTypeRef fty) {
-    LLVMValueRef fn = LLVMGetNamedFunction(mod, name);
-    return fn ? fn : LLVMAddFunction(mod, name, fty);
-}
-
-/* See group.h. */
-void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *prefix, const bool *only) {
-    LLVMContextRef ctx = LLVMGetModuleContext(mod);
-    LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx), ptr = LLVMPointerTypeInContext(ctx, 0);
-    LLVMTypeRef params[3] = {i64, i64, ptr};
-    LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, 3, 0);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
-    LLVMTypeRef fill_params[5] = {ptr, i64, i64, i32, i32};
-    LLVMTypeRef fill_ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), fill_params, 5, 0);
-    LLVMValueRef fill = function_here(mod, "cj_rt_fill_identity", fill_ty); /* runtime.c */
-    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
-    char name[128];
-    for (int gi = 0; gi < p->ngroups; gi++) {
-        const cj_group *g = &p->groups[gi];
-        if (g->count < 2 || (only && !only[gi])) continue;
-        snprintf(name, sizeof name, "%s_g%d", prefix, gi);
-        LLVMValueRef fn = LLVMAddFunction(mod, name, fty);
-        LLVMValueRef start = LLVMGetParam(fn, 0), end = LLVMGetParam(fn, 1), bufs = LLVMGetParam(fn, 2);
-        LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, fn, "entry");
-        LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(ctx, fn, "block");
-        LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, fn, "done");
-        LLVMPositionBuilderAtEnd(b, entry);
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, start, end, "any"), body, done);
-        /* for (r0 = start; r0 < end; r0 += block) run every stage on [r0, r1) */
-        LLVMPositionBuilderAtEnd(b, body);
-        LLVMValueRef r0 = LLVMBuildPhi(b, i64, "r0");
-        LLVMValueRef next = LLVMBuildAdd(b, r0, LLVMConstInt(i64, (unsigned long long)g->block, 0), "next");
-        LLVMValueRef past = LLVMBuildICmp(b, LLVMIntSGT, next, end, "past");
-        LLVMValueRef r1 = LLVMBuildSelect(b, past, end, next, "r1");
-        for (int s = g->first; s < g->first + g->count; s++) {
-            const cj_kernel *k = &p->kernels[s];
-            if (cj_kernel_needs_identity(k)) {
-                /* fill this block's rows of the output with the identity first */
-                int64_t row = cj_shape_numel(&p->buffers[k->out_buffer].shape) / g->rows;
-                LLVMValueRef rs = LLVMConstInt(i64, (unsigned long long)row, 0);
-                LLVMValueRef slot_index = LLVMConstInt(i64, (unsigned long long)k->out_buffer, 0);
-                LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, ptr, bufs, &slot_index, 1, "slot");
-                LLVMValueRef args[5] = {LLVMBuildLoad2(b, ptr, slot, "out"), LLVMBuildMul(b, r0, rs, "i0"),
-                                        LLVMBuildMul(b, r1, rs, "i1"),
-                                        LLVMConstInt(i32, (unsigned long long)p->buffers[k->out_buffer].dtype, 0),
-                                        LLVMConstInt(i32, (unsigned long long)k->reduce_op, 0)};
-                LLVMBuildCall2(b, fill_ty, fill, args, 5, "");
-            }
-            snprintf(name, sizeof name, "%s_k%d", prefix, s);
-            LLVMValueRef stage = function_here(mod, name, fty);
-            LLVMValueRef args[3] = {r0, r1, bufs};
-            LLVMBuildCall2(b, fty, stage, args, 3, "");
-        }
-        LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
-        LLVMAddIncoming(r0, &start, &entry, 1);
-        LLVMAddIncoming(r0, &r1, &latch, 1);
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, r1, end, "more"), body, done);
-        LLVMPositionBuilderAtEnd(b, done);
-        LLVMBuildRetVoid(b);
-    }
-    LLVMDisposeBuilder(b);
 }

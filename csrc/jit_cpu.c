@@ -31,6 +31,7 @@
 #include "group.h"
 #include "mathlib.h"
 #include "pipeline.h"
+#include "rt.h"
 
 /* An executable's groups are shared out between up to this many modules,
  * compiled at once on as many threads (LLVM compiles separate contexts
@@ -67,23 +68,6 @@ static cj_status take_llvm_error(LLVMErrorRef e, const char *what, cj_error *err
     cj_error_set(err, CJ_ERR_COMPILE, "%s: %s", what, msg);
     LLVMDisposeErrorMessage(msg);
     return CJ_ERR_COMPILE;
-}
-
-int64_t cj_rt_ipow(int64_t base, int64_t exponent) {
-    if (exponent < 0) {
-        /* NumPy refuses negative integer powers; we cannot raise from a
-         * kernel, so give the integer part of the true result. */
-        if (base == 1) return 1;
-        if (base == -1) return (exponent & 1) ? -1 : 1;
-        return 0;
-    }
-    uint64_t result = 1, b = (uint64_t)base; /* unsigned: wraps like NumPy */
-    while (exponent) {
-        if (exponent & 1) result *= b;
-        b *= b;
-        exponent >>= 1;
-    }
-    return (int64_t)result;
 }
 
 /* CJIT_LLVM_ARGS="-time-passes ...": options for LLVM, split at blanks, for
@@ -160,15 +144,12 @@ static cj_status jit_init(cj_error *err) {
     /* Python loads extensions RTLD_LOCAL, so our own helpers are invisible
      * to the process search: define them by address. */
     LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
-    LLVMOrcCSymbolMapPair helpers[] = {
-        {LLVMOrcLLJITMangleAndIntern(jit_state.jit, "cj_rt_ipow"),
-         {(LLVMOrcExecutorAddress)(uintptr_t)&cj_rt_ipow, flags}},
-        {LLVMOrcLLJITMangleAndIntern(jit_state.jit, "cj_rt_gemm"),
-         {(LLVMOrcExecutorAddress)(uintptr_t)&cj_rt_gemm, flags}},
-        {LLVMOrcLLJITMangleAndIntern(jit_state.jit, "cj_rt_fill_identity"),
-         {(LLVMOrcExecutorAddress)(uintptr_t)&cj_rt_fill_identity, flags}},
-    };
-    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(helpers, 3); /* takes the names */
+    LLVMOrcCSymbolMapPair helpers[CJ_RT_MAX_SYMBOLS];
+    int nhelpers = 0;
+    for (const cj_rt_symbol *s = cj_rt_symbols; s->name && nhelpers < CJ_RT_MAX_SYMBOLS; s++)
+        helpers[nhelpers++] = (LLVMOrcCSymbolMapPair){LLVMOrcLLJITMangleAndIntern(jit_state.jit, s->name),
+                                                      {(LLVMOrcExecutorAddress)(uintptr_t)s->address, flags}};
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(helpers, (size_t)nhelpers); /* takes the names */
     e = LLVMOrcJITDylibDefine(main_jd, mu);                                 /* consumes mu */
     if (e) return take_llvm_error(e, "defining runtime helpers", err);
     jit_state.ready = true;
@@ -312,7 +293,7 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
     LLVMSetModuleDataLayout(mod, layout);
     LLVMDisposeTargetData(layout);
 
-    int64_t t0 = cj_runtime_now_ns(), t1;
+    int64_t t0 = cj_clock_ns(), t1;
     char *msg = NULL;
     LLVMMemoryBufferRef obj = NULL;
     if (job_cancelled(j)) goto done;
@@ -323,7 +304,7 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
         cj_error_set(&j->err, CJ_ERR_COMPILE, "generated IR is invalid: %s", msg);
         goto done;
     }
-    t1 = cj_runtime_now_ns();
+    t1 = cj_clock_ns();
     j->ns[0] += t1 - t0;
     if (job_cancelled(j)) goto done;
 
@@ -338,7 +319,7 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
     }
     dump_module(mod, name, "opt");
     note_math_used(mod, j);
-    t0 = cj_runtime_now_ns();
+    t0 = cj_clock_ns();
     j->ns[1] += t0 - t1;
     if (job_cancelled(j)) goto done;
 
@@ -350,8 +331,8 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
     }
     j->mapped += object_mapped_bytes(obj);
     j->objs[j->nobjs++] = obj;
-    j->ns[2] += cj_runtime_now_ns() - t0;
-    cj_runtime_note_module();
+    j->ns[2] += cj_clock_ns() - t0;
+    cj_stats_module();
 done:
     if (msg) LLVMDisposeMessage(msg);
     LLVMDisposeModule(mod);
@@ -582,9 +563,9 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     for (int i = 0; i < n; i++)
         for (int ph = 0; ph < 3; ph++)
             if (jobs[i].ns[ph] > slowest[ph]) slowest[ph] = jobs[i].ns[ph];
-    cj_runtime_note_phase(CJ_PHASE_CODEGEN, slowest[0]);
-    cj_runtime_note_phase(CJ_PHASE_OPTIMIZE, slowest[1]);
-    cj_runtime_note_phase(CJ_PHASE_EMIT, slowest[2]);
+    cj_stats_phase(CJ_PHASE_CODEGEN, slowest[0]);
+    cj_stats_phase(CJ_PHASE_OPTIMIZE, slowest[1]);
+    cj_stats_phase(CJ_PHASE_EMIT, slowest[2]);
     for (int i = 0; i < n; i++)
         if (jobs[i].err.status != CJ_OK) {
             *err = jobs[i].err;
@@ -595,7 +576,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         goto fail;
     }
 
-    int64_t t1 = cj_runtime_now_ns();
+    int64_t t1 = cj_clock_ns();
     if (define_math(jobs, n, err) != CJ_OK) goto fail;
     code = calloc(1, sizeof *code);
     if (!code) {
@@ -641,7 +622,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         free(jobs[i].objs);
         for (int f = 0; f < jobs[i].nmath_used; f++) free(jobs[i].math_used[f]);
     }
-    cj_runtime_note_phase(CJ_PHASE_LINK, cj_runtime_now_ns() - t1);
+    cj_stats_phase(CJ_PHASE_LINK, cj_clock_ns() - t1);
     *out = code;
     return CJ_OK;
 

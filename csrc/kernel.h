@@ -143,6 +143,17 @@ void cj_kernel_collapse(cj_kernel *k);
 /* How many of k's expressions are elementary functions evaluated by long
  * polynomials (cj_op_is_long_math): what makes a kernel costly to compile. */
 int cj_kernel_long_math(const cj_kernel *k);
+/* Does kernel k accumulate into its output in a loop nest (so that the
+ * output must hold the identity first)? */
+bool cj_kernel_needs_identity(const cj_kernel *k);
+/* Kernels that copy fewer points than this, element for element, are not
+ * compiled when they run alone (not in a group of stages): the runtime
+ * copies (runtime.c).  A concatenate of 10,000 small arrays was 10,000
+ * compiled loops, a millisecond of LLVM each. */
+#define CJ_RUNTIME_COPY_POINTS 4096
+/* Is kernel k a copy the runtime may do: one load of a buffer of the
+ * output's dtype, stored unchanged, over fewer than CJ_RUNTIME_COPY_POINTS points? */
+bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);
 /* Bytes of heap the plan holds (not the graph's). */

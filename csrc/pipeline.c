@@ -20,7 +20,7 @@
 #include "group.h"
 #include "simplify.h"
 
-void cj_runtime_note_compile(int64_t code_bytes); /* runtime.c */
+
 
 /* Is pass `name` switched off by CJIT_PASSES? */
 static bool pass_disabled(const char *name) {
@@ -195,9 +195,9 @@ cj_status cj_lower(const cj_graph *src, const cj_lower_options *o, cj_lowered *l
     if (!settings_ok(err)) return err->status;
     for (size_t i = 0; i < sizeof lowering_passes / sizeof *lowering_passes; i++) {
         const lowering_pass *pass = &lowering_passes[i];
-        int64_t t0 = cj_runtime_now_ns();
+        int64_t t0 = cj_clock_ns();
         cj_status st = pass->run(l, o, !pass_disabled(pass->name), err);
-        cj_runtime_note_phase(pass->phase, cj_runtime_now_ns() - t0);
+        cj_stats_phase(pass->phase, cj_clock_ns() - t0);
         if (st == CJ_OK && o && cj_cancelled(o->cancel)) st = cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
         if (st != CJ_OK) {
             cj_lowered_free(l);
@@ -239,7 +239,7 @@ cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, 
     if (cj_jit_compile(&x->plan, x->kernels, x->groups, &x->code, cancel, err) != CJ_OK) goto fail;
     count_costs(x);
     x->held_bytes = held_bytes(x);
-    cj_runtime_note_compile(x->held_bytes);
+    cj_stats_compile(x->held_bytes);
     return x;
 fail:
     cj_executable_free(x);
@@ -256,131 +256,34 @@ cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
     return CJ_OK;
 }
 
-/* ---- text ---------------------------------------------------------------- */
+/* ---- the executable: made by cj_compile above, freed here ---------------- */
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} text_buf;
-
-static void put(text_buf *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void put(text_buf *t, const char *fmt, ...) {
-    if (t->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) return;
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t ncap = (t->cap ? t->cap : 256) * 2;
-        while (ncap < t->len + (size_t)n + 1) ncap *= 2;
-        char *s = realloc(t->s, ncap);
-        if (!s) {
-            t->oom = true;
-            return;
-        }
-        t->s = s;
-        t->cap = ncap;
-    }
+/* See pipeline.h. */
+void cj_executable_free(cj_executable *x) {
+    if (!x) return;
+    if (x->code) cj_stats_code_freed(x->held_bytes);
+    cj_jit_code_free(x->code);
+    cj_plan_free(&x->plan);
+    if (x->graph) cj_graph_free(x->graph);
+    free(x->kernels);
+    free(x->groups);
+    free(x);
 }
 
-static const char *buf_kind_name(cj_buf_kind k) {
-    switch (k) {
-    case CJ_BUF_PARAM: return "param";
-    case CJ_BUF_ARRAY: return "array";
-    case CJ_BUF_OUTPUT: return "output";
-    case CJ_BUF_TEMP: return "temp";
-    }
-    return "?";
+int cj_executable_nparams(const cj_executable *x) { return x->graph->nparams; }
+int cj_executable_narrays(const cj_executable *x) { return x->graph->narrays; }
+int cj_executable_noutputs(const cj_executable *x) { return x->graph->noutputs; }
+
+void cj_executable_output(const cj_executable *x, int i, cj_shape *shape, cj_dtype *dtype) {
+    const cj_node *n = &x->graph->nodes[x->graph->outputs[i]];
+    *shape = n->shape;
+    *dtype = n->dtype;
 }
 
-/* Marks the buffers that kernels of the backward pass read (bool per buffer). */
-static bool *read_by_backward(const cj_plan *p) {
-    bool *read = calloc((size_t)p->nbuffers + 1, sizeof(bool));
-    const cj_graph *g = p->graph;
-    for (int k = 0; read && g && k < p->nkernels; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        if (kern->root_node < g->backward_start) continue;
-        for (int e = 0; e < kern->nexprs; e++)
-            if (kern->exprs[e].kind == CJ_EX_LOAD) read[kern->exprs[e].buffer] = true;
-    }
-    return read;
-}
-
-/* See kernel.h. */
-char *cj_plan_to_text(const cj_plan *p) {
-    text_buf t = {0};
-    char shape[128];
-    const cj_graph *g = p->graph;
-    int gi = 0, group_count = 0; /* the group of stage k (groups are consecutive runs of stages) */
-    for (int k = 0; k < p->nkernels; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        for (; gi < p->ngroups && p->groups[gi].first <= k; gi++) {
-            const cj_group *grp = &p->groups[gi];
-            group_count = grp->count;
-            if (grp->first == k)
-                put(&t, grp->count > 1 ? "kernel %d: %d stages over %lld rows, in blocks of %lld rows\n" : "kernel %d:\n",
-                    gi, grp->count, (long long)grp->rows, (long long)grp->block);
-        }
-        bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
-        bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern);
-        put(&t, "  stage %d: %s%s%s%s  loops [", k, kern->label ? kern->label : "?",
-            kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
-            recomputed ? " (recomputed for the backward pass)" : "");
-        for (int d = 0; d < kern->rank; d++)
-            put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");
-        put(&t, "] -> ");
-        for (int i = 0; i < kern->nalso; i++) put(&t, "buf%d, ", kern->also[i].buffer);
-        put(&t, "buf%d", kern->out_buffer);
-        if (kern->root_node >= 0 && g) put(&t, "  # %s", cj_graph_loc_str(g, g->nodes[kern->root_node].loc));
-        put(&t, "\n      reads:");
-        int nreads = 0;
-        for (int e = 0; e < kern->nexprs; e++) {
-            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
-            bool seen = false;
-            for (int f = 0; f < e; f++)
-                seen |= kern->exprs[f].kind == CJ_EX_LOAD && kern->exprs[f].buffer == kern->exprs[e].buffer;
-            if (!seen) put(&t, " buf%d", kern->exprs[e].buffer), nreads++;
-        }
-        put(&t, "%s\n", nreads ? "" : " (nothing)");
-    }
-    put(&t, "buffers:\n");
-    bool *backward_reads = read_by_backward(p);
-    for (int b = 0; b < p->nbuffers; b++) {
-        const cj_buffer *buf = &p->buffers[b];
-        put(&t, "  buf%d %s", b, buf_kind_name(buf->kind));
-        if (buf->kind != CJ_BUF_TEMP) put(&t, "[%d]", buf->slot);
-        put(&t, " %s%s %lld bytes", cj_dtype_name(buf->dtype), cj_shape_str(&buf->shape, shape, sizeof shape),
-            (long long)buf->nbytes);
-        if (buf->alias_of >= 0)
-            put(&t, " in buf%d's bytes at offset %lld (%s)", buf->alias_of, (long long)buf->offset,
-                p->buffers[buf->alias_of].kind == CJ_BUF_PARAM ? "donated" : "in place");
-        else if (buf->kind == CJ_BUF_TEMP)
-            put(&t, " at offset %lld", (long long)buf->offset);
-        put(&t, ", live in kernels %d..%d", buf->first_use, buf->last_use);
-        if (g && buf->node >= 0 && g->backward_start >= 0 && buf->node < g->backward_start &&
-            buf->kind == CJ_BUF_TEMP && backward_reads && backward_reads[b])
-            put(&t, ", saved for the backward pass");
-        if (g && buf->node >= 0)
-            put(&t, "  # %s at %s", cj_op_name(g->nodes[buf->node].op), cj_graph_loc_str(g, g->nodes[buf->node].loc));
-        put(&t, "\n");
-    }
-    free(backward_reads);
-    put(&t, "memory: arguments %lld, outputs %lld, temporaries %lld (one arena), peak %lld bytes\n",
-        (long long)p->argument_bytes, (long long)p->output_bytes, (long long)p->temp_bytes,
-        (long long)p->peak_bytes);
-    if (t.oom) {
-        free(t.s);
-        return NULL;
-    }
-    return t.s;
-}
+const cj_plan *cj_executable_plan(const cj_executable *x) { return &x->plan; }
+int64_t cj_executable_flops(const cj_executable *x) { return x->flops; }
+int64_t cj_executable_bytes_accessed(const cj_executable *x) { return x->bytes_accessed; }
+int64_t cj_executable_code_bytes(const cj_executable *x) { return x->held_bytes; }
 
 /* See pipeline.h. */
 char *cj_executable_to_text(const cj_executable *x) { return cj_plan_to_text(&x->plan); }

@@ -7,6 +7,7 @@
 #define CJ_PIPELINE_H
 
 #include "kernel.h"
+#include "stats.h"
 
 typedef struct cj_executable cj_executable;
 
@@ -83,31 +84,6 @@ int64_t cj_executable_flops(const cj_executable *x);
 int64_t cj_executable_bytes_accessed(const cj_executable *x);
 int64_t cj_executable_code_bytes(const cj_executable *x);
 
-/* Process-wide runtime counters (memory the runtime really allocated for
- * arenas and outputs is counted by whoever allocates; see runtime.c). */
-/* Where compile time goes: nanoseconds summed over every compile. */
-typedef enum {
-    CJ_PHASE_SIMPLIFY, CJ_PHASE_FUSE, CJ_PHASE_GROUP,      /* pipeline.c: the lowering */
-    CJ_PHASE_MEMPLAN,
-    CJ_PHASE_CODEGEN, CJ_PHASE_OPTIMIZE, CJ_PHASE_EMIT,    /* jit_cpu.c: IR, LLVM passes, */
-    CJ_PHASE_LINK,                                         /*   machine code, JIT linking */
-    CJ_PHASE_COUNT
-} cj_phase;
-typedef struct {
-    int64_t bytes_in_use, peak_bytes_in_use;
-    int64_t compiles, code_bytes;
-    int64_t phase_ns[CJ_PHASE_COUNT];
-    int64_t llvm_modules;       /* object files LLVM emitted for executables */
-    int64_t cancelled;          /* compiles and runs stopped by a request (Ctrl-C) */
-} cj_runtime_stats;
-/* A monotonic clock in nanoseconds, and adding to a phase's total. */
-int64_t cj_runtime_now_ns(void);
-void cj_runtime_note_phase(cj_phase phase, int64_t ns);
-/* Counting an emitted LLVM module (jit_cpu.c), and a stopped compile or run. */
-void cj_runtime_note_module(void);
-void cj_runtime_note_cancelled(void);
-/* "simplify", "fuse", ... (a static string). */
-const char *cj_phase_name(cj_phase phase);
 /* Memory for outputs and arenas, 64-byte aligned: large blocks are cached
  * when freed and handed out again for the same size.  Free with
  * cj_runtime_block_free(p, the same nbytes); trim frees the cached ones. */
@@ -120,8 +96,5 @@ int cj_runtime_num_threads(void);
  * (the pool then uses the number of cores); for a bad value, why (n bytes)
  * says what was wrong, else it is made empty. */
 int cj_runtime_threads_setting(char *why, size_t n);
-void cj_runtime_stats_get(cj_runtime_stats *out);
-void cj_runtime_reset_peak(void);
-void cj_runtime_note_alloc(int64_t nbytes);   /* +: allocated, -: freed */
 
 #endif

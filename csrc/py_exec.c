@@ -184,7 +184,7 @@ static cj_executable *compile_with_gil_released(const cj_graph *g, const bool *d
     compile_job_let_go(j);      /* the compile thread is done with it, or about to be */
     PyEval_RestoreThread(ts);
     if (interrupted) {
-        cj_runtime_note_cancelled();
+        cj_stats_cancelled();
         return NULL;            /* with the signal handler's exception */
     }
     if (x == NULL)
@@ -590,7 +590,7 @@ static size_t output_block_size(int64_t nbytes)
 }
 
 /* The capsule that owns an output's block: block[0] is the int64 byte
- * count noted with cj_runtime_note_alloc; the data starts OUT_ALIGN in. */
+ * count noted with cj_stats_alloc; the data starts OUT_ALIGN in. */
 static void output_capsule_free(PyObject *cap)
 {
     void *block = PyCapsule_GetPointer(cap, OUT_CAPSULE);
@@ -601,7 +601,7 @@ static void output_capsule_free(PyObject *cap)
     int64_t nbytes;
     memcpy(&nbytes, block, sizeof nbytes);
     cj_runtime_block_free(block, output_block_size(nbytes));
-    cj_runtime_note_alloc(-nbytes);
+    cj_stats_alloc(-nbytes);
 }
 
 /* A new writeable C-contiguous array of shape s and dtype dt whose memory
@@ -624,11 +624,11 @@ static PyObject *new_output(const cj_shape *s, cj_dtype dt, void **data)
         return NULL;
     }
     memcpy(block, &nbytes, sizeof nbytes);
-    cj_runtime_note_alloc(nbytes);
+    cj_stats_alloc(nbytes);
     PyObject *cap = PyCapsule_New(block, OUT_CAPSULE, output_capsule_free);   /* new ref */
     if (cap == NULL) {
         cj_runtime_block_free(block, total);
-        cj_runtime_note_alloc(-nbytes);
+        cj_stats_alloc(-nbytes);
         return NULL;
     }
     npy_intp dims[CJ_MAX_RANK];

@@ -316,8 +316,8 @@ static PyObject *mod_runtime_stats(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    cj_runtime_stats st;
-    cj_runtime_stats_get(&st);
+    cj_stats st;
+    cj_stats_get(&st);
     PyObject *d = PyDict_New();
     if (d == NULL)
         return NULL;
@@ -345,7 +345,7 @@ static PyObject *mod_reset_peak(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    cj_runtime_reset_peak();
+    cj_stats_reset_peak();
     Py_RETURN_NONE;
 }
 

@@ -1,4 +1,4 @@
-/* runtime.c - running a compiled plan on the CPU, and the memory counters.
+/* runtime.c - running a compiled plan on the CPU.
  *
  * A call allocates the plan's arena once, points every buffer slot at its
  * argument, output or arena offset, and runs the kernels in order.  The
@@ -17,7 +17,9 @@
  * Large blocks (outputs and arenas of 1 MiB or more) are kept in a small
  * cache when freed, so that a function called in a loop reuses memory
  * whose pages are already mapped instead of faulting fresh pages in on
- * every call (as glibc's mmap'd blocks would). */
+ * every call (as glibc's mmap'd blocks would).
+ *
+ * The counters (stats.c) see every byte it allocates. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,69 +30,8 @@
 #include <unistd.h>
 
 #include "executable.h"
-
-static _Atomic int64_t bytes_in_use, peak_bytes_in_use, compiles, code_bytes;
-static _Atomic int64_t phase_ns[CJ_PHASE_COUNT];
-static _Atomic int64_t llvm_modules, cancelled;
-
-/* See pipeline.h. */
-void cj_runtime_note_alloc(int64_t nbytes) {
-    int64_t now = atomic_fetch_add(&bytes_in_use, nbytes) + nbytes;
-    int64_t peak = atomic_load(&peak_bytes_in_use);
-    while (now > peak && !atomic_compare_exchange_weak(&peak_bytes_in_use, &peak, now)) {
-    }
-}
-
-void cj_runtime_note_compile(int64_t nbytes) {
-    atomic_fetch_add(&compiles, 1);
-    atomic_fetch_add(&code_bytes, nbytes);
-}
-
-/* See pipeline.h. */
-int64_t cj_runtime_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* See pipeline.h. */
-void cj_runtime_note_phase(cj_phase phase, int64_t ns) {
-    if (phase >= 0 && phase < CJ_PHASE_COUNT) atomic_fetch_add(&phase_ns[phase], ns);
-}
-
-/* See pipeline.h. */
-void cj_runtime_note_module(void) { atomic_fetch_add(&llvm_modules, 1); }
-void cj_runtime_note_cancelled(void) { atomic_fetch_add(&cancelled, 1); }
-
-/* See pipeline.h. */
-const char *cj_phase_name(cj_phase phase) {
-    switch (phase) {
-    case CJ_PHASE_SIMPLIFY: return "simplify";
-    case CJ_PHASE_FUSE: return "fuse";
-    case CJ_PHASE_GROUP: return "group";
-    case CJ_PHASE_MEMPLAN: return "memplan";
-    case CJ_PHASE_CODEGEN: return "codegen";
-    case CJ_PHASE_OPTIMIZE: return "optimize";
-    case CJ_PHASE_EMIT: return "emit";
-    case CJ_PHASE_LINK: return "link";
-    case CJ_PHASE_COUNT: break;
-    }
-    return "?";
-}
-
-/* See pipeline.h. */
-void cj_runtime_stats_get(cj_runtime_stats *out) {
-    out->bytes_in_use = atomic_load(&bytes_in_use);
-    out->peak_bytes_in_use = atomic_load(&peak_bytes_in_use);
-    out->compiles = atomic_load(&compiles);
-    out->code_bytes = atomic_load(&code_bytes);
-    for (int i = 0; i < CJ_PHASE_COUNT; i++) out->phase_ns[i] = atomic_load(&phase_ns[i]);
-    out->llvm_modules = atomic_load(&llvm_modules);
-    out->cancelled = atomic_load(&cancelled);
-}
-
-/* See pipeline.h. */
-void cj_runtime_reset_peak(void) { atomic_store(&peak_bytes_in_use, atomic_load(&bytes_in_use)); }
+#include "rt.h"
+#include "stats.h"
 
 /* ---- the block cache ------------------------------------------------------ */
 
@@ -177,15 +118,6 @@ void cj_runtime_block_trim(void) {
 
 /* ---- small copies, done without compiled code ------------------------------ */
 
-/* See codegen.h. */
-bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
-    if (k->gemm.on || k->reduced || k->nalso || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD) return false;
-    if (p->buffers[k->exprs[0].buffer].dtype != p->buffers[k->out_buffer].dtype) return false;
-    int64_t points = 1;
-    for (int d = 0; d < k->rank; d++) points *= k->dims[d];
-    return points < CJ_RUNTIME_COPY_POINTS;
-}
-
 /* Runs a small copy kernel: every point's element of the loaded buffer to
  * the output's, the innermost loop by memmove where both are contiguous
  * (source and destination may be one storage, an in-place copy). */
@@ -213,32 +145,6 @@ static void run_small_copy(const cj_plan *p, const cj_kernel *k, void *const *sl
         int d = r - 2; /* the next point of the outer loops, the last fastest */
         while (d >= 0 && ++idx[d] == k->dims[d]) idx[d--] = 0;
         if (d < 0) break;
-    }
-}
-
-/* ---- the identity an accumulating kernel starts from ------------------------ */
-
-/* See codegen.h. */
-bool cj_kernel_needs_identity(const cj_kernel *k) { return k->reduced != 0 && !k->gemm.on; }
-
-#define FILL(type, value)                                                            \
-    do {                                                                             \
-        type v = (value), *o = out;                                                  \
-        for (int64_t i = start; i < end; i++) o[i] = v;                              \
-    } while (0)
-
-/* See codegen.h.  The values are those of codegen's reduce_identity (which
- * the NVPTX target still compiles into init kernels): -inf and +inf for
- * float max and min, the integer extremes, false/true for any/all. */
-void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op) {
-    bool is_max = op == CJ_OP_REDUCE_MAX, is_min = op == CJ_OP_REDUCE_MIN, is_prod = op == CJ_OP_REDUCE_PROD;
-    switch ((cj_dtype)dtype) {
-    case CJ_BOOL: FILL(uint8_t, is_min || is_prod ? 1 : 0); break;
-    case CJ_INT32: FILL(int32_t, is_max ? INT32_MIN : is_min ? INT32_MAX : is_prod ? 1 : 0); break;
-    case CJ_INT64: FILL(int64_t, is_max ? INT64_MIN : is_min ? INT64_MAX : is_prod ? 1 : 0); break;
-    case CJ_FLOAT32: FILL(float, is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0f : 0.0f); break;
-    case CJ_FLOAT64: FILL(double, is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0 : 0.0); break;
-    case CJ_NUM_DTYPES: break;
     }
 }
 
@@ -295,11 +201,11 @@ static inline void cpu_relax(void) {
 /* Spins until *gen != old (when gen is given) or *active == 0, or until
  * the spin time is over; the caller then checks again under the mutex. */
 static void spin_until(const _Atomic uint64_t *gen, uint64_t old, const _Atomic int *active) {
-    int64_t until = cj_runtime_now_ns() + POOL_SPIN_NS;
+    int64_t until = cj_clock_ns() + POOL_SPIN_NS;
     for (int i = 1;; i++) {
         if (gen ? atomic_load(gen) != old : atomic_load(active) == 0) return;
         cpu_relax();
-        if (i % 64 == 0 && cj_runtime_now_ns() > until) return;
+        if (i % 64 == 0 && cj_clock_ns() > until) return;
     }
 }
 
@@ -419,7 +325,7 @@ static void parallel_for(cj_kernel_fn fn, int64_t n, bool split, bool coarse, vo
  * boundary; poll->stop runs once CJ_RUN_POLL_NS have passed since the first
  * boundary or the last question. */
 static bool poll_says_stop(const cj_run_poll *poll, int64_t *next_ns) {
-    int64_t now = cj_runtime_now_ns();
+    int64_t now = cj_clock_ns();
     if (*next_ns == 0) {
         *next_ns = now + CJ_RUN_POLL_NS;
         return false;
@@ -438,17 +344,17 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
     if (!slots) return cj_error_set(err, CJ_ERR_MEMORY, "run: out of memory");
     /* arguments count as in use while a call holds them, so that the peak
      * measured around a call is the plan's peak (memory_analysis) */
-    cj_runtime_note_alloc(p->argument_bytes);
+    cj_stats_alloc(p->argument_bytes);
     char *arena = NULL;
     if (p->arena_bytes > 0) {
         arena = cj_runtime_block_alloc((size_t)p->arena_bytes);
         if (!arena) {
             if (slots != stack_slots) free(slots);
-            cj_runtime_note_alloc(-p->argument_bytes);
+            cj_stats_alloc(-p->argument_bytes);
             return cj_error_set(err, CJ_ERR_MEMORY, "run: cannot allocate %lld bytes of temporaries",
                                 (long long)p->arena_bytes);
         }
-        cj_runtime_note_alloc(p->arena_bytes);
+        cj_stats_alloc(p->arena_bytes);
     }
     for (int b = 0; b < p->nbuffers; b++) {
         const cj_buffer *buf = &p->buffers[b];
@@ -468,7 +374,7 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
     for (int g = 0; g < p->ngroups; g++) {
         if (g > 0 && poll && poll_says_stop(poll, &next_poll_ns)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped between kernels");
-            cj_runtime_note_cancelled();
+            cj_stats_cancelled();
             break;
         }
         const cj_group *grp = &p->groups[g];
@@ -500,36 +406,9 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
     }
     if (arena) {
         cj_runtime_block_free(arena, (size_t)p->arena_bytes);
-        cj_runtime_note_alloc(-p->arena_bytes);
+        cj_stats_alloc(-p->arena_bytes);
     }
-    cj_runtime_note_alloc(-p->argument_bytes);
+    cj_stats_alloc(-p->argument_bytes);
     if (slots != stack_slots) free(slots);
     return st;
 }
-
-/* See pipeline.h. */
-void cj_executable_free(cj_executable *x) {
-    if (!x) return;
-    if (x->code) atomic_fetch_sub(&code_bytes, x->held_bytes);
-    cj_jit_code_free(x->code);
-    cj_plan_free(&x->plan);
-    if (x->graph) cj_graph_free(x->graph);
-    free(x->kernels);
-    free(x->groups);
-    free(x);
-}
-
-int cj_executable_nparams(const cj_executable *x) { return x->graph->nparams; }
-int cj_executable_narrays(const cj_executable *x) { return x->graph->narrays; }
-int cj_executable_noutputs(const cj_executable *x) { return x->graph->noutputs; }
-
-void cj_executable_output(const cj_executable *x, int i, cj_shape *shape, cj_dtype *dtype) {
-    const cj_node *n = &x->graph->nodes[x->graph->outputs[i]];
-    *shape = n->shape;
-    *dtype = n->dtype;
-}
-
-const cj_plan *cj_executable_plan(const cj_executable *x) { return &x->plan; }
-int64_t cj_executable_flops(const cj_executable *x) { return x->flops; }
-int64_t cj_executable_bytes_accessed(const cj_executable *x) { return x->bytes_accessed; }
-int64_t cj_executable_code_bytes(const cj_executable *x) { return x->held_bytes; }

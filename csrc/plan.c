@@ -1,0 +1,232 @@
+/* plan.c - helpers on kernels and plans that every pass and backend uses:
+ * merging loop dims, the facts a backend asks of a kernel, the plan's text,
+ * and freeing it.  fuse.c makes plans; this file is where they end. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+
+/* See kernel.h. */
+int cj_kernel_long_math(const cj_kernel *k) {
+    int n = 0;
+    for (int e = 0; e < k->nexprs; e++) n += k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op);
+    return n;
+}
+
+/* Removes loop d (of size 1: every access is at index 0 there). */
+static void drop_loop(cj_kernel *k, int d) {
+    for (int q = d; q < k->rank - 1; q++) {
+        k->dims[q] = k->dims[q + 1];
+        k->out_index.stride[q] = k->out_index.stride[q + 1];
+        for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[q] = k->exprs[e].index.stride[q + 1];
+        for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[q] = k->also[i].index.stride[q + 1];
+    }
+    k->reduced = (k->reduced & ((1u << d) - 1)) | ((k->reduced >> (d + 1)) << d);
+    k->rank--;
+    k->out_index.stride[k->rank] = 0;
+    for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[k->rank] = 0;
+    for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[k->rank] = 0;
+}
+
+/* See kernel.h. */
+void cj_kernel_collapse(cj_kernel *k) {
+    /* loops of size 1 go first: (800000, 1).sum(axis=0) is then one reduced
+     * innermost loop, which sums pairwise and vectorizes */
+    for (int d = k->rank - 1; d >= 0 && k->rank > 1; d--)
+        if (k->dims[d] == 1) drop_loop(k, d);
+    for (int d = k->rank - 2; d >= 0; d--) {
+        bool red_d = k->reduced & (1u << d), red_n = k->reduced & (1u << (d + 1));
+        if (red_d != red_n) continue;
+        int64_t inner = k->dims[d + 1];
+        bool ok = k->out_index.stride[d] == k->out_index.stride[d + 1] * inner;
+        for (int e = 0; ok && e < k->nexprs; e++) {
+            const cj_expr *x = &k->exprs[e];
+            if (x->kind == CJ_EX_LOAD || x->kind == CJ_EX_INDEX)
+                ok = x->index.stride[d] == x->index.stride[d + 1] * inner;
+        }
+        for (int i = 0; ok && i < k->nalso; i++)
+            ok = k->also[i].index.stride[d] == k->also[i].index.stride[d + 1] * inner;
+        if (!ok) continue;
+        /* dims d and d+1 become one dim d of size dims[d]*inner with d+1's strides */
+        k->dims[d] *= inner;
+        k->out_index.stride[d] = k->out_index.stride[d + 1];
+        for (int e = 0; e < k->nexprs; e++) k->exprs[e].index.stride[d] = k->exprs[e].index.stride[d + 1];
+        for (int i = 0; i < k->nalso; i++) k->also[i].index.stride[d] = k->also[i].index.stride[d + 1];
+        drop_loop(k, d + 1);
+    }
+    /* every kernel has at least one loop dim: the one threads split */
+    if (k->rank == 0) {
+        k->rank = 1;
+        k->dims[0] = 1;
+    }
+}
+
+/* See kernel.h. */
+bool cj_kernel_needs_identity(const cj_kernel *k) { return k->reduced != 0 && !k->gemm.on; }
+
+/* See kernel.h. */
+bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
+    if (k->gemm.on || k->reduced || k->nalso || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD) return false;
+    if (p->buffers[k->exprs[0].buffer].dtype != p->buffers[k->out_buffer].dtype) return false;
+    int64_t points = 1;
+    for (int d = 0; d < k->rank; d++) points *= k->dims[d];
+    return points < CJ_RUNTIME_COPY_POINTS;
+}
+
+/* See kernel.h. */
+int64_t cj_plan_heap_bytes(const cj_plan *p) {
+    int64_t n = cj_heap_bytes(p->kernels, (size_t)p->kernels_cap * sizeof *p->kernels)
+                + cj_heap_bytes(p->buffers, (size_t)p->buffers_cap * sizeof *p->buffers)
+                + cj_heap_bytes(p->groups, (size_t)p->nkernels * sizeof *p->groups)
+                + cj_heap_bytes(p->output_buffer, sizeof(int) * (size_t)(p->graph ? p->graph->noutputs : 0))
+                + cj_heap_bytes(p->donated, sizeof(bool) * (size_t)(p->graph ? p->graph->nparams : 0));
+    for (int i = 0; i < p->nkernels; i++) {
+        n += cj_heap_bytes(p->kernels[i].exprs, (size_t)p->kernels[i].nexprs * sizeof(cj_expr));
+        n += cj_heap_bytes(p->kernels[i].label, p->kernels[i].label ? strlen(p->kernels[i].label) + 1 : 0);
+        n += cj_heap_bytes(p->kernels[i].also, (size_t)p->kernels[i].nalso * sizeof(cj_store));
+    }
+    return n;
+}
+
+/* See kernel.h. */
+void cj_plan_free(cj_plan *plan) {
+    if (!plan) return;
+    for (int i = 0; i < plan->nkernels; i++) {
+        free(plan->kernels[i].exprs);
+        free(plan->kernels[i].label);
+        free(plan->kernels[i].also);
+    }
+    free(plan->kernels);
+    free(plan->groups);
+    free(plan->buffers);
+    free(plan->output_buffer);
+    free(plan->donated);
+    memset(plan, 0, sizeof *plan);
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} text_buf;
+
+static void put(text_buf *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text_buf *t, const char *fmt, ...) {
+    if (t->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) return;
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t ncap = (t->cap ? t->cap : 256) * 2;
+        while (ncap < t->len + (size_t)n + 1) ncap *= 2;
+        char *s = realloc(t->s, ncap);
+        if (!s) {
+            t->oom = true;
+            return;
+        }
+        t->s = s;
+        t->cap = ncap;
+    }
+}
+
+static const char *buf_kind_name(cj_buf_kind k) {
+    switch (k) {
+    case CJ_BUF_PARAM: return "param";
+    case CJ_BUF_ARRAY: return "array";
+    case CJ_BUF_OUTPUT: return "output";
+    case CJ_BUF_TEMP: return "temp";
+    }
+    return "?";
+}
+
+/* Marks the buffers that kernels of the backward pass read (bool per buffer). */
+static bool *read_by_backward(const cj_plan *p) {
+    bool *read = calloc((size_t)p->nbuffers + 1, sizeof(bool));
+    const cj_graph *g = p->graph;
+    for (int k = 0; read && g && k < p->nkernels; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        if (kern->root_node < g->backward_start) continue;
+        for (int e = 0; e < kern->nexprs; e++)
+            if (kern->exprs[e].kind == CJ_EX_LOAD) read[kern->exprs[e].buffer] = true;
+    }
+    return read;
+}
+
+/* See kernel.h. */
+char *cj_plan_to_text(const cj_plan *p) {
+    text_buf t = {0};
+    char shape[128];
+    const cj_graph *g = p->graph;
+    int gi = 0, group_count = 0; /* the group of stage k (groups are consecutive runs of stages) */
+    for (int k = 0; k < p->nkernels; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        for (; gi < p->ngroups && p->groups[gi].first <= k; gi++) {
+            const cj_group *grp = &p->groups[gi];
+            group_count = grp->count;
+            if (grp->first == k)
+                put(&t, grp->count > 1 ? "kernel %d: %d stages over %lld rows, in blocks of %lld rows\n" : "kernel %d:\n",
+                    gi, grp->count, (long long)grp->rows, (long long)grp->block);
+        }
+        bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
+        bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern);
+        put(&t, "  stage %d: %s%s%s%s  loops [", k, kern->label ? kern->label : "?",
+            kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
+            recomputed ? " (recomputed for the backward pass)" : "");
+        for (int d = 0; d < kern->rank; d++)
+            put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");
+        put(&t, "] -> ");
+        for (int i = 0; i < kern->nalso; i++) put(&t, "buf%d, ", kern->also[i].buffer);
+        put(&t, "buf%d", kern->out_buffer);
+        if (kern->root_node >= 0 && g) put(&t, "  # %s", cj_graph_loc_str(g, g->nodes[kern->root_node].loc));
+        put(&t, "\n      reads:");
+        int nreads = 0;
+        for (int e = 0; e < kern->nexprs; e++) {
+            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
+            bool seen = false;
+            for (int f = 0; f < e; f++)
+                seen |= kern->exprs[f].kind == CJ_EX_LOAD && kern->exprs[f].buffer == kern->exprs[e].buffer;
+            if (!seen) put(&t, " buf%d", kern->exprs[e].buffer), nreads++;
+        }
+        put(&t, "%s\n", nreads ? "" : " (nothing)");
+    }
+    put(&t, "buffers:\n");
+    bool *backward_reads = read_by_backward(p);
+    for (int b = 0; b < p->nbuffers; b++) {
+        const cj_buffer *buf = &p->buffers[b];
+        put(&t, "  buf%d %s", b, buf_kind_name(buf->kind));
+        if (buf->kind != CJ_BUF_TEMP) put(&t, "[%d]", buf->slot);
+        put(&t, " %s%s %lld bytes", cj_dtype_name(buf->dtype), cj_shape_str(&buf->shape, shape, sizeof shape),
+            (long long)buf->nbytes);
+        if (buf->alias_of >= 0)
+            put(&t, " in buf%d's bytes at offset %lld (%s)", buf->alias_of, (long long)buf->offset,
+                p->buffers[buf->alias_of].kind == CJ_BUF_PARAM ? "donated" : "in place");
+        else if (buf->kind == CJ_BUF_TEMP)
+            put(&t, " at offset %lld", (long long)buf->offset);
+        put(&t, ", live in kernels %d..%d", buf->first_use, buf->last_use);
+        if (g && buf->node >= 0 && g->backward_start >= 0 && buf->node < g->backward_start &&
+            buf->kind == CJ_BUF_TEMP && backward_reads && backward_reads[b])
+            put(&t, ", saved for the backward pass");
+        if (g && buf->node >= 0)
+            put(&t, "  # %s at %s", cj_op_name(g->nodes[buf->node].op), cj_graph_loc_str(g, g->nodes[buf->node].loc));
+        put(&t, "\n");
+    }
+    free(backward_reads);
+    put(&t, "memory: arguments %lld, outputs %lld, temporaries %lld (one arena), peak %lld bytes\n",
+        (long long)p->argument_bytes, (long long)p->output_bytes, (long long)p->temp_bytes,
+        (long long)p->peak_bytes);
+    if (t.oom) {
+        free(t.s);
+        return NULL;
+    }
+    return t.s;
+}

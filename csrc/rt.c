@@ -1,0 +1,52 @@
+/* rt.c - the functions generated code calls (see rt.h). */
+#include <math.h>
+#include <stdbool.h>
+
+#include "graph.h"
+#include "rt.h"
+
+const cj_rt_symbol cj_rt_symbols[] = {
+    {"cj_rt_ipow", (void *)&cj_rt_ipow},
+    {"cj_rt_fill_identity", (void *)&cj_rt_fill_identity},
+    {"cj_rt_gemm", (void *)&cj_rt_gemm}, /* blas.c */
+    {NULL, NULL},
+};
+
+/* See rt.h. */
+int64_t cj_rt_ipow(int64_t base, int64_t exponent) {
+    if (exponent < 0) {
+        /* NumPy refuses negative integer powers; we cannot raise from a
+         * kernel, so give the integer part of the true result. */
+        if (base == 1) return 1;
+        if (base == -1) return (exponent & 1) ? -1 : 1;
+        return 0;
+    }
+    uint64_t result = 1, b = (uint64_t)base; /* unsigned: wraps like NumPy */
+    while (exponent) {
+        if (exponent & 1) result *= b;
+        b *= b;
+        exponent >>= 1;
+    }
+    return (int64_t)result;
+}
+
+#define FILL(type, value)                                                            \
+    do {                                                                             \
+        type v = (value), *o = out;                                                  \
+        for (int64_t i = start; i < end; i++) o[i] = v;                              \
+    } while (0)
+
+/* See rt.h.  The values are those of codegen's reduce_identity (which
+ * the NVPTX target still compiles into init kernels): -inf and +inf for
+ * float max and min, the integer extremes, false/true for any/all. */
+void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op) {
+    bool is_max = op == CJ_OP_REDUCE_MAX, is_min = op == CJ_OP_REDUCE_MIN, is_prod = op == CJ_OP_REDUCE_PROD;
+    switch ((cj_dtype)dtype) {
+    case CJ_BOOL: FILL(uint8_t, is_min || is_prod ? 1 : 0); break;
+    case CJ_INT32: FILL(int32_t, is_max ? INT32_MIN : is_min ? INT32_MAX : is_prod ? 1 : 0); break;
+    case CJ_INT64: FILL(int64_t, is_max ? INT64_MIN : is_min ? INT64_MAX : is_prod ? 1 : 0); break;
+    case CJ_FLOAT32: FILL(float, is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0f : 0.0f); break;
+    case CJ_FLOAT64: FILL(double, is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0 : 0.0); break;
+    case CJ_NUM_DTYPES: break;
+    }
+}

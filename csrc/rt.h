@@ -1,0 +1,29 @@
+/* rt.h - the functions generated code calls, and the table of them that
+ * the JIT defines (the extension is loaded RTLD_LOCAL, so a process-wide
+ * symbol search would not find them).  One place to look for what machine
+ * code may call back into. */
+#ifndef CJ_RT_H
+#define CJ_RT_H
+
+#include <stdint.h>
+
+typedef struct {
+    const char *name;
+    void *address;
+} cj_rt_symbol;
+
+/* Every entry point, ended by {NULL, NULL}. */
+extern const cj_rt_symbol cj_rt_symbols[];
+#define CJ_RT_MAX_SYMBOLS 16
+
+/* x ** n on int64, as NumPy's integer power (wrapping; a negative n gives
+ * the integer part of the true result). */
+int64_t cj_rt_ipow(int64_t base, int64_t exponent);
+/* out[start:end] = the identity of reduction `op` in dtype `dtype`: group
+ * drivers call it before each block of an accumulating stage, and the
+ * runtime before an accumulating kernel that runs alone. */
+void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op);
+/* A matmul kernel's gemm call (blas.c), for a block of rows. */
+void cj_rt_gemm(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+
+#endif
