@@ -338,6 +338,17 @@ def test_value_and_grad_concrete_kwargs_and_objects():
     np.testing.assert_allclose(g, np.ones(3))
 
 
+def test_string_and_slice_bound_together():
+    # the first trace fails on the string (jit refuses it), the retry makes
+    # both the string and the int static
+    g = cjit.grad(lambda w, mode, i: cnp.sum(w[i:] ** 2) * (2.0 if mode == "double" else 1.0))
+    w = np.arange(4.0)
+    np.testing.assert_array_equal(g(w, "double", 2), [0, 0, 8, 12])
+    np.testing.assert_array_equal(g(w, "single", 1), [0, 2, 4, 6])
+    with pytest.raises(TypeError, match="has type set"):   # unhashable: cannot be made static
+        g(w, {"double"}, 1)
+
+
 def test_arrays_outside_argnums_stay_dynamic_on_the_concrete_route():
     g = cjit.grad(lambda w, x, i: cnp.sum(w[i:] * x[i:]))
     w = np.ones(4)

@@ -201,9 +201,11 @@ def _traced_or_compiled(fun, traced, argnums):
             first_error = e
         try:
             result = concrete(args, kwargs)
-        except type(first_error):
-            # not one of the other arguments' values: the first error says it
-            raise first_error from None
+        except ConcretizationError:
+            if isinstance(first_error, ConcretizationError):
+                # not one of the other arguments' values: the first error says it
+                raise first_error from None
+            raise
         concrete.preferred = True
         return result
 
@@ -301,9 +303,9 @@ class _ConcreteCalls:
         positions = [j for j in range(len(args)) if j not in diff]
         if not positions and not kwargs:
             return False
-        if concretization:
-            return True
         leaves = _tree.tree_leaves(([args[j] for j in positions], kwargs))
+        if concretization:   # a retry needs something to make static
+            return any(_static_leaf(x) is not None for x in leaves)
         return any(_is_opaque(x) for x in leaves)
 
     def __call__(self, args, kwargs):
