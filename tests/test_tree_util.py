@@ -263,7 +263,7 @@ def test_jit_rejects_unhashable_aux_clearly():
         f(Tagged(np.ones(2), ["a"]))
 
 
-def test_jit_inside_treedef_key_paths_name_class_children():
+def test_jit_error_names_a_registered_class_child():
     f = cjit.jit(lambda p: p.x)
     with pytest.raises(TypeError, match=r"p\[1\]"):   # Point's child 1 (y) is a str
         f(Point(np.ones(2), "no"))
