@@ -21,6 +21,7 @@ import weakref
 import numpy as np
 
 from . import _cjit, _tree
+from .errors import ConcretizationError
 from .api import Jitted, _output_tracer, current_trace, forced_remat, request_memory_budget
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -150,7 +151,7 @@ def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
     def traced(*args, **kwargs):
         return _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
 
-    return _traced_or_compiled(fun, traced)
+    return _traced_or_compiled(fun, traced, nums)
 
 
 def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
@@ -166,24 +167,180 @@ def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
         (value, g) = _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
         return (g, value[1]) if has_aux else g
 
-    return _traced_or_compiled(fun, traced)
+    return _traced_or_compiled(fun, traced, nums)
 
 
-def _traced_or_compiled(fun, traced):
+def _traced_or_compiled(fun, traced, argnums):
     """The user-facing function: traces into the trace in progress (inside
     jit or another grad), and on concrete values runs an internal jit of
-    itself, so that repeated calls hit the compile cache."""
+    itself, so that repeated calls hit the compile cache.
+
+    Outside jit, the arguments not in `argnums` are concrete, as in JAX: a
+    trace that needs one of them concrete (a slice bound, an `if`) raises
+    ConcretizationError, and the call is then retried with their scalars
+    static (see _ConcreteCalls); from then on this function takes that
+    route directly."""
     functools.update_wrapper(traced, fun)
     compiled = Jitted(traced, _internal=True)
+    concrete = _ConcreteCalls(traced, argnums)
 
     @functools.wraps(fun)
     def transformed(*args, **kwargs):
         if current_trace() is not None:
             return traced(*args, **kwargs)
-        return compiled(*args, **kwargs)
+        if concrete.preferred:
+            return concrete(args, kwargs)
+        try:
+            return compiled(*args, **kwargs)
+        except TypeError as e:
+            # ConcretizationError (a TypeError): a value that is concrete in
+            # JAX was traced; another TypeError: jit refused a leaf that
+            # JAX would pass through untraced (a string, a function).
+            if not concrete.can_help(args, kwargs, isinstance(e, ConcretizationError)):
+                raise
+            first_error = e
+        try:
+            result = concrete(args, kwargs)
+        except ConcretizationError:
+            if isinstance(first_error, ConcretizationError):
+                # not one of the other arguments' values: the first error says it
+                raise first_error from None
+            raise
+        concrete.preferred = True
+        return result
 
     transformed._cjit_compiled = compiled
+    transformed._cjit_concrete = concrete
     return transformed
+
+
+class _StaticArgs:
+    """The arguments of a call that are not differentiated, as a static
+    (hashable) jit argument: the structure, and per leaf either a concrete
+    value (scalars and hashable objects; keyed by type and value, floats by
+    their bits) or a slot for a dynamic leaf (arrays of rank >= 1)."""
+
+    __slots__ = ("positions", "node", "values", "key", "_hash")
+
+    def __init__(self, positions, node, values, key):
+        self.positions = positions   # the positional indices of the other arguments
+        self.node = node
+        self.values = values         # per leaf: a value, or _DYNAMIC
+        self.key = key
+        self._hash = hash(key)
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        return type(other) is _StaticArgs and self.key == other.key
+
+    def __repr__(self):
+        return "<arguments outside argnums>"
+
+
+_DYNAMIC = object()
+
+
+def _static_leaf(x):
+    """(key, value) for a leaf made concrete, or None to keep it dynamic."""
+    t = type(x)
+    if t is bool or t is int:
+        return (t, x), x
+    if t is float:
+        return (t, np.float64(x).view(np.int64).item()), x   # bits: nan hits, -0.0 != 0.0
+    if isinstance(x, np.generic):
+        return (x.dtype.str, x.tobytes()), x
+    if isinstance(x, np.ndarray):
+        if x.ndim != 0:
+            return None
+        v = np.array(x, copy=True)       # the caller may change theirs later
+        v.setflags(write=False)
+        return (x.dtype.str, v.tobytes()), v
+    if isinstance(x, _cjit.Tracer) or hasattr(x, "__array__"):
+        return None
+    try:
+        hash(x)
+    except TypeError:
+        return None
+    return (t, x), x
+
+
+def _is_opaque(x):
+    """A leaf jit does not accept but a static key can hold (str, a function)."""
+    if isinstance(x, (bool, int, float, complex, np.generic, np.ndarray, _cjit.Tracer)) or \
+            hasattr(x, "__array__"):
+        return False
+    return _static_leaf(x) is not None
+
+
+class _ConcreteCalls:
+    """grad/value_and_grad of concrete values with the other arguments'
+    scalars static: one internal jit keyed by their values."""
+
+    def __init__(self, traced, argnums):
+        self.traced = traced
+        self.argnums = argnums
+        self.preferred = False
+        self._jitted = None
+
+    def _diff_positions(self, nargs):
+        out = []
+        for i in self.argnums:
+            if not -nargs <= i < nargs:
+                return None
+            out.append(i % nargs)
+        return out
+
+    def can_help(self, args, kwargs, concretization):
+        """Whether a retry with concrete other arguments could succeed where
+        the traced call raised: there are other arguments, and for an error
+        other than ConcretizationError one of their leaves is an object jit
+        does not take (hashable, neither a number nor an array)."""
+        diff = self._diff_positions(len(args))
+        if diff is None:
+            return False
+        positions = [j for j in range(len(args)) if j not in diff]
+        if not positions and not kwargs:
+            return False
+        leaves = _tree.tree_leaves(([args[j] for j in positions], kwargs))
+        if concretization:   # a retry needs something to make static
+            return any(_static_leaf(x) is not None for x in leaves)
+        return any(_is_opaque(x) for x in leaves)
+
+    def __call__(self, args, kwargs):
+        diff = self._diff_positions(len(args))
+        if diff is None:   # the traced function reports the bad argnums
+            return self.traced(*args, **kwargs)
+        positions = tuple(j for j in range(len(args)) if j not in diff)
+        leaves, node = _tree.flatten_node(([args[j] for j in positions], kwargs))
+        values, keys, dyn = [], [], []
+        for x in leaves:
+            s = _static_leaf(x)
+            if s is None:
+                values.append(_DYNAMIC)
+                keys.append(None)
+                dyn.append(x)
+            else:
+                keys.append(s[0])
+                values.append(s[1])
+        static = _StaticArgs(positions, node, tuple(values), (len(args), positions, node,
+                                                              tuple(keys)))
+        if self._jitted is None:
+            self._jitted = Jitted(self._run, static_argnums=(2,), _internal=True)
+        return self._jitted(tuple(args[i] for i in diff), dyn, static)
+
+    def _run(self, diff_args, dyn, static):
+        it = iter(dyn)
+        leaves = [next(it) if v is _DYNAMIC else v for v in static.values]
+        others, kwargs = _tree.unflatten(_tree.treedef_of(static.node), leaves)
+        nargs = static.key[0]
+        args = [None] * nargs
+        for j, a in zip(static.positions, others):
+            args[j] = a
+        for i, a in zip(self._diff_positions(nargs), diff_args):
+            args[i] = a
+        return self.traced(*args, **kwargs)
 
 
 def _check_cotangent(out_leaves, out_treedef, ct, who):
