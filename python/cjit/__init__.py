@@ -46,6 +46,7 @@ from ._remat import checkpoint, remat, saved_residuals  # noqa: E402
 from . import numpy  # noqa: E402
 from .numpy import stop_gradient  # noqa: E402
 from . import nn  # noqa: E402
+from . import scipy  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -54,5 +55,5 @@ __all__ = [
     "checkpoint_policies", "saved_residuals", "stop_gradient", "clear_caches", "cache_info", "set_cache_limits",
     "memory_stats",
     "reset_peak_memory_stats", "devices", "device_put", "ShapeDtypeStruct", "Array", "Device",
-    "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn",
+    "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn", "scipy",
 ]

@@ -31,6 +31,10 @@ from ._manipulation import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._math import *  # noqa: F401,F403
 from ._manipulation import _broadcast_shapes  # noqa: F401
+from ._einsum import *  # noqa: F401,F403
+from ._info import *  # noqa: F401,F403
+from ._info import __array_namespace_info__  # noqa: F401
+from ._reductions import all, any  # noqa: F401  (shadow the builtins on purpose)
 from ._math import round, pow  # noqa: F401  (shadow the builtins on purpose)
 from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
 
@@ -66,3 +70,5 @@ e = math.e
 inf = math.inf
 nan = math.nan
 newaxis = None
+bool = np.bool_   # the array API's name (shadows the builtin in this namespace only)
+__array_api_version__ = "2023.12"

@@ -531,7 +531,7 @@ def _pad_widths(pad_width, nd, who):
     return [(int(a), int(b)) for a, b in pw]
 
 
-@_op("array", "constant_values")
+@_op("array")
 def pad(array, pad_width, mode="constant", constant_values=0, **kwargs):
     """Pads with a constant (mode 'constant') or by repeating the edge values
     (mode 'edge'); pad widths are concrete."""

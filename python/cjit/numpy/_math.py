@@ -59,15 +59,16 @@ def _w(c, a, b):
 
 
 def _sabs(x):
-    """|x| whose gradient at 0 is 1 (see the module's note)."""
+    """|x| whose gradient at 0 is 1 (see the module's note); -0 becomes +0
+    (x + 0.0), so that callers put the sign back from signbit alone."""
     t = x.trace
-    return t.apply("select", t.apply("lt", x, 0), t.apply("neg", x), x)
+    return t.apply("select", t.apply("lt", x, 0), t.apply("neg", x), t.apply("add", x, 0.0))
 
 
 def _odd(x, r):
-    """r carrying x's sign: -r where x < 0 (and -0 stays -0 through r)."""
+    """r (computed from |x|, so >= +0) carrying x's sign bit: -0 gives -0."""
     t = x.trace
-    return t.apply("select", t.apply("lt", x, 0), t.apply("neg", r), r)
+    return t.apply("select", _signbit_f(x), t.apply("neg", r), r)
 
 
 # Taylor coefficients of atan(z)/z in s = z*z: (-1)^k / (2k+1).  On
