@@ -554,3 +554,17 @@ def test_scipy_special():
     # the x == 0 branch keeps the gradient with respect to y finite at y = 0
     g = cjit.grad(lambda v: cnp.sum(sp.xlogy(0.0, v)))(np.array([0.0]))
     assert np.array_equal(g, [0.0])
+
+
+def test_eager_only_functions():
+    x = np.array([[3.0, 0.0, 1.0], [0.0, 2.0, 1.0]])
+    assert all(np.array_equal(p, q) for p, q in zip(cnp.nonzero(x), np.nonzero(x)))
+    assert np.array_equal(cnp.sort(x, axis=1), np.sort(x, axis=1))
+    assert np.array_equal(cnp.argsort(x[0], descending=True), [0, 2, 1])
+    assert np.array_equal(cnp.unique_values(x), [0.0, 1.0, 2.0, 3.0])
+    assert np.array_equal(cnp.searchsorted(np.array([1.0, 2.0, 3.0]), 2.5), 2)
+    for name in ("nonzero", "sort", "unique_values"):
+        with pytest.raises(NotImplementedError, match="cannot be traced"):
+            cjit.jit(lambda a: getattr(cnp, name)(a))(x)
+    assert cnp.reshape(x, (3, 2), copy=False).shape == (3, 2)
+    assert cnp.astype(x, "float32", device="cpu").dtype == np.float32

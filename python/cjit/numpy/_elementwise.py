@@ -199,8 +199,11 @@ def logical_not(x):
 
 
 @_op("x")
-def astype(x, dtype, copy=True):
-    """x converted to dtype (float -> int truncates toward zero)."""
+def astype(x, dtype, copy=True, *, device=None):
+    """x converted to dtype (float -> int truncates toward zero); device= as
+    the array API's (the CPU only)."""
+    if device is not None and device != "cpu" and getattr(device, "platform", None) != "cpu":
+        raise ValueError(f"cjit.numpy.astype: device={device!r}; cjit runs on the CPU only")
     dt = canonical_dtype(dtype)
     x = _lift(_operand(x, "astype"))
     if x.dtype == dt and not x.weak:

@@ -17,8 +17,10 @@ __all__ = ["concat", "unstack", "flip", "fliplr", "flipud", "roll", "moveaxis", 
 
 
 @_op("a")
-def reshape(a, shape, order="C"):
-    """Same elements in row-major order, new shape (one entry may be -1)."""
+def reshape(a, shape, order="C", *, copy=None):
+    """Same elements in row-major order, new shape (one entry may be -1).
+    copy= is the array API's: traced values are immutable, so a reshape is
+    never a view anyone could write through and any value is accepted."""
     if order != "C":
         raise NotImplementedError(f"cjit.numpy.reshape: order={order!r}; only 'C' is supported")
     x = _lift(_operand(a, "reshape"))
