@@ -9,7 +9,7 @@ SETUP       := bash scripts/setup_env.sh
 LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/*.py) \
                $(wildcard python/cjit/*/*.py)
 
-.PHONY: all setup test fuzz demo bench sanitize lines clean distclean
+.PHONY: all setup test fuzz demo bench sanitize lines clean distclean array-api
 
 all: test
 
@@ -58,6 +58,29 @@ sanitize:
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1 \
 	PYTHONMALLOC=malloc \
 	$(ASAN_VENV)/bin/python -m pytest -q --capture=sys tests
+
+# The array API standard's test suite, run unchanged against cjit.numpy:
+#   make array-api ARRAY_API_TESTS=DIR
+# DIR is a checkout of data-apis/array-api-tests with its array-api submodule;
+# its requirements go into the venv.  The standard's version is 2023.12;
+# ARRAY_API_MODULE=numpy runs the same tests on NumPy for comparison.
+# Hypothesis draws ARRAY_API_MAX_EXAMPLES examples per test, with no deadline
+# (an eager cjit call compiles a kernel per new signature).  The table of
+# passes by test file is printed and the JSON report kept as
+# build/array-api-<module>.json.
+ARRAY_API_TESTS ?=
+ARRAY_API_MODULE ?= cjit.numpy
+ARRAY_API_MAX_EXAMPLES ?= 20
+array-api:
+	@test -n "$(ARRAY_API_TESTS)" -a -f "$(ARRAY_API_TESTS)/requirements.txt" || \
+	  { echo "usage: make array-api ARRAY_API_TESTS=DIR (a data-apis/array-api-tests checkout)" >&2; exit 2; }
+	$(SETUP) $(PYTHON_VENV) $$(grep -v '^#' $(ARRAY_API_TESTS)/requirements.txt)
+	mkdir -p build
+	-cd $(ARRAY_API_TESTS) && ARRAY_API_TESTS_MODULE=$(ARRAY_API_MODULE) ARRAY_API_TESTS_VERSION=2023.12 \
+	  $(abspath $(PYTHON_VENV))/bin/python -m pytest -q -p no:cacheprovider array_api_tests \
+	  --max-examples=$(ARRAY_API_MAX_EXAMPLES) --disable-deadline \
+	  --json-report --json-report-file=$(abspath build)/array-api-$(ARRAY_API_MODULE).json
+	$(PYTHON_VENV)/bin/python scripts/array_api_table.py build/array-api-$(ARRAY_API_MODULE).json
 
 # Lines of C and Python in the core, and their total.
 lines:

@@ -261,7 +261,7 @@ def write_record(path, key, werror):
 
 
 setup(
-    packages=["cjit"],
+    packages=["cjit", "cjit.numpy", "cjit.scipy"],
     package_dir={"": "python"},
     package_data={"cjit": ["*.pyi"]},
     ext_modules=[

@@ -11,7 +11,9 @@ from . import numpy as cnp
 from .api import canonical_dtype
 from .numpy import _lift, _norm_axes, _op, _operand, _reshape_t
 
-__all__ = ["relu", "sigmoid", "softmax", "log_softmax", "logsumexp", "gelu", "one_hot"]
+__all__ = ["relu", "sigmoid", "softmax", "log_softmax", "logsumexp", "gelu", "one_hot",
+           "softplus", "log_sigmoid", "silu", "swish", "elu", "selu", "celu", "leaky_relu",
+           "relu6", "hard_tanh", "standardize", "glu"]
 
 
 @_op("x")
@@ -122,3 +124,99 @@ def one_hot(x, num_classes, *, dtype="float64", axis=-1):
     idx = t.apply("iota", shape=out_shape, axis=ax, dtype="int64")
     hit = t.apply("eq", xk, idx)
     return t.apply("cast", hit, dtype=dt.name)
+
+
+@_op("x")
+def softplus(x):
+    """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)), without overflow."""
+    x = _float(x, "softplus")
+    return cnp.logaddexp(x, 0.0)
+
+
+@_op("x")
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x)."""
+    x = _float(x, "log_sigmoid")
+    return cnp.negative(cnp.logaddexp(cnp.negative(x), 0.0))
+
+
+@_op("x")
+def silu(x):
+    """x * sigmoid(x) (also called swish)."""
+    x = _float(x, "silu")
+    return cnp.multiply(x, sigmoid._cjit_impl(x))
+
+
+swish = silu
+
+
+def _elu_core(x, alpha):
+    # expm1 of a non-positive input only: the branch not taken stays finite
+    neg = cnp.expm1(cnp.minimum(x, 0.0))
+    return cnp.where(cnp.greater(x, 0), x, cnp.multiply(alpha, neg))
+
+
+@_op("x")
+def elu(x, alpha=1.0):
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    return _elu_core(_float(x, "elu"), float(alpha))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@_op("x")
+def selu(x):
+    """scale * elu(x, alpha) with the self-normalizing constants."""
+    return cnp.multiply(_elu_core(_float(x, "selu"), _SELU_ALPHA), _SELU_SCALE)
+
+
+@_op("x")
+def celu(x, alpha=1.0):
+    """max(x, 0) + min(0, alpha * (exp(x / alpha) - 1))."""
+    x = _float(x, "celu")
+    alpha = float(alpha)
+    return cnp.where(cnp.greater(x, 0), x,
+                     cnp.multiply(alpha, cnp.expm1(cnp.divide(cnp.minimum(x, 0.0), alpha))))
+
+
+@_op("x")
+def leaky_relu(x, negative_slope=0.01):
+    """x for x >= 0, negative_slope * x otherwise."""
+    x = _float(x, "leaky_relu")
+    return cnp.where(cnp.greater_equal(x, 0), x, cnp.multiply(x, float(negative_slope)))
+
+
+@_op("x")
+def relu6(x):
+    """min(max(x, 0), 6)."""
+    return cnp.minimum(relu._cjit_impl(x), 6)
+
+
+@_op("x")
+def hard_tanh(x):
+    """x clipped to [-1, 1]."""
+    return cnp.clip(_float(x, "hard_tanh"), -1.0, 1.0)
+
+
+@_op("x")
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
+    """(x - mean) / sqrt(variance + epsilon) along axis (mean and variance
+    computed when not given)."""
+    x = _float(x, "standardize")
+    axes = _norm_axes(axis, x.ndim)
+    if mean is None:
+        mean = cnp.mean(x, axis=axes, keepdims=True)
+    if variance is None:
+        d = cnp.subtract(x, mean)
+        variance = cnp.mean(cnp.multiply(d, d), axis=axes, keepdims=True)
+    return cnp.divide(cnp.subtract(x, mean), cnp.sqrt(cnp.add(variance, float(epsilon))))
+
+
+@_op("x")
+def glu(x, axis=-1):
+    """Gated linear unit: a * sigmoid(b) for x split in halves a, b along axis."""
+    x = _lift(_operand(x, "glu"))
+    a, b = cnp.split(x, 2, axis=axis)
+    return cnp.multiply(a, sigmoid._cjit_impl(b))

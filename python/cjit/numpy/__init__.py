@@ -1,0 +1,75 @@
+"""cjit.numpy: NumPy's functions on traced values, and eagerly on arrays.
+
+Every function follows NumPy's signature and semantics for the dtypes cjit
+supports (bool, int32, int64, float32, float64).  Dispatch:
+
+- if an argument is a traced value (a Tracer), or a trace is in progress on
+  this thread, the call records primitives into that trace;
+- otherwise the call is *eager*: the same function runs under an internal
+  jit (one per function, static parameters such as `axis` in its cache key),
+  so an eager call compiles one small kernel per op signature, caches it,
+  and returns NumPy arrays.  Creation functions (zeros, arange, ...) simply
+  return NumPy arrays when called eagerly.
+
+Known differences from NumPy: results are always arrays (0-d arrays where
+NumPy returns scalars); math functions on bool inputs return float64 (NumPy:
+float16); `reciprocal` accepts floats only.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._core import (  # noqa: F401  (cjit.nn and the C layer use these)
+    _lift, _norm_axes, _norm_axis, _op, _operand, _reshape_t, _result_type)
+from ._elementwise import *  # noqa: F401,F403
+from ._elementwise import stop_gradient  # noqa: F401
+from ._reductions import *  # noqa: F401,F403
+from ._linalg import *  # noqa: F401,F403
+from ._manipulation import *  # noqa: F401,F403
+from ._creation import *  # noqa: F401,F403
+from ._math import *  # noqa: F401,F403
+from ._manipulation import _broadcast_shapes  # noqa: F401
+from ._einsum import *  # noqa: F401,F403
+from ._eager_only import *  # noqa: F401,F403
+from ._info import *  # noqa: F401,F403
+from ._info import __array_namespace_info__  # noqa: F401
+from ._reductions import all, any  # noqa: F401  (shadow the builtins on purpose)
+from ._math import round, pow  # noqa: F401  (shadow the builtins on purpose)
+from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
+
+
+__all__ = [
+    # elementwise
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "power", "negative",
+    "abs", "absolute", "sign", "exp", "expm1", "log", "log1p", "sqrt", "square", "reciprocal",
+    "tanh", "sin", "cos", "maximum", "minimum", "clip", "where", "equal", "not_equal", "less",
+    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not",
+    "isnan", "isfinite", "floor", "ceil", "astype",
+    # reductions
+    "sum", "mean", "max", "min", "amax", "amin", "prod", "argmax", "argmin", "var",
+    # linear algebra
+    "matmul", "dot", "transpose",
+    # shapes
+    "reshape", "expand_dims", "squeeze", "broadcast_to", "concatenate", "stack", "ravel",
+    "shape", "ndim", "size",
+    # creation
+    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "asarray", "array",
+    # dtypes and constants
+    "bool_", "int32", "int64", "float32", "float64", "dtype", "pi", "e", "inf", "nan", "newaxis",
+]
+
+bool_ = np.bool_
+int32 = np.int32
+int64 = np.int64
+float32 = np.float32
+float64 = np.float64
+dtype = np.dtype
+pi = math.pi
+e = math.e
+inf = math.inf
+nan = math.nan
+newaxis = None
+bool = np.bool_   # the array API's name (shadows the builtin in this namespace only)
+__array_api_version__ = "2023.12"

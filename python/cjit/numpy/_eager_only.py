@@ -1,0 +1,107 @@
+"""Functions whose result shape depends on the data (nonzero, unique_*) or
+that need a sort primitive the C core does not have yet (sort, argsort,
+searchsorted): outside jit they answer with NumPy's own result; inside a
+trace they raise NotImplementedError saying why."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..api import canonical_dtype, current_trace
+from .._cjit import Tracer
+
+__all__ = ["nonzero", "argwhere", "flatnonzero", "unique", "unique_all", "unique_counts",
+           "unique_inverse", "unique_values", "sort", "argsort", "searchsorted", "from_dlpack"]
+
+
+def _concrete(who, why, *xs):
+    if current_trace() is not None or any(isinstance(x, Tracer) for x in xs):
+        raise NotImplementedError(f"cjit.numpy.{who} cannot be traced: {why}; call it outside "
+                                  f"jit, on concrete arrays")
+    out = []
+    for x in xs:
+        a = np.asarray(x)
+        canonical_dtype(a.dtype, f"cjit.numpy.{who}: dtype")
+        out.append(a)
+    return out
+
+
+_SHAPE = "its result's shape depends on the values"
+_SORT = "it needs a sort primitive, which the C core does not have yet"
+
+
+def nonzero(a):
+    """The indices of the nonzero elements, one int64 array per axis."""
+    (a,) = _concrete("nonzero", _SHAPE, a)
+    if a.ndim == 0:
+        raise ValueError("cjit.numpy.nonzero: not defined for 0-d arrays (the array API's rule)")
+    return tuple(i.astype(np.int64) for i in np.nonzero(a))
+
+
+def argwhere(a):
+    (a,) = _concrete("argwhere", _SHAPE, a)
+    return np.argwhere(a).astype(np.int64)
+
+
+def flatnonzero(a):
+    (a,) = _concrete("flatnonzero", _SHAPE, a)
+    return np.flatnonzero(a).astype(np.int64)
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True):
+    (ar,) = _concrete("unique", _SHAPE, ar)
+    return np.unique(ar, return_index, return_inverse, return_counts, axis, equal_nan=equal_nan)
+
+
+def unique_all(x):
+    (x,) = _concrete("unique_all", _SHAPE, x)
+    return np.unique_all(x)
+
+
+def unique_counts(x):
+    (x,) = _concrete("unique_counts", _SHAPE, x)
+    return np.unique_counts(x)
+
+
+def unique_inverse(x):
+    (x,) = _concrete("unique_inverse", _SHAPE, x)
+    return np.unique_inverse(x)
+
+
+def unique_values(x):
+    (x,) = _concrete("unique_values", _SHAPE, x)
+    return np.unique_values(x)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
+    """Sorted copy (a stable sort; nan last, as NumPy)."""
+    (a,) = _concrete("sort", _SORT, a)
+    if descending:
+        return np.flip(np.sort(np.flip(a, axis), axis=axis, kind="stable"), axis)
+    return np.sort(a, axis=axis, kind="stable" if stable else kind)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
+    """Indices that sort a (stable; descending keeps equal elements in order)."""
+    (a,) = _concrete("argsort", _SORT, a)
+    if descending:
+        n = a.shape[axis]
+        r = np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis)
+        return (n - 1 - r).astype(np.int64)
+    return np.argsort(a, axis=axis, kind="stable").astype(np.int64)
+
+
+def searchsorted(a, v, side="left", sorter=None):
+    (a, v) = _concrete("searchsorted", _SORT, a, v)
+    if sorter is not None:
+        (sorter,) = _concrete("searchsorted", _SORT, sorter)
+    return np.searchsorted(a, v, side=side, sorter=sorter).astype(np.int64)
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """A NumPy array from a DLPack-capable object (outside jit)."""
+    if current_trace() is not None:
+        raise NotImplementedError("cjit.numpy.from_dlpack: call it outside jit")
+    a = np.from_dlpack(x, copy=copy)
+    canonical_dtype(a.dtype, "cjit.numpy.from_dlpack: dtype")
+    return a

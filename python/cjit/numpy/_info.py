@@ -1,0 +1,94 @@
+"""The array API standard's introspection: __array_api_version__,
+__array_namespace_info__, finfo, iinfo, isdtype, can_cast, result_type,
+and the dtype names."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..api import canonical_dtype
+from .._cjit import Tracer
+from ._core import _info, _result_type
+
+__all__ = ["finfo", "iinfo", "isdtype", "can_cast", "result_type", "__array_namespace_info__"]
+
+_DTYPES = {"bool": np.dtype(bool), "int32": np.dtype(np.int32), "int64": np.dtype(np.int64),
+           "float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
+
+
+def _dtype_of(x):
+    if isinstance(x, (Tracer, np.ndarray, np.generic)):
+        return x.dtype
+    return canonical_dtype(x)
+
+
+def finfo(type):
+    """NumPy's finfo of a float dtype (or of an array's dtype)."""
+    return np.finfo(_dtype_of(type))
+
+
+def iinfo(type):
+    """NumPy's iinfo of an integer dtype (or of an array's dtype)."""
+    return np.iinfo(_dtype_of(type))
+
+
+_KINDS = {"bool": "b", "signed integer": "i", "unsigned integer": "u", "integral": "iu",
+          "real floating": "f", "complex floating": "c", "numeric": "iufc"}
+
+
+def isdtype(dtype, kind):
+    """Whether dtype is of `kind`: a dtype, a kind name ('bool', 'signed
+    integer', 'unsigned integer', 'integral', 'real floating', 'complex
+    floating', 'numeric') or a tuple of them."""
+    dt = np.dtype(dtype)
+    if isinstance(kind, tuple):
+        return any(isdtype(dt, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"cjit.numpy.isdtype: unknown kind {kind!r}")
+        return dt.kind in _KINDS[kind]
+    return dt == np.dtype(kind)
+
+
+def can_cast(from_, to, casting="safe"):
+    """Whether from_ (a dtype or an array) casts to `to` under `casting`."""
+    return bool(np.can_cast(_dtype_of(from_), np.dtype(to), casting=casting))
+
+
+def result_type(*arrays_and_dtypes):
+    """The dtype NumPy 2's promotion (NEP 50: Python scalars are weak) gives."""
+    infos = []
+    for a in arrays_and_dtypes:
+        if isinstance(a, (bool, int, float)) or isinstance(a, (Tracer, np.ndarray, np.generic)):
+            infos.append(_info(a))
+        else:
+            infos.append((canonical_dtype(a), False))
+    if not infos:
+        raise ValueError("at least one array or dtype is required")
+    return _result_type(*infos)[0]
+
+
+class _NamespaceInfo:
+    """What __array_namespace_info__() returns."""
+
+    def capabilities(self):
+        return {"boolean indexing": False, "data-dependent shapes": False,
+                "max dimensions": 64}
+
+    def default_device(self):
+        return "cpu"
+
+    def devices(self):
+        return ["cpu"]
+
+    def default_dtypes(self, *, device=None):
+        return {"real floating": _DTYPES["float64"], "complex floating": None,
+                "integral": _DTYPES["int64"], "indexing": _DTYPES["int64"]}
+
+    def dtypes(self, *, device=None, kind=None):
+        if kind is None:
+            return dict(_DTYPES)
+        return {n: d for n, d in _DTYPES.items() if isdtype(d, kind)}
+
+
+def __array_namespace_info__():
+    return _NamespaceInfo()

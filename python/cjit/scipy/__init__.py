@@ -1,0 +1,4 @@
+"""cjit.scipy: SciPy's functions on traced values (as jax.scipy)."""
+from . import special  # noqa: F401
+
+__all__ = ["special"]
