@@ -161,10 +161,18 @@ def cache_info():
 
 
 def memory_stats():
-    """bytes_in_use and peak_bytes_in_use, as the runtime counts them."""
+    """bytes_in_use and peak_bytes_in_use: the bytes of outputs and arenas
+    the runtime holds (and the most it held since reset_peak_memory_stats);
+    code_bytes: the memory compiled executables hold (machine code, plans,
+    graphs), over every one still alive, cached or not; live_executables:
+    how many those are.  Executables dropped from the caches
+    (clear_caches, Jitted.clear_cache, the LRU limits) leave both counts
+    once nothing holds them (a running call, a Compiled)."""
     s = _cjit.runtime_stats()
     return {"bytes_in_use": int(s["bytes_in_use"]),
-            "peak_bytes_in_use": int(s["peak_bytes_in_use"])}
+            "peak_bytes_in_use": int(s["peak_bytes_in_use"]),
+            "code_bytes": int(s["code_bytes"]),
+            "live_executables": int(_cjit.Executable.live_count())}
 
 
 def reset_peak_memory_stats():

@@ -326,6 +326,9 @@ class _CudaExecutable:
     def memory_analysis(self):
         return self._cpu.memory_analysis()
 
+    def memory_plan(self):
+        return self._cpu.memory_plan()
+
     def cost_analysis(self):
         return self._cpu.cost_analysis()
 

@@ -1,12 +1,11 @@
 """The stages of a jitted function for one signature: Lowered (traced)
-and Compiled (machine code), and the MemoryAnalysis of a plan."""
+and Compiled (machine code)."""
 from __future__ import annotations
-
-from collections import namedtuple
 
 from . import _tree
 from ._cache import _count
 from ._dtypes import ShapeDtypeStruct, _aval_str
+from ._memory import MemoryAnalysis, memory_timeline
 from ._signature import _convert_leaves, _Inline, _LeafError
 
 
@@ -45,57 +44,6 @@ class Lowered:
 
     def __repr__(self):
         return f"<cjit.Lowered {self._jitted._name}>"
-
-
-_BufferInfo = namedtuple("BufferInfo", "size op source shape dtype kind")
-_BufferInfo.__new__.__defaults__ = (None, None, None, None, None, None)
-
-
-class MemoryAnalysis:
-    """The memory plan of a compiled function, in bytes (exact, not an
-    estimate).  `peak_live` lists the buffers live at the peak."""
-
-    _FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-               "temp_size_in_bytes", "peak_memory_in_bytes", "num_kernels")
-
-    def __init__(self, d):
-        for f in self._FIELDS:
-            setattr(self, f, int(d.get(f, 0)))
-        live = []
-        for b in d.get("peak_live", ()) or ():
-            if isinstance(b, dict):
-                live.append(_BufferInfo(**{k: b.get(k) for k in _BufferInfo._fields}))
-            else:
-                live.append(b)
-        self.peak_live = live
-        self._raw = d
-
-    def __getitem__(self, name):
-        return getattr(self, name)
-
-    def __repr__(self):
-        lines = ["MemoryAnalysis("]
-        for f in self._FIELDS:
-            lines.append(f"  {f}={getattr(self, f)},")
-        if self.peak_live:
-            lines.append("  peak_live=[")
-            for b in self.peak_live:
-                desc = f"{b.size} bytes"
-                if b.dtype is not None and b.shape is not None:
-                    dt = getattr(b.dtype, "name", b.dtype)
-                    desc += f" {dt}{list(b.shape)}"
-                if b.kind:
-                    desc += f" {b.kind}"
-                if b.op:
-                    desc += f" from {b.op}"
-                if b.source:
-                    desc += f" at {b.source}"
-                lines.append(f"    {desc},")
-            lines.append("  ],")
-        else:
-            lines.append("  peak_live=[],")
-        lines.append(")")
-        return "\n".join(lines)
 
 
 class Compiled:
@@ -148,6 +96,13 @@ class Compiled:
 
     def memory_analysis(self):
         return MemoryAnalysis(self._exe.memory_analysis())
+
+    def memory_timeline(self):
+        """The bytes live at each kernel in run order (arguments, outputs,
+        temporaries), each kernel's ops and source line, and the buffers it
+        allocates and frees: a MemoryTimeline, whose peak_bytes equals
+        memory_analysis().peak_memory_in_bytes.  cjit.plot_memory draws it."""
+        return memory_timeline(self._exe)
 
     def cost_analysis(self):
         return dict(self._exe.cost_analysis())

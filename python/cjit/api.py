@@ -14,7 +14,9 @@ This module gathers the names of the modules that do each job, so that
     _cache        counters, the LRU over all caches, cache_info, memory_stats
     _devices      Device, devices, device_put, Array
     _jitted       jit, Jitted (and its GPU variant)
-    _stages       Lowered, Compiled, MemoryAnalysis
+    _stages       Lowered, Compiled
+    _memory       MemoryAnalysis, MemoryTimeline (Compiled.memory_timeline)
+    _plot         plot_memory
     _budget       memory_budget's search
     _policies     checkpoint_name, checkpoint_policies
 """
@@ -38,12 +40,15 @@ from ._signature import (_abstract_leaves, _argnums, _ArgSpec, _convert_leaf_slo
                          _convert_leaves, _FloatKey, _fun_name, _Inline,
                          _is_dataclass_instance, _LeafError, _NO_STATICS, _output_tracer,
                          _static_key, _tracer_desc, _unhashable_part)
-from ._stages import _BufferInfo, Compiled, Lowered, MemoryAnalysis  # noqa: F401
+from ._memory import _BufferInfo, KernelMemory, MemoryAnalysis, MemoryTimeline  # noqa: F401
+from ._plot import plot_memory  # noqa: F401
+from ._stages import Compiled, Lowered  # noqa: F401
 from ._trace_state import (_K_DISABLE_JIT, _PKG_DIR, _env_flag, _pop_trace,  # noqa: F401
                            _push_trace, current_trace, user_location)
 
 __all__ = [
-    "jit", "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "ShapeDtypeStruct",
+    "jit", "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "MemoryTimeline", "KernelMemory",
+    "plot_memory", "ShapeDtypeStruct",
     "checkpoint_name", "checkpoint_policies", "clear_caches", "cache_info", "set_cache_limits",
     "memory_stats", "reset_peak_memory_stats", "devices", "device_put", "Device", "Array",
 ]
