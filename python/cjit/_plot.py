@@ -82,7 +82,7 @@ def plot_memory(compiled, path, *, title=None, top=4):
     highest = max(t.peak_bytes for _, t in panels)
     scale, unit = next((s, u) for s, u in _UNITS if highest >= s or s == 1)
 
-    fig = Figure(figsize=(10, 1.2 + 2.8 * len(panels)))
+    fig = Figure(figsize=(10, 1.2 + 2.8 * len(panels)), constrained_layout=True)
     axes = fig.subplots(len(panels), 1, squeeze=False, sharey=True)[:, 0]
     for ax, (name, tl) in zip(axes, panels):
         # each kernel a step of width 1 centred on its index
@@ -122,5 +122,4 @@ def plot_memory(compiled, path, *, title=None, top=4):
     axes[0].set_ylim(0, highest / scale * 1.45 if highest else 1)
     if title is not None:
         fig.suptitle(str(title), fontsize=11)
-    fig.tight_layout()
     fig.savefig(os.fspath(path), dpi=110)
