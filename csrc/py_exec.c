@@ -1155,7 +1155,7 @@ static PyObject *plan_buffer_dict(const cj_plan *p, int i)
     return d;
 }
 
-/* The stages of group g, in run order: a list of (label, source line of
+/* The stages of group grp, in run order: a list of (label, source line of
  * the value the stage computes). */
 static PyObject *plan_group_stages(const cj_plan *p, const cj_group *grp)
 {
@@ -1176,7 +1176,7 @@ static PyObject *plan_group_stages(const cj_plan *p, const cj_group *grp)
 }
 
 /* memory_plan(): the plan's buffers and groups as they are, for
- * Compiled.memory_timeline (python/cjit/_timeline.py does the sums). */
+ * Compiled.memory_timeline (python/cjit/_memory.py does the sums). */
 static PyObject *executable_memory_plan(cj_py_executable *e, PyObject *unused)
 {
     (void)unused;

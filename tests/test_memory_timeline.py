@@ -313,7 +313,7 @@ def _settle():
     return cjit.memory_stats()
 
 
-def test_memory_stats_counts_code_and_executables():
+def test_memory_stats_counts_code_and_executables(fresh_caches):
     before = _settle()
     for key in ("bytes_in_use", "peak_bytes_in_use", "code_bytes", "live_executables"):
         assert isinstance(before[key], int), key
@@ -339,7 +339,7 @@ def test_memory_stats_counts_code_and_executables():
     assert _settle()["code_bytes"] == before["code_bytes"]
 
 
-def test_clear_cache_recompiles_that_function_only():
+def test_clear_cache_recompiles_that_function_only(fresh_caches):
     f = cjit.jit(lambda x: x * 2 - 1)
     g = cjit.jit(lambda x: x * 3 - 1)
     x = np.arange(4.0)
@@ -357,3 +357,13 @@ def test_clear_cache_recompiles_that_function_only():
     assert cjit.cache_info()["compiles"] == compiles + 1      # f compiled again
     assert _settle()["live_executables"] == live
     assert f.cache_info()["misses"] == 2 and g.cache_info()["misses"] == 1
+
+
+_N_GPUS, _NO_GPU_WHY = cjit._cjit.cuda_status()
+
+
+@pytest.mark.skipif(_N_GPUS == 0, reason=f"no CUDA device: {_NO_GPU_WHY}")
+def test_timeline_of_a_gpu_function_is_its_plan():
+    f = cjit.jit(lambda x, w: cnp.tanh(x @ w).sum(axis=0), device="cuda")
+    c = f.lower(np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)).compile()
+    check_timeline(c)
