@@ -9,11 +9,14 @@ model when JAX is installed:
 
 cjit's peaks are its exact plans (memory_analysis); JAX's are its own
 memory_analysis of the compiled gradient (an estimate by XLA).  Writes
-benchmarks/results_checkpoint.md and benchmarks/results_checkpoint.png.
+benchmarks/results_checkpoint.md and benchmarks/results_checkpoint.png,
+and benchmarks/results_checkpoint_timeline.png: the memory timeline of one
+depth's gradient (cjit.plot_memory) under each schedule side by side.
 
-    python benchmarks/bench_checkpoint.py [--depths 8,16,32,64,128]
+    python benchmarks/bench_checkpoint.py [--depths 8,16,32,64,128] [--timeline-depth 16]
 """
 import argparse
+import functools
 import os
 
 import numpy as np
@@ -78,6 +81,40 @@ def run_cjit(params, x, mode):
     return peak, median_ms(lambda: f(params, x))
 
 
+def plot_schedules(params, x, path):
+    """One PNG: the memory timeline of the gradient of one model under each
+    schedule (no checkpoint, checkpoint policies, memory_budget)."""
+    cp = cjit.checkpoint_policies
+    loss = make_loss(cnp, "none")
+    schedules = {
+        "no checkpoint": cjit.jit(cjit.grad(loss)),
+        "checkpoint per layer (nothing_saveable)":
+            cjit.jit(cjit.grad(make_loss(cnp, "layer", cjit.checkpoint))),
+        "checkpoint per layer (dots_saveable)": cjit.jit(cjit.grad(make_loss(
+            cnp, "layer", functools.partial(cjit.checkpoint, policy=cp.dots_saveable)))),
+        "checkpoint per sqrt(depth) layers": cjit.jit(cjit.grad(make_loss(cnp, "sqrt",
+                                                                          cjit.checkpoint))),
+    }
+    compiled = {name: f.lower(params, x).compile() for name, f in schedules.items()}
+    none_peak = compiled["no checkpoint"].memory_analysis().peak_memory_in_bytes
+    for share, what in ((0.5, "half"), (0.75, "3/4")):   # the first that is met
+        budget = int(none_peak * share)
+        try:
+            compiled[f"memory_budget = {what} of no checkpoint's peak ({budget:,} B)"] = \
+                cjit.jit(cjit.grad(loss, memory_budget=budget)).lower(params, x).compile()
+            break
+        except cjit.errors.MemoryBudgetError as e:
+            print(f"  timeline: budget {budget:,} B infeasible: {str(e).split(': ', 1)[1]}")
+    for name, c in compiled.items():
+        t = c.memory_timeline()
+        print(f"  timeline {name:42s} {len(t):5d} kernels, peak {t.peak_bytes:>12,} B")
+    try:
+        cjit.plot_memory(compiled, path, title=f"gradient of a {len(params)}-layer tanh MLP "
+                         f"(width {WIDTH}, batch {BATCH}, float32): bytes live per kernel")
+    except ImportError as e:
+        print(f"  no timeline picture: {e}")
+
+
 def run_jax(params, x, mode):
     if jax is None or mode == "budget":
         return None, None
@@ -96,6 +133,7 @@ def run_jax(params, x, mode):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--depths", default="8,16,32,64,128")
+    ap.add_argument("--timeline-depth", type=int, default=16)
     args = ap.parse_args()
     depths = [int(d) for d in args.depths.split(",")]
     rng = np.random.default_rng(0)
@@ -118,6 +156,9 @@ def main():
         return "absent" if v is None else (f"{v / 2**20:.2f} MiB" if unit == "B" else f"{v:.2f} ms")
 
     here = os.path.dirname(os.path.abspath(__file__))
+    params = [((rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32),
+               np.zeros(WIDTH, np.float32)) for _ in range(args.timeline_depth)]
+    plot_schedules(params, x, os.path.join(here, "results_checkpoint_timeline.png"))
     with open(os.path.join(here, "results_checkpoint.md"), "w") as f:
         f.write(f"# Gradient checkpointing: MLP width {WIDTH}, batch {BATCH}, float32\n\n")
         f.write("| depth | strategy | cjit peak | cjit step | JAX peak | JAX step |\n|---|---|---|---|---|---|\n")

@@ -1,6 +1,7 @@
 /* py_exec.c - Lowered (a finished graph) and Executable (compiled code
  * that runs on NumPy arrays). */
 #include "autodiff.h"
+#include "blas.h"
 #include "py_glue.h"
 #include "simplify.h"
 
@@ -203,12 +204,17 @@ static bool run_interrupted(void *ctx)
     return r < 0;
 }
 
-/* Frees an executable without the GIL: removing its code from the JIT waits
- * for a compile that another thread may be running. */
+/* Executables whose machine code is still held (memory_stats()'s
+ * live_executables); changed under the GIL only. */
+static Py_ssize_t live_executables;
+
+/* Frees an Executable's code without the GIL: removing it from the JIT
+ * waits for a compile that another thread may be running. */
 static void free_executable_gil_released(cj_executable *x)
 {
     if (x == NULL)
         return;
+    live_executables--;
     Py_BEGIN_ALLOW_THREADS
     cj_executable_free(x);
     Py_END_ALLOW_THREADS
@@ -297,16 +303,18 @@ static PyObject *str_from_owned(char *s)
     return r;
 }
 
-/* The graph after simplification (dead code dropped, CSE), as compiled. */
+/* The graph as cj_lower leaves it (simplified as CJIT_PASSES allows),
+ * which is what compile() compiles. */
 static PyObject *lowered_as_text(cj_py_lowered *lw, PyObject *unused)
 {
     (void)unused;
     cj_error err = {0};
-    cj_graph *g = cj_simplify_run(lw->graph, true, &err);
-    if (g == NULL)
+    cj_lowered l;
+    cj_lower_options o = {.mark_library_calls = cj_blas_plan};
+    if (cj_lower(lw->graph, &o, &l, &err) != CJ_OK)
         return cj_py_raise(&err);
-    PyObject *r = str_from_owned(cj_graph_to_text(g));
-    cj_graph_free(g);
+    PyObject *r = str_from_owned(cj_graph_to_text(l.graph));
+    cj_lowered_free(&l);
     return r;
 }
 
@@ -513,6 +521,7 @@ static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *a
     }
     e->vectorcall = executable_vectorcall;
     e->x = x;
+    live_executables++;
     e->arrays = Py_NewRef(arrays);
     e->nparams = np;
     e->narrays = na;
@@ -1127,6 +1136,88 @@ static PyObject *executable_memory_analysis(cj_py_executable *e, PyObject *unuse
     return d;
 }
 
+/* One entry of memory_plan()["buffers"]: buffer_dict's description, plus
+ * where its bytes are (arena offset, or the buffer it shares bytes with)
+ * and its lifetime in group indices. */
+static PyObject *plan_buffer_dict(const cj_plan *p, int i)
+{
+    const cj_buffer *b = &p->buffers[i];
+    PyObject *d = buffer_dict(p, b);
+    if (d == NULL)
+        return NULL;
+    if (dict_set_steal(d, "id", PyLong_FromLong(i)) < 0
+        || dict_set_steal(d, "slot", PyLong_FromLong(b->slot)) < 0
+        || dict_set_steal(d, "offset", PyLong_FromLongLong(b->offset)) < 0
+        || dict_set_steal(d, "alias_of", b->alias_of >= 0 ? PyLong_FromLong(b->alias_of)
+                                                          : Py_NewRef(Py_None)) < 0
+        || dict_set_steal(d, "first_use", PyLong_FromLong(b->first_use)) < 0
+        || dict_set_steal(d, "last_use", PyLong_FromLong(b->last_use)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
+/* The stages of group grp, in run order: a list of (label, source line of
+ * the value the stage computes). */
+static PyObject *plan_group_stages(const cj_plan *p, const cj_group *grp)
+{
+    PyObject *list = PyList_New(0);
+    for (int k = grp->first; list != NULL && k < grp->first + grp->count; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        const char *source = "?";
+        if (p->graph != NULL && kern->root_node >= 0 && kern->root_node < p->graph->nnodes)
+            source = cj_graph_loc_str(p->graph, p->graph->nodes[kern->root_node].loc);
+        PyObject *stage = Py_BuildValue("(sN)", kern->label ? kern->label : "?",
+                                        PyUnicode_DecodeUTF8(source, (Py_ssize_t)strlen(source),
+                                                             "replace"));
+        if (stage == NULL || PyList_Append(list, stage) < 0)
+            Py_CLEAR(list);
+        Py_XDECREF(stage);
+    }
+    return list;
+}
+
+/* memory_plan(): the plan's buffers and groups as they are, for
+ * Compiled.memory_timeline (python/cjit/_memory.py does the sums). */
+static PyObject *executable_memory_plan(cj_py_executable *e, PyObject *unused)
+{
+    (void)unused;
+    if (e->x == NULL)
+        return released_error();
+    const cj_plan *p = cj_executable_plan(e->x);   /* borrowed, lives with e->x */
+    PyObject *buffers = PyList_New(p->nbuffers > 0 ? p->nbuffers : 0);
+    PyObject *groups = PyList_New(p->ngroups > 0 ? p->ngroups : 0);
+    PyObject *d = PyDict_New();
+    if (buffers == NULL || groups == NULL || d == NULL)
+        goto fail;
+    for (int i = 0; i < p->nbuffers; i++) {
+        PyObject *b = plan_buffer_dict(p, i);
+        if (b == NULL)
+            goto fail;
+        PyList_SET_ITEM(buffers, i, b);   /* steals b */
+    }
+    for (int g = 0; g < p->ngroups; g++) {
+        PyObject *stages = plan_group_stages(p, &p->groups[g]);
+        if (stages == NULL)
+            goto fail;
+        PyList_SET_ITEM(groups, g, stages);   /* steals stages */
+    }
+    /* dict_set_steal lets go of the list whether it succeeds or not */
+    int rc = dict_set_steal(d, "buffers", buffers);
+    rc |= dict_set_steal(d, "groups", groups);
+    if (rc < 0 || dict_set_steal(d, "arena_bytes", PyLong_FromLongLong(p->arena_bytes)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+fail:
+    Py_XDECREF(buffers);
+    Py_XDECREF(groups);
+    Py_XDECREF(d);
+    return NULL;
+}
+
 static PyObject *executable_cost_analysis(cj_py_executable *e, PyObject *unused)
 {
     (void)unused;
@@ -1211,6 +1302,14 @@ static PyObject *executable_get_out_dtypes(cj_py_executable *e, void *c)
     return list;
 }
 
+/* Executable.live_count() -> int (a class method). */
+static PyObject *executable_live_count(PyObject *cls, PyObject *unused)
+{
+    (void)cls;
+    (void)unused;
+    return PyLong_FromSsize_t(live_executables);
+}
+
 static PyGetSetDef executable_getset[] = {
     {"code_bytes", (getter)executable_get_code_bytes, NULL,
      "bytes of memory it holds: machine code pages, the plan and the graph", NULL},
@@ -1226,8 +1325,13 @@ static PyMethodDef executable_methods[] = {
      "as_text($self, /)\n--\n\nThe fused kernels and the memory plan."},
     {"memory_analysis", (PyCFunction)executable_memory_analysis, METH_NOARGS,
      "memory_analysis($self, /)\n--\n\nSizes from the memory plan, and the buffers live at the peak."},
+    {"memory_plan", (PyCFunction)executable_memory_plan, METH_NOARGS,
+     "memory_plan($self, /)\n--\n\nThe plan's buffers (kind, size, offset, alias_of, first_use, "
+     "last_use, ...) and groups (their stages' labels and source lines)."},
     {"cost_analysis", (PyCFunction)executable_cost_analysis, METH_NOARGS,
      "cost_analysis($self, /)\n--\n\nflops and bytes_accessed."},
+    {"live_count", (PyCFunction)executable_live_count, METH_NOARGS | METH_CLASS,
+     "live_count($cls, /)\n--\n\nHow many Executables still hold their machine code."},
     {"release", (PyCFunction)executable_release, METH_NOARGS,
      "release($self, /)\n--\n\nFrees the machine code now; later calls raise RuntimeError."},
     {NULL, NULL, 0, NULL},

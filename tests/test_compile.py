@@ -196,3 +196,14 @@ def test_kernels_with_many_elementary_functions_call_them(tmp_path):
     # the step of the first test has at most 4 per kernel: all inline
     step_dump, _ = compile_in_subprocess(tmp_path, 1, "m")
     assert "@cj_m_" not in open(step_dump / "cj1.0.opt.ll").read()
+
+
+def test_lowered_text_is_the_graph_that_is_compiled(monkeypatch):
+    # Lowered.as_text() shows cj_lower's graph: CJIT_PASSES=-cse keeps the
+    # two identical products that CSE would merge
+    f = cjit.jit(lambda x: x * 2.0 + x * 2.0)
+    x = np.ones(4)
+    merged = f.lower(x).as_text().count(" mul")
+    monkeypatch.setenv("CJIT_PASSES", "-cse")
+    kept = cjit.jit(lambda x: x * 2.0 + x * 2.0).lower(x).as_text().count(" mul")
+    assert (merged, kept) == (1, 2)

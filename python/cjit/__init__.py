@@ -38,6 +38,7 @@ from .api import (  # noqa: E402
     devices,
     jit,
     memory_stats,
+    plot_memory,
     reset_peak_memory_stats,
     set_cache_limits,
 )
@@ -54,7 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "jit", "grad", "value_and_grad", "vjp", "checkpoint", "remat", "checkpoint_name",
     "checkpoint_policies", "saved_residuals", "stop_gradient", "clear_caches", "cache_info", "set_cache_limits",
-    "memory_stats",
+    "memory_stats", "plot_memory",
     "reset_peak_memory_stats", "devices", "device_put", "ShapeDtypeStruct", "Array", "Device",
     "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn", "tree_util", "scipy",
 ]

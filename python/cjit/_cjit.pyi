@@ -110,6 +110,14 @@ class Executable:
         """argument_size_in_bytes, output_size_in_bytes, alias_size_in_bytes,
         temp_size_in_bytes, peak_memory_in_bytes, num_kernels, peak_live
         (list of dicts: size, op, source)."""
+    def memory_plan(self) -> dict:
+        """buffers: one dict per plan buffer (id, kind, size, offset,
+        alias_of or None, first_use, last_use, slot, op, source, shape,
+        dtype); groups: per group in run order, [(label, source)] per
+        stage; arena_bytes.  Compiled.memory_timeline sums it."""
+    @classmethod
+    def live_count(cls) -> int:        # Executables still holding their code
+        ...
     def cost_analysis(self) -> dict:   # flops, bytes_accessed
         ...
     def release(self) -> None:

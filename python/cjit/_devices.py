@@ -1,0 +1,144 @@
+"""Devices: the CPU and CUDA GPUs, device_put, and cjit.Array (an array
+in GPU memory)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _cjit
+from . import _tree
+from ._dtypes import _SUPPORTED, canonical_dtype
+
+
+def _check_device(device, who):
+    """The Device that `device` names (None: the CPU).  ValueError for a
+    name cjit does not know; RuntimeError, saying why, for a GPU that this
+    machine lacks."""
+    if device is None:
+        return _CPU
+    if isinstance(device, Device):
+        if device.platform == "cpu":
+            return device
+        d = f"cuda:{device.id}"
+    elif isinstance(device, str):
+        d = device.lower()
+    else:
+        d = None
+    if d in ("cpu", "cpu:0"):
+        return _CPU
+    if d is not None and (d in ("cuda", "gpu") or d.startswith(("cuda:", "gpu:"))):
+        ordinal = d.partition(":")[2] or "0"
+        if ordinal.isdigit():
+            n, why = _cjit.cuda_status()
+            if n == 0:
+                raise RuntimeError(f"cjit: no CUDA device: {why} ({who}(device={device!r}))")
+            if int(ordinal) >= n:
+                raise RuntimeError(f"cjit: no CUDA device {d}: this machine has {n} "
+                                   f"({who}(device={device!r}))")
+            return Device("cuda", int(ordinal))
+    raise ValueError(f"cjit: unknown device {device!r}; known devices: 'cpu', 'cuda', 'cuda:N'")
+
+
+class Device:
+    """A device cjit can run on: the CPU, or a CUDA GPU (by ordinal)."""
+
+    __slots__ = ("platform", "id")
+
+    def __init__(self, platform="cpu", id=0):
+        self.platform = platform
+        self.id = id
+
+    def __repr__(self):
+        return f"CpuDevice(id={self.id})" if self.platform == "cpu" else \
+            f"CudaDevice(id={self.id})"
+
+    def __str__(self):
+        return f"{self.platform}:{self.id}"
+
+    def __eq__(self, other):
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform, other.id)
+
+    def __hash__(self):
+        return hash((self.platform, self.id))
+
+
+_CPU = Device("cpu", 0)
+
+
+def devices(backend=None):
+    """The devices of `backend` ("cpu" or "cuda"; default: all there are).
+    The CPU is always there; CUDA devices when the driver (libcuda.so.1)
+    and a GPU are.  devices("cuda") without one is a RuntimeError."""
+    n, _ = _cjit.cuda_status()
+    gpus = [Device("cuda", i) for i in range(n)]
+    if backend is None:
+        return [_CPU] + gpus
+    dev = _check_device(backend, "devices")
+    return [_CPU] if dev.platform == "cpu" else gpus
+
+
+def device_put(x, device=None):
+    """Places x (a pytree) on `device`.  On the CPU: fresh C-contiguous
+    NumPy copies of the leaves; on a GPU: cjit.Arrays."""
+    dev = _check_device(device, "device_put")
+    if dev.platform == "cpu":
+        return _tree.tree_map(lambda a: np.array(a, copy=True, order="C"), x)
+
+    def put(a):
+        if isinstance(a, Array) and a.device == dev:
+            return a
+        h = np.asarray(a)
+        if h.dtype not in _SUPPORTED:
+            h = h.astype(canonical_dtype(h.dtype, "cjit.device_put: dtype"))
+        return Array._wrap(_cjit.cuda_put(h, dev.id), dev)
+    return _tree.tree_map(put, x)
+
+
+class Array:
+    """An array in GPU memory: shape, dtype, device, block_until_ready(),
+    and np.asarray(a), which copies it to the host.  Made by
+    cjit.device_put(x, "cuda") and returned by functions jitted with
+    device="cuda"; not constructed directly."""
+
+    __slots__ = ("_buf", "shape", "dtype", "device", "__weakref__")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("cjit.Array is not constructed directly; use "
+                        "cjit.device_put(x, 'cuda')")
+
+    @classmethod
+    def _wrap(cls, buf, device):
+        a = object.__new__(cls)
+        a._buf = buf
+        a.shape = tuple(buf.shape)
+        a.dtype = buf.dtype
+        a.device = device
+        return a
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self):
+        return self._buf.nbytes
+
+    def block_until_ready(self):
+        """Waits until the device has computed this array; returns it."""
+        self._buf.synchronize()
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        h = self._buf.to_host()
+        return h if dtype is None else h.astype(dtype, copy=False)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d cjit.Array")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"cjit.Array({np.asarray(self)!r}, device={self.device})"

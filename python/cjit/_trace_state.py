@@ -1,0 +1,66 @@
+"""The trace in progress on this thread, the environment flags read on
+every call, and the user's source location (for messages and plans)."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from . import _cjit
+
+
+_tls = threading.local()
+
+
+def current_trace():
+    """The innermost trace in progress on this thread, or None."""
+    stack = getattr(_tls, "stack", None)
+    return stack[-1] if stack else None
+
+
+def _push_trace(trace):
+    stack = getattr(_tls, "stack", None)
+    if stack is None:
+        stack = _tls.stack = []
+    stack.append(trace)
+    _cjit._trace_depth(1)   # the C fast path stands aside while any trace runs
+
+
+def _pop_trace():
+    _tls.stack.pop()
+    _cjit._trace_depth(-1)
+
+
+_FALSE = frozenset(("", "0", "false", "False", "no", "off"))
+_FALSE_B = frozenset(v.encode() for v in _FALSE)
+# os.environ.get costs a raised-and-caught KeyError per missing variable
+# (about 1 us); the flags are read on every call, so on CPython the mapping's
+# encoded dict is read directly (it is what os.environ itself reads).
+_env_data = getattr(os.environ, "_data", None)
+_env_encode = getattr(os.environ, "encodekey", None)
+if not isinstance(_env_data, dict) or _env_encode is None:
+    _env_data = None
+
+
+def _env_flag(name):
+    if _env_data is not None:
+        v = _env_data.get(_env_encode(name))
+        return v is not None and v not in _FALSE_B
+    return os.environ.get(name, "0") not in _FALSE
+
+
+_K_DISABLE_JIT = "CJIT_DISABLE_JIT"
+
+
+def user_location():
+    """'file:line' of the innermost frame outside the cjit package."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_PKG_DIR):
+            return f"{fn}:{f.f_lineno}"
+        f = f.f_back
+    return "?"
+
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
