@@ -74,12 +74,14 @@ def _convert_leaf_slow(i, x, allow_sds=False):
     if _is_dataclass_instance(x):
         raise _LeafError(i, TypeError, f"cjit: argument {{arg}} is a dataclass "
                          f"({type(x).__name__}); cjit does not look inside dataclasses (JAX "
-                         f"neither, unless one is registered as a pytree): pass its fields as a "
-                         f"tuple, dict or namedtuple, or mark the argument static")
+                         f"neither) unless the class is registered with "
+                         f"cjit.tree_util.register_pytree_node or register_pytree_node_class; or "
+                         f"pass its fields as a tuple, dict or namedtuple, or mark it static")
     raise _LeafError(i, TypeError,
                      f"cjit: argument {{arg}} has type {type(x).__name__}; cjit accepts NumPy "
                      f"arrays and scalars, Python bool/int/float and None, nested in tuples, "
-                     f"lists, dicts, OrderedDicts and namedtuples")
+                     f"lists, dicts, OrderedDicts, namedtuples and classes registered with "
+                     f"cjit.tree_util.register_pytree_node")
 
 
 def _is_dataclass_instance(x):
