@@ -36,6 +36,9 @@ except ImportError:
 
 SHAPES = [(256, 64, 64), (64, 64, 64), (128, 128, 128), (32, 784, 128), (256, 64, 10), (256, 10, 64),
           (8, 256, 256), (1024, 64, 64)]
+# few rows: where cjit's own kernel (csrc/gemm_small.c) can run them
+SMALL_M_SHAPES = [(2, 256, 256), (4, 256, 256), (8, 256, 256), (12, 256, 256), (16, 256, 256), (32, 256, 256),
+                  (4, 64, 64), (8, 64, 64), (16, 64, 64), (8, 784, 128), (16, 32, 32), (8, 64, 10)]
 
 # name -> (function of (a, b), how a and b are stored for an (M, K, N) product)
 LAYOUTS = {
@@ -88,7 +91,7 @@ def race(contenders, rounds):
     return {name: float(np.median(t)) for name, t in times.items()}
 
 
-def bench_matmuls(rounds, dtypes, shapes):
+def bench_matmuls(rounds, dtypes, shapes, layouts):
     rng = np.random.default_rng(0)
     small = hasattr(_cjit, "_set_small_gemm_enabled")
     cols = ["numpy", "cjit gemm"] + (["cjit small"] if small else []) + ["cjit loops"] + (["jax"] if jax else [])
@@ -96,7 +99,8 @@ def bench_matmuls(rounds, dtypes, shapes):
     rows = []
     for dt in dtypes:
         for M, K, N in shapes:
-            for lname, (f, store) in LAYOUTS.items():
+            for lname in layouts:
+                f, store = LAYOUTS[lname]
                 sa, sb = store(M, K, N)
                 a = rng.standard_normal(sa).astype(dt)
                 b = rng.standard_normal(sb).astype(dt)
@@ -177,13 +181,17 @@ def main():
     ap.add_argument("--no-mlp", action="store_true")
     ap.add_argument("--dtypes", default="float32,float64")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    ap.add_argument("--shapes", choices=("issue", "few-rows", "all"), default="all")
+    ap.add_argument("--layouts", default=",".join(LAYOUTS))
     args = ap.parse_args()
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     print(f"clock {args.clock}, cjit threads {_cjit.num_threads() if hasattr(_cjit, 'num_threads') else '?'}, "
           f"CJIT_NUM_THREADS={os.environ.get('CJIT_NUM_THREADS')}, BLAS: {_cjit.blas_library()}")
     if not args.mlp_only:
-        bench_matmuls(args.rounds, [np.dtype(d).type for d in args.dtypes.split(",")], SHAPES)
+        shapes = {"issue": SHAPES, "few-rows": SMALL_M_SHAPES, "all": SHAPES + SMALL_M_SHAPES}[args.shapes]
+        bench_matmuls(args.rounds, [np.dtype(d).type for d in args.dtypes.split(",")], shapes,
+                      args.layouts.split(","))
     if not args.no_mlp:
         bench_mlp(args.rounds)
 

@@ -8,7 +8,7 @@
  * with few rows gets this kernel, generated with the rest of the plan's
  * code for the host CPU:
  *
- *   for each tile of MR rows of C (the rest: tiles of one row)
+ *   for each tile of MR rows of C (the rest: a tile of 4, 2, 1 rows)
  *     for each tile of 2 vectors' width of C's columns (then one vector,
  *     then single columns)
  *       MR x 2 vector accumulators in registers
@@ -31,10 +31,17 @@
 
 #include "gemm_small.h"
 
-/* The size rule: at most this many rows (measured: OpenBLAS is as fast
- * or faster from 32 rows on), and enough of B that its packing costs
- * something (below, both take well under a microsecond). */
-#define CJ_GEMM_SMALL_MAX_ROWS 16
+/* The size rule, from measurements on one core (AMD Zen 3, AVX2; the
+ * figures are in docs/ARCHITECTURE.md): up to 16 rows in float32 and 12
+ * in float64 this kernel is faster (1.1-2.2x at K = N = 256); from 24
+ * (float32) or 16 (float64) rows on OpenBLAS is as fast or faster.  B
+ * must be small enough to stay in the L2 cache between row tiles (an
+ * 8 x 784 x 128 float64 product, 800 KB of B, ran slower here), and
+ * large enough that its packing costs something (below 1024 elements
+ * both take well under a microsecond). */
+#define CJ_GEMM_SMALL_MAX_ROWS_F32 16
+#define CJ_GEMM_SMALL_MAX_ROWS_F64 12
+#define CJ_GEMM_SMALL_MAX_B_BYTES ((int64_t)512 * 1024)
 #define CJ_GEMM_SMALL_MIN_B_ELEMS ((int64_t)1024)
 
 #define MR_MAX 6
@@ -43,8 +50,11 @@ bool cj_gemm_small_suits(const cj_kernel *k, cj_dtype dtype) {
     if (dtype != CJ_FLOAT32 && dtype != CJ_FLOAT64) return false;
     int R = k->rank, m = R - 3, kk = R - 2, n = R - 1;
     int64_t M = k->dims[m], K = k->dims[kk], N = k->dims[n];
+    int64_t max_rows = dtype == CJ_FLOAT32 ? CJ_GEMM_SMALL_MAX_ROWS_F32 : CJ_GEMM_SMALL_MAX_ROWS_F64;
     /* one row or one column: gemv (blas.c) */
-    if (M < 2 || N < 2 || M > CJ_GEMM_SMALL_MAX_ROWS || K * N < CJ_GEMM_SMALL_MIN_B_ELEMS) return false;
+    if (M < 2 || N < 2 || M > max_rows || K * N < CJ_GEMM_SMALL_MIN_B_ELEMS ||
+        K * N * (int64_t)cj_dtype_size(dtype) > CJ_GEMM_SMALL_MAX_B_BYTES)
+        return false;
     /* vectors run along N in B and C */
     return k->exprs[1].index.stride[n] == 1 && k->out_index.stride[n] == 1;
 }
@@ -200,30 +210,31 @@ static void row_block(gen *g, LLVMValueRef a0, LLVMValueRef b0, LLVMValueRef c0,
     }
 }
 
-/* The rows per tile for a product of M rows: all of them up to MR_MAX,
- * else the tile of 4..MR_MAX rows that leaves the fewest rows over (those
- * run one by one), the larger on a tie. */
-static int rows_per_tile(int64_t M) {
-    if (M <= MR_MAX) return (int)M;
-    int best = MR_MAX;
-    for (int mr = MR_MAX - 1; mr >= 4; mr--)
-        if (M % mr < M % best) best = mr;
-    return best;
-}
-
-/* Rows [lo, hi): tiles of mr rows, then the rest one at a time. */
+/* Rows [lo, hi): tiles of MR_MAX rows (of all rows when there are fewer),
+ * then the 1..MR_MAX-1 rows over as at most one tile each of 4, 2 and 1
+ * rows, chosen at run time (the thread pool may split the rows). */
 static void rows(gen *g, LLVMValueRef a0, LLVMValueRef b0, LLVMValueRef c0, LLVMValueRef lo, LLVMValueRef hi,
-                 int mr, int64_t N) {
+                 int64_t M, int64_t N) {
+    int mr = M < MR_MAX ? (int)M : MR_MAX;
     LLVMValueRef span = LLVMBuildSub(g->b, hi, lo, "");
     LLVMValueRef tiled_end = add(g, lo, mul(g, LLVMBuildSDiv(g->b, span, i64c(g, mr), ""), mr));
     loop L;
     LLVMValueRef i = loop_open(g, &L, lo, tiled_end, "i");
     row_block(g, a0, b0, c0, i, mr, N);
     loop_close(g, &L, mr);
-    if (mr > 1) {
-        i = loop_open(g, &L, tiled_end, hi, "i.rest");
-        row_block(g, a0, b0, c0, i, 1, N);
-        loop_close(g, &L, 1);
+    LLVMValueRef rest = LLVMBuildSub(g->b, hi, tiled_end, "rest");
+    i = tiled_end;
+    for (int part = 4; part >= 1; part /= 2) {
+        if (part >= mr) continue; /* rest < mr */
+        LLVMBasicBlockRef yes = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "rest.tile");
+        LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "rest.next");
+        LLVMValueRef bit = LLVMBuildAnd(g->b, rest, i64c(g, part), "");
+        LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntNE, bit, i64c(g, 0), ""), yes, after);
+        LLVMPositionBuilderAtEnd(g->b, yes);
+        row_block(g, a0, b0, c0, i, part, N);
+        LLVMBuildBr(g->b, after);
+        LLVMPositionBuilderAtEnd(g->b, after);
+        i = add(g, i, bit); /* past the tile when it ran */
     }
 }
 
@@ -240,9 +251,9 @@ static void batch(gen *g, const cj_kernel *k, int d, LLVMValueRef a0, LLVMValueR
     int m = k->rank - 3;
     const cj_affine *ia = &k->exprs[0].index, *ib = &k->exprs[1].index, *ic = &k->out_index;
     LLVMValueRef start = LLVMGetParam(g->fn, 0), end = LLVMGetParam(g->fn, 1);
-    int mr = rows_per_tile(k->dims[m]);
     if (d == m) {
-        rows(g, a0, b0, c0, m == 0 ? start : i64c(g, 0), m == 0 ? end : i64c(g, k->dims[m]), mr, k->dims[k->rank - 1]);
+        rows(g, a0, b0, c0, m == 0 ? start : i64c(g, 0), m == 0 ? end : i64c(g, k->dims[m]), k->dims[m],
+             k->dims[k->rank - 1]);
         return;
     }
     loop L;
