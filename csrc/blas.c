@@ -6,7 +6,9 @@
  * OpenBLAS has done that, by hand and per microarchitecture, for every CPU
  * cjit runs on; our generated loop nests reach a third of its speed.  So a
  * matmul kernel whose operands are plain matrices becomes one gemm call per
- * batch index (docs/ARCHITECTURE.md, "Matmul", gives the measurements).
+ * batch index (docs/ARCHITECTURE.md, "Matmul", gives the measurements),
+ * except a product with few rows, which gemm_small.c's kernel runs faster
+ * (OpenBLAS packs all of B on every call).
  *
  * The library is opened with dlopen, as the CUDA driver is, so cjit builds
  * and runs without it: then every matmul stays a generated loop nest.  It
