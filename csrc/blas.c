@@ -6,7 +6,9 @@
  * OpenBLAS has done that, by hand and per microarchitecture, for every CPU
  * cjit runs on; our generated loop nests reach a third of its speed.  So a
  * matmul kernel whose operands are plain matrices becomes one gemm call per
- * batch index (docs/ARCHITECTURE.md, "Matmul", gives the measurements).
+ * batch index (docs/ARCHITECTURE.md, "Matmul", gives the measurements),
+ * except a product with few rows, which gemm_small.c's kernel runs faster
+ * (OpenBLAS packs all of B on every call).
  *
  * The library is opened with dlopen, as the CUDA driver is, so cjit builds
  * and runs without it: then every matmul stays a generated loop nest.  It
@@ -41,6 +43,7 @@
 
 #include "blas.h"
 #include "rt.h"
+#include "gemm_small.h"
 
 /* CBLAS's enums and the two entry points used (LP64: int dimensions). */
 enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
@@ -80,6 +83,7 @@ static struct {
 } blas = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Atomic bool blas_enabled = true; /* cj_blas_set_enabled, for tests */
+static _Atomic bool small_enabled = true; /* cj_blas_set_small_enabled, for tests */
 
 bool cj_blas_set_default_path(const char *path) {
     pthread_mutex_lock(&blas.lock);
@@ -212,6 +216,8 @@ const char *cj_blas_warning(void) {
 
 bool cj_blas_set_enabled(bool on) { return atomic_exchange(&blas_enabled, on); }
 
+bool cj_blas_set_small_enabled(bool on) { return atomic_exchange(&small_enabled, on); }
+
 /* Is the R x C matrix whose element (r, c) lies at r*sr + c*sc a BLAS
  * operand?  Row-major as it stands (*trans false) or as the transpose of a
  * stored C x R matrix (*trans true); *ld is the stored leading dimension. */
@@ -264,7 +270,8 @@ void cj_blas_plan(cj_plan *p) {
     for (int i = 0; i < p->nkernels; i++) {
         cj_kernel *k = &p->kernels[i];
         memset(&k->gemm, 0, sizeof k->gemm);
-        if (ok) gemm_layout(p, k, &k->gemm);
+        if (ok && gemm_layout(p, k, &k->gemm))
+            k->gemm.small = atomic_load(&small_enabled) && cj_gemm_small_suits(k, p->buffers[k->out_buffer].dtype);
     }
 }
 

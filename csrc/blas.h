@@ -18,6 +18,10 @@ bool cj_blas_set_default_path(const char *path);
 /* Turns the use of BLAS for new compiles off or on (tests compare the two
  * paths); returns the previous setting. */
 bool cj_blas_set_enabled(bool on);
+/* Turns cjit's own kernel for matmuls with few rows (gemm_small.c) off or
+ * on for new compiles: off, BLAS runs them too.  Returns the previous
+ * setting. */
+bool cj_blas_set_small_enabled(bool on);
 /* What was loaded: OpenBLAS's configuration, which names the core it chose,
  * and the file ("OpenBLAS 0.3.34 ... Haswell MAX_THREADS=64 [/path/lib.so]"),
  * or "none (why)". */
@@ -31,7 +35,9 @@ void cj_blas_core_warning(const char *config, const char *library, bool cpu_has_
 
 /* Marks every matmul kernel of the plan that a gemm call can run (its
  * operands are buffers laid out as BLAS matrices, float32 or float64, and
- * the work is large enough to pay for a call): fills kernel->gemm.  Runs
+ * the work is large enough to pay for a call): fills kernel->gemm.  Of
+ * those, the ones with few rows are marked gemm.small: codegen emits
+ * gemm_small.c's loop nest for them instead of the call.  Runs
  * right after fusion, on the CPU only; the NVPTX target ignores the marks. */
 void cj_blas_plan(cj_plan *plan);
 

@@ -23,6 +23,7 @@
 #include "blas.h"
 #include "cmath.h"
 #include "codegen.h"
+#include "gemm_small.h"
 #include "mathlib.h"
 
 /* Most storages one kernel's alias metadata distinguishes (more: none). */
@@ -922,7 +923,8 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     LLVMValueRef start, end;
     new_function(c, name, &start, &end);
     if (k->gemm.on) {
-        emit_gemm_call(c, ki, start, end);
+        if (k->gemm.small) cj_gemm_small_emit(c->mod, c->b, c->fn, c->plan, k);
+        else emit_gemm_call(c, ki, start, end);
         LLVMBuildRetVoid(c->b);
         return true; /* beta = 0: no init */
     }

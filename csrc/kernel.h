@@ -41,6 +41,7 @@ typedef struct {
  * transpose) with leading dimension ld. */
 typedef struct {
     bool on;
+    bool small;             /* cjit's own kernel for few rows runs it (gemm_small.c), not BLAS */
     bool trans_a, trans_b;
     int64_t lda, ldb, ldc;
 } cj_gemm;

@@ -180,7 +180,7 @@ char *cj_plan_to_text(const cj_plan *p) {
         bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
         bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern);
         put(&t, "  stage %d: %s%s%s%s  loops [", k, kern->label ? kern->label : "?",
-            kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
+            kern->gemm.small ? " (small gemm)" : kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
             recomputed ? " (recomputed for the backward pass)" : "");
         for (int d = 0; d < kern->rank; d++)
             put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");

@@ -22,6 +22,15 @@ static PyObject *mod_set_blas_enabled(PyObject *self, PyObject *flag)
     return PyBool_FromLong(cj_blas_set_enabled(on != 0));
 }
 
+static PyObject *mod_set_small_gemm_enabled(PyObject *self, PyObject *flag)
+{
+    (void)self;
+    int on = PyObject_IsTrue(flag);
+    if (on < 0)
+        return NULL;
+    return PyBool_FromLong(cj_blas_set_small_enabled(on != 0));
+}
+
 static PyObject *mod_set_blas_path(PyObject *self, PyObject *path)
 {
     (void)self;
@@ -63,6 +72,9 @@ static PyMethodDef blas_functions[] = {
     {"_set_blas_enabled", mod_set_blas_enabled, METH_O,
      "_set_blas_enabled($module, on, /)\n--\n\nWhether new compiles hand matmuls to BLAS; returns "
      "the previous setting (for tests)."},
+    {"_set_small_gemm_enabled", mod_set_small_gemm_enabled, METH_O,
+     "_set_small_gemm_enabled($module, on, /)\n--\n\nWhether new compiles run matmuls with few rows "
+     "with cjit's own kernel (else BLAS); returns the previous setting."},
     {"_set_blas_path", mod_set_blas_path, METH_O,
      "_set_blas_path($module, path, /)\n--\n\nThe library to try after CJIT_BLAS and before the "
      "system's OpenBLAS; False (ignored) once a library is loaded."},

@@ -133,6 +133,7 @@ def _env_warnings() -> list[str]:  # what is wrong with CJIT_NUM_THREADS (import
 def blas_library() -> str:         # OpenBLAS's config (names the core) and [file], or 'none (why)'
     ...
 def _set_blas_enabled(on: bool) -> bool: ...   # new compiles use BLAS or not; the previous setting
+def _set_small_gemm_enabled(on: bool) -> bool: ...   # new compiles run matmuls with few rows with cjit's own kernel or not; the previous setting
 def _set_blas_path(path: str) -> bool:         # the library after CJIT_BLAS (False once loaded)
     ...
 def _blas_warnings() -> list[str]:  # loads the BLAS; a core older than the CPU (import cjit warns)
