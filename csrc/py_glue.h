@@ -40,7 +40,7 @@ typedef struct {
     PyObject *MemoryBudgetError;     /* ValueError subclass */
     PyObject *CompileError;          /* RuntimeError subclass */
     PyObject *package_dir;           /* str ending in a separator, or NULL */
-    PyObject *cnp;                   /* cjit.numpy, imported on first use, or NULL */
+    PyObject *tracer_fns;            /* name -> function, registered by cjit.numpy, or NULL */
 } cj_py_state;
 
 extern cj_py_state cj_py;
@@ -50,9 +50,10 @@ extern cj_py_state cj_py;
  * with err->message.  Always returns NULL so callers can `return` it. */
 PyObject *cj_py_raise(const cj_error *err);
 
-/* The module cjit.numpy, imported on first use.  Returns a BORROWED
- * reference (kept in cj_py.cnp), or NULL with an exception set. */
-PyObject *cj_py_numpy_module(void);
+/* The function `name` that cjit.numpy registered for the Tracer's methods
+ * (register_tracer_functions, at its import).  Returns a BORROWED
+ * reference, or NULL with an exception set (none set when `quiet`). */
+PyObject *cj_py_tracer_function(const char *name, bool quiet);
 
 /* ---- dtype and shape conversions (py_module.c) ----------------------- */
 

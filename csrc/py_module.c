@@ -51,15 +51,29 @@ PyObject *cj_py_raise(const cj_error *err)
     return NULL;
 }
 
-/* ---- cjit.numpy, imported lazily ---------------------------------------- */
+/* ---- what cjit.numpy gives the Tracer --------------------------------------- */
 
-/* Borrowed reference to cjit.numpy (see py_glue.h).  Imported on first
- * use because cjit/__init__.py imports this module before cjit.numpy. */
-PyObject *cj_py_numpy_module(void)
+/* See py_glue.h.  C never imports cjit.numpy: the Python layer registers
+ * the functions the Tracer's methods forward to when it is imported. */
+PyObject *cj_py_tracer_function(const char *name, bool quiet)
 {
-    if (cj_py.cnp == NULL)
-        cj_py.cnp = PyImport_ImportModule("cjit.numpy");  /* new ref, kept */
-    return cj_py.cnp;
+    PyObject *fn = cj_py.tracer_fns ? PyDict_GetItemString(cj_py.tracer_fns, name) : NULL; /* borrowed */
+    if (fn == NULL && !quiet)
+        PyErr_Format(PyExc_RuntimeError, "cjit: cjit.numpy registered no '%s' for traced values "
+                     "(register_tracer_functions)", name);
+    return fn;
+}
+
+static PyObject *mod_register_tracer_functions(PyObject *self, PyObject *fns)
+{
+    (void)self;
+    if (!PyDict_Check(fns)) {
+        PyErr_SetString(PyExc_TypeError, "register_tracer_functions: a dict of name -> function");
+        return NULL;
+    }
+    Py_INCREF(fns);
+    Py_XSETREF(cj_py.tracer_fns, fns);
+    Py_RETURN_NONE;
 }
 
 /* ---- dtypes and shapes -------------------------------------------------- */
@@ -376,6 +390,9 @@ static PyObject *mod_trim_memory(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
+    {"register_tracer_functions", mod_register_tracer_functions, METH_O,
+     "register_tracer_functions($module, fns, /)\n--\n\nThe functions (name -> callable) that Tracer methods "
+     "forward to; cjit.numpy registers them when it is imported."},
     {"num_threads", mod_num_threads, METH_NOARGS,
      "num_threads($module, /)\n--\n\nThreads that run a large kernel (starts the pool; "
      "CJIT_NUM_THREADS, read once, overrides the number of cores)."},

@@ -1414,12 +1414,20 @@ static PyObject *tracer_index(PyObject *self)
     return tracer_concrete(self, "using a traced value as an index (__index__)");
 }
 
+/* x % y and divmod(x, y), either operand traced: NumPy's remainder (the
+ * sign of y) as cjit.numpy composes it, operands in the order written. */
+static PyObject *call_cnp(const char *name, PyObject *args, PyObject *kwargs);
+static PyObject *tracer_remainder(PyObject *x, PyObject *y) { return call_cnp("remainder", PyTuple_Pack(2, x, y), NULL); }
+static PyObject *tracer_divmod(PyObject *x, PyObject *y) { return call_cnp("divmod", PyTuple_Pack(2, x, y), NULL); }
+
 static PyNumberMethods tracer_as_number = {
     .nb_add = tracer_add,
     .nb_subtract = tracer_sub,
     .nb_multiply = tracer_mul,
     .nb_true_divide = tracer_truediv,
     .nb_floor_divide = tracer_floordiv,
+    .nb_remainder = tracer_remainder,
+    .nb_divmod = tracer_divmod,
     .nb_power = tracer_pow,
     .nb_matrix_multiply = tracer_matmul,
     .nb_negative = tracer_neg,
@@ -1453,21 +1461,17 @@ static PyObject *tracer_richcompare(PyObject *self, PyObject *other, int pyop)
 
 /* ---- Tracer: containers and forwarding to cjit.numpy ------------------------------ */
 
-/* Calls cjit.numpy.<name>(*args, **kwargs); args is a new tuple that
- * this function consumes (decrefs).  Returns a new reference. */
+/* Calls the function cjit.numpy registered as `name` (*args, **kwargs);
+ * args is a new tuple that this function consumes (decrefs).  Returns a
+ * new reference. */
 static PyObject *call_cnp(const char *name, PyObject *args, PyObject *kwargs)
 {
     if (args == NULL)
         return NULL;
     PyObject *result = NULL;
-    PyObject *cnp = cj_py_numpy_module();   /* borrowed */
-    if (cnp != NULL) {
-        PyObject *fn = PyObject_GetAttrString(cnp, name);   /* new ref */
-        if (fn != NULL) {
-            result = PyObject_Call(fn, args, kwargs);
-            Py_DECREF(fn);
-        }
-    }
+    PyObject *fn = cj_py_tracer_function(name, false);   /* borrowed */
+    if (fn != NULL)
+        result = PyObject_Call(fn, args, kwargs);
     Py_DECREF(args);
     return result;
 }
@@ -1597,23 +1601,16 @@ static PyObject *tracer_iter(PyObject *self)
         PyErr_SetString(PyExc_TypeError, "iteration over a 0-d traced value");
         return NULL;
     }
-    PyObject *cnp = cj_py_numpy_module();   /* borrowed */
-    if (cnp == NULL)
-        return NULL;
     /* cjit.numpy._iter(self) when the Python layer provides it ... */
-    PyObject *helper = PyObject_GetAttrString(cnp, "_iter");   /* new ref */
+    PyObject *helper = cj_py_tracer_function("_iter", true);   /* borrowed */
     if (helper != NULL) {
         PyObject *res = PyObject_CallOneArg(helper, self);
-        Py_DECREF(helper);
         if (res == NULL)
             return NULL;
         PyObject *it = PyObject_GetIter(res);
         Py_DECREF(res);
         return it;
     }
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-        return NULL;
-    PyErr_Clear();
     /* ... otherwise [self[i] for i in range(len(self))], made at once. */
     PyObject *items = PyList_New(0);
     if (items == NULL)

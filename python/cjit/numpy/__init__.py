@@ -36,7 +36,7 @@ from ._eager_only import *  # noqa: F401,F403
 from ._info import *  # noqa: F401,F403
 from ._info import __array_namespace_info__  # noqa: F401
 from ._reductions import all, any  # noqa: F401  (shadow the builtins on purpose)
-from ._math import round, pow  # noqa: F401  (shadow the builtins on purpose)
+from ._math import round, pow, divmod  # noqa: F401  (shadow the builtins on purpose)
 from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
 
 
@@ -73,3 +73,11 @@ nan = math.nan
 newaxis = None
 bool = np.bool_   # the array API's name (shadows the builtin in this namespace only)
 __array_api_version__ = "2023.12"
+
+# What the C Tracer's methods and operators forward to (csrc/py_tracer.c):
+# registered here, so that C never looks cjit.numpy up by name.
+from .. import _cjit  # noqa: E402
+_cjit.register_tracer_functions({
+    name: globals()[name] for name in (
+        "_getitem", "_iter", "reshape", "transpose", "squeeze", "sum", "mean", "max", "min", "prod",
+        "argmax", "argmin", "var", "astype", "clip", "dot", "remainder", "divmod", "_tracer_array_ufunc")})

@@ -28,7 +28,7 @@ from ._core import (_BOOL, _F32, _F64, _apply, _common, _info, _is_float, _lift,
 __all__ = ["arctan", "atan", "arctan2", "atan2", "arcsin", "asin", "arccos", "acos", "arcsinh",
            "asinh", "arccosh", "acosh", "arctanh", "atanh", "sinh", "cosh", "tan", "log2",
            "log10", "exp2", "signbit", "copysign", "hypot", "logaddexp", "logaddexp2", "round",
-           "around", "trunc", "fix", "remainder", "mod", "fmod", "positive", "pow", "fmax",
+           "around", "trunc", "fix", "remainder", "divmod", "mod", "fmod", "positive", "pow", "fmax",
            "fmin", "sinc", "degrees", "radians", "deg2rad", "rad2deg", "nan_to_num", "isinf",
            "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
            "bitwise_invert", "invert", "bitwise_left_shift", "left_shift",
@@ -443,6 +443,13 @@ def _int_or_float_pair(x1, x2, who):
     if dt == _BOOL:
         raise TypeError(f"cjit.numpy.{who}: not defined for bool operands (as NumPy)")
     return _common([a, b], who)
+
+
+def divmod(x1, x2):
+    """(floor_divide(x1, x2), remainder(x1, x2)), as NumPy's divmod and
+    Python's divmod() of a traced value."""
+    from ._elementwise import floor_divide
+    return floor_divide(x1, x2), remainder(x1, x2)
 
 
 @_op("x1", "x2")

@@ -1,0 +1,53 @@
+"""Operators of traced values that forward to cjit.numpy (py_tracer.c), and
+the registry through which cjit.numpy gives C those functions."""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import cjit
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_remainder_operator_both_orders(dtype):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(64) * 20).astype(dtype)
+    y = (rng.standard_normal(64) * 6).astype(dtype)
+    y[y == 0] = 3
+    f = cjit.jit(lambda x, y: (x % y, 7 % y, x % 3, divmod(x, y)))
+    a, b, c, (q, r) = f(x, y)
+    tol = dict(rtol=1e-6, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a, x % y, **tol)
+    np.testing.assert_allclose(b, dtype(7) % y, **tol)
+    np.testing.assert_allclose(c, x % dtype(3), **tol)
+    np.testing.assert_allclose(q, x // y, **tol)
+    np.testing.assert_allclose(r, x % y, **tol)
+    assert a.dtype == (x % y).dtype and q.dtype == (x // y).dtype
+
+
+def test_remainder_operator_gradient():
+    x = np.array([-7.5, -3.2, 2.5, 7.1])
+    g = cjit.grad(lambda a: (a % 2.0 * a).sum())(x)
+    np.testing.assert_allclose(g, (x % 2.0) + x, rtol=1e-12)
+
+
+def test_methods_use_the_registered_functions():
+    # C never imports cjit.numpy: a function missing from the registry is a
+    # clear error naming it, not an AttributeError from an import
+    code = textwrap.dedent("""
+        import numpy as np, cjit
+        from cjit import _cjit
+        import cjit.numpy as cnp
+        _cjit.register_tracer_functions({"reshape": cnp.reshape})
+        try:
+            cjit.jit(lambda x: x.sum())(np.ones(3))
+        except RuntimeError as e:
+            print("ERR", e)
+        print(cjit.jit(lambda x: x.flatten())(np.ones((2, 2))).shape)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "registered no 'sum'" in r.stdout
+    assert "(4,)" in r.stdout
