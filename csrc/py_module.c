@@ -288,6 +288,23 @@ PyFrameObject *cj_py_user_frame(int *skipped)
     return f;
 }
 
+/* user_location() -> 'file:line' of the innermost frame outside the cjit
+ * package ("?" when there is none): the one definition of "the user's
+ * source line", which the Python layer asks for too. */
+static PyObject *mod_user_location(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    PyFrameObject *f = cj_py_user_frame(NULL);   /* new ref or NULL */
+    if (f == NULL)
+        return PyUnicode_FromString("?");
+    PyCodeObject *code = PyFrame_GetCode(f);     /* new ref */
+    PyObject *r = PyUnicode_FromFormat("%U:%d", code->co_filename, PyFrame_GetLineNumber(f));
+    Py_DECREF(code);
+    Py_DECREF(f);
+    return r;
+}
+
 static PyObject *mod_set_package_dir(PyObject *self, PyObject *path)
 {
     (void)self;
@@ -390,6 +407,8 @@ static PyObject *mod_trim_memory(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
+    {"user_location", mod_user_location, METH_NOARGS,
+     "user_location($module, /)\n--\n\n'file:line' of the innermost frame outside the cjit package."},
     {"register_tracer_functions", mod_register_tracer_functions, METH_O,
      "register_tracer_functions($module, fns, /)\n--\n\nThe functions (name -> callable) that Tracer methods "
      "forward to; cjit.numpy registers them when it is imported."},

@@ -51,3 +51,15 @@ def test_methods_use_the_registered_functions():
     assert r.returncode == 0, r.stderr
     assert "registered no 'sum'" in r.stdout
     assert "(4,)" in r.stdout
+
+
+def test_python_and_c_name_the_same_source_line():
+    # errors raised by cjit.numpy (Python) and graph nodes (C) use one
+    # definition of "the user's line"
+    import cjit.numpy as cnp
+    from cjit._trace_state import user_location
+    here = user_location()
+    assert here.endswith(f"test_tracer_operators.py:{sys._getframe().f_lineno - 1}")
+    c = cjit.jit(lambda x: cnp.exp(x)).lower(np.ones(3)).compile()
+    line = [ln for ln in c.as_text().splitlines() if "stage 0" in ln][0]
+    assert line.split("# ")[1].split(":")[0] == here.split(":")[0]

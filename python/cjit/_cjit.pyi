@@ -125,6 +125,8 @@ class Executable:
         afterwards raises RuntimeError.  (clear_caches does not call it: it
         drops references, so calls in flight finish.)"""
 
+def user_location() -> str: ...   # "file:line" of the innermost frame outside the cjit package
+def register_tracer_functions(fns: dict) -> None: ...   # what Tracer methods forward to (cjit.numpy, at import)
 def runtime_stats() -> dict:       # compiles, code_bytes, bytes_in_use, peak_bytes_in_use
     ...
 def reset_peak_memory_stats() -> None: ...

@@ -3,7 +3,6 @@ every call, and the user's source location (for messages and plans)."""
 from __future__ import annotations
 
 import os
-import sys
 import threading
 
 from . import _cjit
@@ -53,14 +52,8 @@ _K_DISABLE_JIT = "CJIT_DISABLE_JIT"
 
 
 def user_location():
-    """'file:line' of the innermost frame outside the cjit package."""
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not fn.startswith(_PKG_DIR):
-            return f"{fn}:{f.f_lineno}"
-        f = f.f_back
-    return "?"
+    """'file:line' of the innermost frame outside the cjit package (the C
+    layer's definition, the same one graph nodes record)."""
+    return _cjit.user_location()
 
 
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep

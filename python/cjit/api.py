@@ -43,7 +43,7 @@ from ._signature import (_abstract_leaves, _argnums, _ArgSpec, _convert_leaf_slo
 from ._memory import _BufferInfo, KernelMemory, MemoryAnalysis, MemoryTimeline  # noqa: F401
 from ._plot import plot_memory  # noqa: F401
 from ._stages import Compiled, Lowered  # noqa: F401
-from ._trace_state import (_K_DISABLE_JIT, _PKG_DIR, _env_flag, _pop_trace,  # noqa: F401
+from ._trace_state import (_K_DISABLE_JIT, _env_flag, _pop_trace,  # noqa: F401
                            _push_trace, current_trace, user_location)
 
 __all__ = [
