@@ -1124,18 +1124,34 @@ done:
     return result;
 }
 
+/* The checkpoint policies by the names cjit.checkpoint_policies uses. */
+static const struct {
+    const char *name;
+    cj_save_policy policy;
+} save_policies[] = {
+    {"nothing_saveable", CJ_SAVE_NOTHING},
+    {"everything_saveable", CJ_SAVE_EVERYTHING},
+    {"dots_saveable", CJ_SAVE_DOTS},
+    {"save_only_these_names", CJ_SAVE_ONLY_NAMES},
+    {"save_anything_except_these_names", CJ_SAVE_ALL_EXCEPT_NAMES},
+};
+
 /* Trace.region_begin(policy, names) -> int: opens a checkpoint region
- * (policy: a cj_save_policy number, names: a sequence of str). */
+ * (policy: a name of save_policies, names: a sequence of str). */
 static PyObject *trace_region_begin(cj_py_trace *tr, PyObject *args)
 {
-    int policy;
+    const char *policy_name;
     PyObject *names_obj;
-    if (!PyArg_ParseTuple(args, "iO:region_begin", &policy, &names_obj))
+    if (!PyArg_ParseTuple(args, "sO:region_begin", &policy_name, &names_obj))
         return NULL;
     if (trace_check_live(tr, "region_begin") < 0)
         return NULL;
-    if (policy < CJ_SAVE_NOTHING || policy > CJ_SAVE_ALL_EXCEPT_NAMES) {
-        PyErr_Format(PyExc_ValueError, "checkpoint: unknown policy %d", policy);
+    int policy = -1;
+    for (size_t i = 0; i < sizeof save_policies / sizeof *save_policies; i++)
+        if (strcmp(save_policies[i].name, policy_name) == 0)
+            policy = (int)save_policies[i].policy;
+    if (policy < 0) {
+        PyErr_Format(PyExc_ValueError, "checkpoint: unknown policy '%s'", policy_name);
         return NULL;
     }
     PyObject *seq = PySequence_Fast(names_obj, "checkpoint: names must be a sequence of str");

@@ -15,23 +15,14 @@ import numpy as np
 from . import _cjit, _tree
 from .api import Jitted, _Policy, checkpoint_policies, current_trace
 
-# the numbering of cj_save_policy in csrc/graph.h
-_POLICY_CODES = {
-    "nothing_saveable": 0,
-    "everything_saveable": 1,
-    "dots_saveable": 2,
-    "save_only_these_names": 3,
-    "save_anything_except_these_names": 4,
-}
-
-
 def _policy_code(policy):
+    """(name, names) of a policy, as Trace.region_begin takes them."""
     if policy is None:
         policy = checkpoint_policies.nothing_saveable
     if not isinstance(policy, _Policy):
         raise TypeError("cjit.checkpoint: policy must be one of cjit.checkpoint_policies, "
                         f"got {policy!r}")
-    return _POLICY_CODES[policy.kind], list(policy.names)
+    return policy.kind, list(policy.names)   # the C layer knows the policies by these names
 
 
 def checkpoint(fun=None, *, policy=None, static_argnums=(), prevent_cse=True):
@@ -45,14 +36,14 @@ def checkpoint(fun=None, *, policy=None, static_argnums=(), prevent_cse=True):
                                  prevent_cse=prevent_cse)
     if not callable(fun):
         raise TypeError(f"cjit.checkpoint: expected a callable, got {type(fun).__name__}")
-    code, names = _policy_code(policy)
+    policy_name, names = _policy_code(policy)
 
     @functools.wraps(fun)
     def checkpointed(*args, **kwargs):
         trace = current_trace()
         if trace is None:
             return fun(*args, **kwargs)
-        region = trace.region_begin(code, names)
+        region = trace.region_begin(policy_name, names)
         try:
             return fun(*args, **kwargs)
         finally:
