@@ -616,6 +616,27 @@ cj_dtype cj_promote(cj_dtype a, bool a_weak, cj_dtype b, bool b_weak, bool *weak
     return strong_table[a][b];
 }
 
+/* See graph.h.  Strong operands are promoted among themselves first; a
+ * weak operand then only raises the kind (NEP 50), so the order of the
+ * operands does not matter: bool, a weak float and float32 give float32. */
+cj_dtype cj_promote_all(const cj_dtype *dts, const bool *weak, int n, bool *weak_out)
+{
+    cj_dtype r = CJ_BOOL;
+    bool any_strong = false;
+    for (int i = 0; i < n; i++)
+        if (!weak[i]) {
+            r = any_strong ? cj_promote(r, false, dts[i], false, NULL) : dts[i];
+            any_strong = true;
+        }
+    bool w = !any_strong;
+    for (int i = 0; i < n; i++)
+        if (weak[i])
+            r = cj_promote(r, w, dts[i], true, &w);
+    if (weak_out)
+        *weak_out = w;
+    return r;
+}
+
 /* ---- constants --------------------------------------------------------- */
 
 /* Makes fvalue and ivalue agree for dtype dt: the field that dt reads

@@ -145,6 +145,9 @@ int cj_build_name(cj_graph *g, int x, const char *name, int loc, cj_error *err);
 
 /* NumPy result type of two operands, NEP 50 weak scalars included. */
 cj_dtype cj_promote(cj_dtype a, bool a_weak, cj_dtype b, bool b_weak, bool *weak_out);
+/* The result dtype of n operands (NEP 50), and whether it is weak: the one
+ * definition of promotion, which cjit.numpy asks for (_cjit.result_type). */
+cj_dtype cj_promote_all(const cj_dtype *dts, const bool *weak, int n, bool *weak_out);
 
 /* One op a line: "%3 = add(%1, %2) : float32[4,5]   # file.py:12". Caller frees. */
 char *cj_graph_to_text(const cj_graph *g);

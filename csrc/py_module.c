@@ -305,6 +305,48 @@ static PyObject *mod_user_location(PyObject *self, PyObject *unused)
     return r;
 }
 
+/* result_type(operands) -> (dtype, weak): NEP 50 promotion of operands
+ * given as (dtype, weak) pairs (graph.c's cj_promote_all). */
+static PyObject *mod_result_type(PyObject *self, PyObject *operands)
+{
+    (void)self;
+    PyObject *seq = PySequence_Fast(operands, "result_type: a sequence of (dtype, weak) pairs");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    cj_dtype dts[64];
+    bool weak[64];
+    if (n < 1 || n > 64) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "result_type: 1 to 64 operands");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);   /* borrowed */
+        PyObject *dt = NULL, *wk = NULL;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_TypeError, "result_type: each operand is a (dtype, weak) pair");
+            return NULL;
+        }
+        dt = PyTuple_GET_ITEM(pair, 0);
+        wk = PyTuple_GET_ITEM(pair, 1);
+        int w = PyObject_IsTrue(wk);
+        if (w < 0 || cj_py_dtype_from_obj(dt, &dts[i], "result_type") < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        weak[i] = w;
+    }
+    Py_DECREF(seq);
+    bool w;
+    cj_dtype r = cj_promote_all(dts, weak, (int)n, &w);
+    PyObject *dto = cj_py_dtype_object(r);
+    if (dto == NULL)
+        return NULL;
+    return Py_BuildValue("(NO)", dto, w ? Py_True : Py_False);
+}
+
 static PyObject *mod_set_package_dir(PyObject *self, PyObject *path)
 {
     (void)self;
@@ -407,6 +449,8 @@ static PyObject *mod_trim_memory(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
+    {"result_type", mod_result_type, METH_O,
+     "result_type($module, operands, /)\n--\n\n(dtype, weak) of operands given as (dtype, weak) pairs (NEP 50)."},
     {"user_location", mod_user_location, METH_NOARGS,
      "user_location($module, /)\n--\n\n'file:line' of the innermost frame outside the cjit package."},
     {"register_tracer_functions", mod_register_tracer_functions, METH_O,

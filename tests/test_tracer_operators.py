@@ -63,3 +63,26 @@ def test_python_and_c_name_the_same_source_line():
     c = cjit.jit(lambda x: cnp.exp(x)).lower(np.ones(3)).compile()
     line = [ln for ln in c.as_text().splitlines() if "stage 0" in ln][0]
     assert line.split("# ")[1].split(":")[0] == here.split(":")[0]
+
+
+def test_promotion_has_one_definition():
+    # cjit.numpy asks the C layer (graph.c's cj_promote_all), which the graph
+    # builders use too; it agrees with NumPy 2 on every mix of strong arrays
+    # and weak Python scalars, in any order
+    import itertools
+    from cjit import _cjit
+    dts = [np.dtype(t) for t in ("bool", "int32", "int64", "float32", "float64")]
+    scalar_of = {"b": True, "i": 3, "f": 1.5}
+    for k in (1, 2, 3):
+        for combo in itertools.product([(d, w) for d in dts for w in (False, True)], repeat=k):
+            got, weak = _cjit.result_type(combo)
+            strong = [np.zeros(1, d) for d, w in combo if not w]
+            weak_vals = [scalar_of[d.kind] for d, w in combo if w]
+            if strong:
+                want = np.result_type(*strong, *weak_vals)
+                assert (got, weak) == (want, False), combo
+            else:
+                assert weak and got.kind == max((d for d, _ in combo), key=lambda d: "bif".index(d.kind)).kind
+    # order does not matter: bool, a weak float and float32 give float32
+    f32 = np.dtype("float32")
+    assert _cjit.result_type([(np.dtype(bool), False), (np.dtype("float64"), True), (f32, False)]) == (f32, False)

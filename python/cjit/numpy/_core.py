@@ -3,7 +3,6 @@
 Every other module of the package builds on these."""
 from __future__ import annotations
 
-import builtins
 import functools
 import inspect
 import operator
@@ -228,27 +227,13 @@ def _shape_of(x):
     return np.shape(x)
 
 
-_KIND = {"b": 0, "i": 1, "u": 1, "f": 2}
-_DEFAULT_OF_KIND = {0: _BOOL, 1: _I64, 2: _F64}
 
 
 def _result_type(*infos):
     """NumPy 2 (NEP 50) result dtype of operands given as (dtype, weak):
-    returns (dtype, weak)."""
-    strong = [d for d, w in infos if not w]
-    weak = [d for d, w in infos if w]
-    if strong:
-        r = strong[0]
-        for d in strong[1:]:
-            r = np.promote_types(r, d)
-        rk = _KIND[r.kind]
-        for d in weak:
-            k = _KIND[d.kind]
-            if k > rk:
-                r, rk = _DEFAULT_OF_KIND[k], k
-        return r, False
-    k = builtins.max(_KIND[d.kind] for d in weak)
-    return _DEFAULT_OF_KIND[k], True
+    returns (dtype, weak).  The C layer's promotion (graph.c), the same
+    one its builders apply."""
+    return _cjit.result_type(infos)
 
 
 def _cast(x, dt):
