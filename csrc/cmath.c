@@ -375,12 +375,21 @@ static LLVMValueRef exp_reduce_f32(mc *m, LLVMValueRef x, LLVMValueRef *t, const
     return mad(m, k, kf(m, -P(LN2L)), r, N("r"));
 }
 
-/* float only: exp(r) for |r| <= 0.35, 1 + r (1 + r Q(r)) by Horner all
- * the way down (relative error of the fit 2^-27.6) */
+/* float only: exp(r) for |r| <= 0.35, 1 + r (1 + r Q(r)) (relative error
+ * of the fit 2^-27.6).  Q by Estrin's scheme, the last two steps by
+ * Horner (they carry the accuracy): 20 cycles of latency instead of 24,
+ * for two more instructions.  In a loop that chains several functions
+ * (the benchmark's tanh -> exp -> divide) latency is what limits: tanh
+ * alone ran 0.84 -> 0.69 ns per float, the chain 1.87 -> 1.76, exp 0.42
+ * -> 0.43 (one core, 10^6 floats). */
 static LLVMValueRef exp_poly_f32(mc *m, LLVMValueRef r, const char *p)
 {
     NAMES;
-    LLVMValueRef q = horner(m, r, EXP_Q_F32, NCOEF(EXP_Q_F32), N("q"));
+    const double *c = EXP_Q_F32;
+    LLVMValueRef r2 = mul(m, r, r, N("r2"));
+    LLVMValueRef lo = mad(m, kf(m, c[1]), r, kf(m, c[0]), N("q01"));
+    LLVMValueRef hi = mad(m, kf(m, c[3]), r, kf(m, c[2]), N("q23"));
+    LLVMValueRef q = mad(m, r2, mad(m, kf(m, c[4]), r2, hi, N("q234")), lo, N("q"));
     LLVMValueRef e1 = mad(m, q, r, kf(m, 1.0), N("e1"));
     return mad(m, e1, r, kf(m, 1.0), N("er"));
 }
