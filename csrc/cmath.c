@@ -428,10 +428,14 @@ static LLVMValueRef exp_core(mc *m, LLVMValueRef x, const char *p)
  * two halves so that results in the subnormal range round once and those
  * beyond the range overflow to inf.
  * float: k comes from exp_reduce_f32's shifter, and nan needs no select
- * (the clamp keeps it and the polynomial carries it).  24 vector
- * instructions per 8 floats on AVX2 (31 before: rint, a conversion, a
- * longer polynomial, a nan select).
- * Measured max error: 0.96 ulp (double), FIXME ulp (float). */
+ * (the clamp keeps it and the polynomial carries it).  The AVX2 loop body
+ * takes 63 instructions per 16 floats (72 before: a round, a conversion,
+ * a polynomial one degree longer, a nan select).
+ * Measured max error: 0.96 ulp (double), 0.90 ulp (float, every float of
+ * [-104, 104] checked by test_cmath's sweep; 0.97 before).  Without FMA
+ * hardware (test_cmath --generic) float's is 1.18 ulp: the last two
+ * Horner steps then round twice each (0.92 before).  1 + (r + r^2 Q)
+ * instead would give 0.99 without FMA but 1.01 with it. */
 LLVMValueRef cj_math_exp(LLVMBuilderRef b, LLVMValueRef x)
 {
     mc mm, *m = &mm;
@@ -633,10 +637,11 @@ static LLVMValueRef tanh_big_f32(mc *m, LLVMValueRef a, const char *p)
  * tanh rounds to 1); the sign is x's, so tanh(-0) = -0.
  * double: exp as in cj_math_exp, copysign, and a select for nan.
  * float: tanh_big_f32; the result (positive, or a nan from the small
- * path, which a nan lane takes) gets x's sign bit by an or.  About 48
- * vector instructions per 8 floats on AVX2 (64 before).
- * Measured max error: 1.30 ulp (double), 1.35 ulp (float; 1.31 before,
- * each float in [2^-14, 10] checked by test_cmath's sweep). */
+ * path, which a nan lane takes) gets x's sign bit by an or.  The AVX2
+ * loop body takes 104 instructions per 16 floats (129 before: clamps,
+ * rint, a conversion, the two-step scale, copysign and a nan select).
+ * Measured max error: 1.30 ulp (double), 1.36 ulp (float, every float of
+ * [2^-14, 10] checked by test_cmath's sweep; 1.31 before). */
 LLVMValueRef cj_math_tanh(LLVMBuilderRef b, LLVMValueRef x)
 {
     mc mm, *m = &mm;

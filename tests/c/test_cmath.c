@@ -741,10 +741,10 @@ static const struct {
     double (*ref)(double);
     float lo, hi;   /* |x| from lo to hi, both signs */
     int neg_stride; /* negative side: every neg_stride-th float */
-    double bound;
+    double bound[2];   /* with FMA (the host), without (--generic) */
 } SWEEPS[] = {
-    {"exp", exp, 0x1p-26f, 104.0f, 1, 1.0},
-    {"tanh", tanh, 0x1p-14f, 10.0f, 7, 1.5},
+    {"exp", exp, 0x1p-26f, 104.0f, 1, {1.0, 1.25}},
+    {"tanh", tanh, 0x1p-14f, 10.0f, 7, {1.5, 1.5}},
 };
 
 /* ulp_err for a float result against a double reference, without long
@@ -1036,9 +1036,10 @@ int main(int argc, char **argv)
         long long count;
         double worst = sweep_f32((loop_fn)(uintptr_t)la, SWEEPS[w].ref, SWEEPS[w].lo, SWEEPS[w].hi,
                                  SWEEPS[w].neg_stride, &at, &count);
-        int ok = worst <= SWEEPS[w].bound;
-        printf("sweep %s_f32, every float with |x| in [%g, %g] (%lld): max %.3f ulp at %.9g, bound %.1f%s\n",
-               SWEEPS[w].op, SWEEPS[w].lo, SWEEPS[w].hi, count, worst, at, SWEEPS[w].bound, ok ? "" : "  FAIL");
+        double bound = SWEEPS[w].bound[generic];
+        int ok = worst <= bound;
+        printf("sweep %s_f32, every float with |x| in [%g, %g] (%lld): max %.3f ulp at %.9g, bound %.2f%s\n",
+               SWEEPS[w].op, SWEEPS[w].lo, SWEEPS[w].hi, count, worst, at, bound, ok ? "" : "  FAIL");
         failures += !ok;
     }
 
