@@ -127,6 +127,9 @@ FITS = [
     # name, function, weight, lo, hi, degree (double), degree (float)
     ('EXPM1_Q', q_exp, lambda r: abs(r * r / mp.expm1(r)) if r != 0 else 0,
      mp.mpf('-0.35'), mp.mpf('0.35'), 10, 5),
+    # the same Q weighted for exp's relative error, float exp and tanh only
+    ('EXP_Q', q_exp, lambda r: abs(r * r / mp.exp(r)),
+     mp.mpf('-0.35'), mp.mpf('0.35'), None, 4),
     ('LOG_P', p_log, lambda z: z / 2, mp.mpf(0), mp.mpf('0.02944'), 6, 2),
     ('POW_WT', wt_pow, lambda z: z * z / 2, mp.mpf(0), mp.mpf('0.02944'), 6, None),
     ('SIN_S', s_sin, lambda z: z * mp.sqrt(z) / mp.sin(mp.sqrt(z)) if z else 0,

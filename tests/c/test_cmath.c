@@ -729,6 +729,83 @@ static void print_stats(const char *what, const stats *st, int nargs)
 }
 
 /* ------------------------------------------------------------------ */
+/* Dense sweeps: every float32 of a range through the vectorized loop.  */
+
+/* The float32 functions whose every argument in a range is checked, with
+ * the bound cmath.c documents for them.  The reference is the double
+ * libm (within one double ulp, 2^-29 float ulps, of the exact value);
+ * below the ranges exp(x) and tanh(x) round to 1 and x.  tanh's negative
+ * side is its positive one with the sign bit or-ed in: every 7th float. */
+static const struct {
+    const char *op;
+    double (*ref)(double);
+    float lo, hi;   /* |x| from lo to hi, both signs */
+    int neg_stride; /* negative side: every neg_stride-th float */
+    double bound[2];   /* with FMA (the host), without (--generic) */
+} SWEEPS[] = {
+    {"exp", exp, 0x1p-26f, 104.0f, 1, {1.0, 1.25}},
+    {"tanh", tanh, 0x1p-14f, 10.0f, 7, {1.5, 1.5}},
+};
+
+/* ulp_err for a float result against a double reference, without long
+ * double arithmetic in the common case (the sweeps make ~10^9 calls) */
+static double ulp_err_f32(float got, double want)
+{
+    if (!isfinite(got) || !isfinite(want) || got == 0 || want == 0)
+        return ulp_err(got, (long double)want, 0);
+    uint64_t wb;
+    memcpy(&wb, &want, 8);
+    int e = (int)((wb >> 52) & 0x7ff) - 1023;   /* ilogb: want is a normal double */
+    if (e < -126)
+        e = -126;
+    uint64_t ub = (uint64_t)(e - 23 + 1023) << 52;
+    double ulp;
+    memcpy(&ulp, &ub, 8);
+    return fabs((double)got - want) / ulp;
+}
+
+/* Runs loop over every float in [lo, hi] (by bits) and over the negated
+ * floats with the given stride; returns the largest error in ulps and
+ * where it was. */
+static double sweep_f32(loop_fn loop, double (*ref)(double), float lo, float hi, int neg_stride,
+                        double *at, long long *count)
+{
+    enum { CHUNK = 1 << 20 };
+    float *bx = malloc(CHUNK * sizeof *bx), *bo = malloc(CHUNK * sizeof *bo);
+    if (!bx || !bo) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    uint32_t b0, b1;
+    memcpy(&b0, &lo, 4);
+    memcpy(&b1, &hi, 4);
+    double worst = 0;
+    *count = 0;
+    for (int side = 0; side < 2; side++) {
+        uint32_t step = side ? (uint32_t)neg_stride : 1, sign = side ? 0x80000000u : 0;
+        for (uint64_t start = b0; start <= b1; start += (uint64_t)CHUNK * step) {
+            int n = 0;
+            for (uint64_t u = start; u <= b1 && n < CHUNK; u += step) {
+                uint32_t v = (uint32_t)u | sign;
+                memcpy(&bx[n++], &v, 4);
+            }
+            loop(bx, bx, bo, n);
+            for (int i = 0; i < n; i++) {
+                double e = ulp_err_f32(bo[i], ref(bx[i]));
+                if (e > worst || isnan(e)) {
+                    worst = isnan(e) ? INFINITY : e;
+                    *at = bx[i];
+                }
+            }
+            *count += n;
+        }
+    }
+    free(bx);
+    free(bo);
+    return worst;
+}
+
+/* ------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
 {
@@ -948,6 +1025,23 @@ int main(int argc, char **argv)
         failures++;
     free(xs);
     free(ys);
+
+    for (size_t w = 0; w < sizeof SWEEPS / sizeof SWEEPS[0]; w++) {
+        char lname[64];
+        snprintf(lname, sizeof lname, "cj_loop_%s_f32", SWEEPS[w].op);
+        LLVMOrcExecutorAddress la;
+        if (fail_err(LLVMOrcLLJITLookup(jit, &la, lname), lname))
+            return 1;
+        double at = 0;
+        long long count;
+        double worst = sweep_f32((loop_fn)(uintptr_t)la, SWEEPS[w].ref, SWEEPS[w].lo, SWEEPS[w].hi,
+                                 SWEEPS[w].neg_stride, &at, &count);
+        double bound = SWEEPS[w].bound[generic];
+        int ok = worst <= bound;
+        printf("sweep %s_f32, every float with |x| in [%g, %g] (%lld): max %.3f ulp at %.9g, bound %.2f%s\n",
+               SWEEPS[w].op, SWEEPS[w].lo, SWEEPS[w].hi, count, worst, at, bound, ok ? "" : "  FAIL");
+        failures += !ok;
+    }
 
     if (bench) {
         /* ns per element: the vectorized loop against a plain libm loop */
