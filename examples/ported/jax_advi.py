@@ -1,9 +1,9 @@
 """Port of jax-ml/jax examples/advi.py to cjit.
 
 Status: blocked; runs with edits.
-First missing feature: ``cjit.vmap`` (the ELBO is vmapped over sample
-keys, the contour grid over points).  Also missing: ``cjit.random``
-(``random.key(t)``, ``split``, ``normal`` inside the jitted objective) and
+First missing feature: ``cjit.random`` (``random.key(t)``, ``split``,
+``normal`` inside the jitted objective).  Also missing: ``cjit.vmap`` (the
+ELBO is vmapped over sample keys, the contour grid over points) and
 ``jax.scipy.stats.norm``.
 Changes:
 - the standard-normal draws are made with NumPy outside the jitted
