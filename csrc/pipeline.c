@@ -328,7 +328,7 @@ static bool read_objects(cj_rbuf *r, cj_jit_objects *o) {
 }
 
 /* See pipeline.h. */
-cj_executable *cj_executable_load(const uint8_t *data, size_t len, cj_error *err) {
+cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_graph *source, cj_error *err) {
     cj_rbuf r = {.data = data, .len = len};
     const uint8_t *magic = cj_get_bytes(&r, sizeof entry_magic);
     if (!magic || memcmp(magic, entry_magic, sizeof entry_magic) != 0)
@@ -344,7 +344,7 @@ cj_executable *cj_executable_load(const uint8_t *data, size_t len, cj_error *err
         cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
         goto fail;
     }
-    if (!(x->graph = cj_graph_read(&r, err))) goto fail;
+    if (!(x->graph = cj_graph_read(&r, source, err))) goto fail;
     if (cj_plan_read(&r, x->graph, &x->plan, err) != CJ_OK) goto fail;
     x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
     x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));

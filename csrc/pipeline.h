@@ -58,8 +58,9 @@ cj_executable *cj_compile_keeping(const cj_graph *g, const bool *donated, int nd
 cj_status cj_executable_serialize(cj_executable *x, uint8_t **out, size_t *len, cj_error *err);
 /* A new executable from cj_executable_serialize's bytes, or NULL with
  * err set (CJ_ERR_VALUE for bytes that are not a valid entry of this
- * version; nothing is left in the JIT then). */
-cj_executable *cj_executable_load(const uint8_t *data, size_t len, cj_error *err);
+ * version; nothing is left in the JIT then).  `source` is the graph being
+ * compiled, with the same key: its source locations are the ones kept. */
+cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_graph *source, cj_error *err);
 /* "llvm 19.1.7; x86_64-pc-linux-gnu; znver3; +avx2,...": what machine code
  * for this host depends on besides cjit (part of the disk cache's key;
  * jit_cpu.c). */

@@ -144,7 +144,6 @@ static void get_shape(cj_rbuf *r, cj_shape *s) {
  * order; the attrs are written whole whatever the op (unused ones are 0). */
 void cj_graph_write(cj_wbuf *w, const cj_graph *g) {
     cj_put_int(w, g->nlocs);
-    for (int i = 0; i < g->nlocs; i++) cj_put_str(w, g->locs[i]);
     cj_put_int(w, g->nregions);
     for (int i = 0; i < g->nregions; i++) {
         const cj_region *rg = &g->regions[i];
@@ -217,18 +216,13 @@ static bool read_regions(cj_rbuf *r, cj_graph *g) {
 }
 
 /* See plan_io.h. */
-cj_graph *cj_graph_read(cj_rbuf *r, cj_error *err) {
+cj_graph *cj_graph_read(cj_rbuf *r, const cj_graph *locs_from, cj_error *err) {
     cj_graph *g = cj_graph_new();
     if (!g) return cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory"), NULL;
     int nlocs = get_count(r);
-    for (int i = 0; i < nlocs && !r->bad; i++) {
-        bool absent;
-        char *s = cj_get_str(r, &absent);
-        if (!s) return graph_bad(g, err, "location");
-        int id = cj_graph_loc(g, s);
-        free(s);
-        if (id != i) return graph_bad(g, err, "location");
-    }
+    if (r->bad || nlocs != locs_from->nlocs) return graph_bad(g, err, "locations");
+    for (int i = 0; i < nlocs; i++)
+        if (cj_graph_loc(g, locs_from->locs[i]) != i) return graph_bad(g, err, "location");
     if (!read_regions(r, g)) return graph_bad(g, err, "regions");
     int nnodes = get_count(r);
     int *inputs = NULL;

@@ -5,9 +5,9 @@
  * Reading checks every count, index and enum against what it has read so
  * far: a truncated or corrupted stream gives an error, never a plan whose
  * kernels would touch memory out of bounds.  The graph's bytes are also its
- * identity: cj_graph_write writes every field, constants bit for bit, so
- * two graphs with the same bytes compile to the same code (the disk cache
- * key hashes them). */
+ * identity: cj_graph_write writes every field that compiling reads,
+ * constants bit for bit, so two graphs with the same bytes compile to the
+ * same code (the disk cache key hashes them). */
 #ifndef CJ_PLAN_IO_H
 #define CJ_PLAN_IO_H
 
@@ -37,11 +37,16 @@ double cj_get_f64(cj_rbuf *r);
 /* A malloc'd copy (caller frees), or NULL: absent (*absent set) or bad. */
 char *cj_get_str(cj_rbuf *r, bool *absent);
 
-/* Every field of g: nodes, locations, regions, outputs, remat marks. */
+/* Every field of g: nodes, regions, outputs, remat marks, and how many
+ * source locations there are, but not their text ("file.py:12"), which
+ * changes no code: a function called from another line, or a file with
+ * lines added above it, keeps its cache entry. */
 void cj_graph_write(cj_wbuf *w, const cj_graph *g);
 /* A new graph from cj_graph_write's bytes, each node validated as
- * cj_graph_append does; NULL with err set when the bytes are bad. */
-cj_graph *cj_graph_read(cj_rbuf *r, cj_error *err);
+ * cj_graph_append does, whose location texts are those of `locs_from`
+ * (the graph it was made from, or one that only differs in them); NULL
+ * with err set when the bytes are bad or the location counts differ. */
+cj_graph *cj_graph_read(cj_rbuf *r, const cj_graph *locs_from, cj_error *err);
 
 /* The plan's kernels, buffers, groups and memory figures (not the graph). */
 void cj_plan_write(cj_wbuf *w, const cj_plan *p);

@@ -422,15 +422,16 @@ static PyObject *lowered_load_cached(cj_py_lowered *lw, PyObject *entry)
     const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(entry);
     size_t len = (size_t)PyBytes_GET_SIZE(entry);
     Py_BEGIN_ALLOW_THREADS   /* the JIT's lock may be held by a compile on another thread */
-    x = cj_executable_load(data, len, &err);
+    x = cj_executable_load(data, len, lw->graph, &err);
     Py_END_ALLOW_THREADS
     if (x == NULL)
         return cj_py_raise(&err);
     return executable_new(x, lw->graph, lw->arrays);
 }
 
-/* Lowered.key_bytes() -> bytes: every field of the graph (constants bit
- * for bit, source lines), for the disk cache's key. */
+/* Lowered.key_bytes() -> bytes: every field of the graph that compiling
+ * reads (constants bit for bit; not the text of source lines), for the
+ * disk cache's key. */
 static PyObject *lowered_key_bytes(cj_py_lowered *lw, PyObject *unused)
 {
     (void)unused;
