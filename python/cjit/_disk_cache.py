@@ -261,23 +261,54 @@ def _lookup(lowered, donate):
 def _get(conn, key):
     with _lock:
         try:
-            row = conn.execute("SELECT blob, sha256, nbytes FROM entries WHERE key = ?",
+            row = conn.execute("SELECT blob, sha256, nbytes, used FROM entries WHERE key = ?",
                                (key,)).fetchone()
             if row is None:
                 return None
-            blob, digest, nbytes = row
+            blob, digest, nbytes, used = row
             blob = bytes(blob) if blob is not None else b""
             if len(blob) != nbytes or hashlib.sha256(blob).hexdigest() != digest:
                 _delete_bad(conn, key, "its checksum does not match")
                 return None
-            try:
-                conn.execute("UPDATE entries SET used = ? WHERE key = ?", (time.time_ns(), key))
-            except sqlite3.OperationalError:
-                pass    # a read-only or busy database: the entry is still good to use
+            _touch(key, used)
             return blob
         except sqlite3.Error as e:
             _failed(e)
             return None
+
+
+# Marking an entry used is a write, which costs a first call milliseconds
+# (the database's write-ahead log is made again in each process): so it
+# waits for the next store or the end of the process, and is skipped for an
+# entry used in the last _TOUCH_NS (an LRU order that fine is not needed).
+_TOUCH_NS = 60 * 10**9
+_touched = {}                    # key -> time it was used, not written yet
+
+
+def _touch(key, used):
+    now = time.time_ns()
+    if now - used < _TOUCH_NS:
+        return
+    if not _touched:
+        import atexit
+        atexit.register(_write_touches)
+    _touched[key] = now
+
+
+def _write_touches(conn=None):
+    """Writes the pending times of use (with _lock held, or at exit)."""
+    if not _touched:
+        return
+    try:
+        if conn is None:
+            conn = _store["conn"]
+            if conn is None:
+                return
+        conn.executemany("UPDATE entries SET used = ? WHERE key = ?",
+                         [(t, k) for k, t in _touched.items()])
+    except sqlite3.Error:
+        pass    # a read-only or busy database: the order is a little less exact
+    _touched.clear()
 
 
 def _delete_bad(conn, key, why):
@@ -302,6 +333,7 @@ def _put(key, blob):
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                _write_touches(conn)
                 conn.execute("INSERT OR IGNORE INTO entries (key, blob, sha256, nbytes, used) "
                              "VALUES (?, ?, ?, ?, ?)",
                              (key, blob, hashlib.sha256(blob).hexdigest(), len(blob),
