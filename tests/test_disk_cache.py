@@ -463,6 +463,8 @@ def test_eviction_holds_the_size_limit(tmp_path):
 
 LRU = r"""
 import json, os, numpy as np, cjit, cjit.numpy as cnp
+from cjit import _disk_cache
+_disk_cache._TOUCH_NS = 0      # note every use (by default uses within a minute are not written)
 x = np.linspace(-2, 2, 3000, dtype=np.float32)
 def make(k):
     return cjit.jit(lambda a: cnp.tanh(a * (k + 1)) + k)
@@ -485,3 +487,16 @@ print("RESULT " + json.dumps([kept_1, kept_2]))
 
 def test_eviction_is_least_recently_used(tmp_path):
     assert result(run(LRU, tmp_path / "c")) == [1, 0]
+
+
+def test_a_hit_marks_the_entry_used_by_the_end_of_the_process(tmp_path):
+    result(run(SMALL, tmp_path / "c"))
+    conn = sqlite3.connect(os.path.join(str(tmp_path / "c"), "cache.db"))
+    conn.execute("UPDATE entries SET used = 1")
+    conn.commit()
+    conn.close()
+    assert result(run(SMALL, tmp_path / "c"))["info"]["disk_hits"] == 1
+    conn = sqlite3.connect(os.path.join(str(tmp_path / "c"), "cache.db"))
+    (used,), = conn.execute("SELECT used FROM entries").fetchall()
+    conn.close()
+    assert used > 1
