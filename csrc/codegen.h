@@ -59,6 +59,33 @@ cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_f
 void cj_jit_code_free(cj_jit_code *code);
 int64_t cj_jit_code_bytes(const cj_jit_code *code);
 
+/* What a later process needs to add an executable's code to its JIT
+ * without compiling (the disk cache): the object files, the prefix of
+ * their symbols ("<prefix>_k<i>", "<prefix>_g<j>") and the mathlib
+ * functions they call, which the JIT must define first. */
+typedef struct {
+    char prefix[40];
+    char **math;
+    int nmath;
+    uint8_t **objs;
+    size_t *sizes;
+    int nobjs;
+} cj_jit_objects;
+void cj_jit_objects_free(cj_jit_objects *o);
+
+/* As cj_jit_compile; with `keep`, the code keeps copies of its object
+ * files (taken with cj_jit_code_take_objects), and its symbols get a
+ * prefix unique across processes. */
+cj_status cj_jit_compile_keeping(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
+                                 cj_jit_code **code, const cj_cancel *cancel, bool keep, cj_error *err);
+/* The kept objects (the caller owns them), or NULL when none were kept. */
+cj_jit_objects *cj_jit_code_take_objects(cj_jit_code *code);
+/* Adds kept objects to the JIT and fills kernels[i] (for compiled[i]) and
+ * groups[g] (groups of two or more stages) as cj_jit_compile does.  Code
+ * already in the JIT under the same prefix is shared, not added twice. */
+cj_status cj_jit_load(const cj_plan *plan, const cj_jit_objects *objs, const bool *compiled, cj_kernel_fn *kernels,
+                      cj_kernel_fn *groups, cj_jit_code **code, cj_error *err);
+
 
 /* Adds "<prefix>_g<j>" to `mod` for every group j of two or more stages
  * with only[j] (every group when `only` is NULL): for each block of rows in

@@ -11,6 +11,7 @@
  * every compile holds `jit_lock`. */
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -60,7 +61,27 @@ static struct {
 struct cj_jit_code {
     LLVMOrcResourceTrackerRef tracker;
     int64_t code_bytes;
+    char prefix[40];            /* of its symbols */
+    int refs;                   /* executables sharing it (a cache load of live code) */
+    struct cj_jit_code *next_live;
+    cj_jit_objects *kept;       /* copies of its object files, when asked for (the disk cache) */
 };
+
+/* Every cj_jit_code not yet freed, under jit_state.lock: a cached entry
+ * loaded twice in one process shares the code the first load (or the
+ * compile that made the entry) added, as its symbols are in the JIT already. */
+static cj_jit_code *live_codes;
+
+/* See codegen.h. */
+void cj_jit_objects_free(cj_jit_objects *o) {
+    if (!o) return;
+    for (int i = 0; i < o->nmath; i++) free(o->math[i]);
+    for (int i = 0; i < o->nobjs; i++) free(o->objs[i]);
+    free(o->math);
+    free(o->objs);
+    free(o->sizes);
+    free(o);
+}
 
 /* Consumes `e` and records its message; returns the status. */
 static cj_status take_llvm_error(LLVMErrorRef e, const char *what, cj_error *err) {
@@ -470,16 +491,29 @@ static bool math_defined(const char *name) {
     return false;
 }
 
-static cj_status define_math(const module_job *jobs, int n, cj_error *err) {
-    const char *missing[CJ_MAX_MATH_USED];
-    int nmissing = 0;
+/* The distinct mathlib functions the jobs' modules call, into names
+ * (room for CJ_MAX_MATH_USED, borrowed from the jobs); returns the count. */
+static int math_used_by(const module_job *jobs, int n, const char **names) {
+    int count = 0;
     for (int i = 0; i < n; i++)
         for (int f = 0; f < jobs[i].nmath_used; f++) {
-            const char *name = jobs[i].math_used[f];
-            bool listed = math_defined(name);
-            for (int q = 0; q < nmissing && !listed; q++) listed = strcmp(missing[q], name) == 0;
-            if (!listed && nmissing < CJ_MAX_MATH_USED) missing[nmissing++] = name;
+            bool listed = false;
+            for (int q = 0; q < count && !listed; q++) listed = strcmp(names[q], jobs[i].math_used[f]) == 0;
+            if (!listed && count < CJ_MAX_MATH_USED) names[count++] = jobs[i].math_used[f];
         }
+    return count;
+}
+
+static cj_status define_math(const char *const *names, int n, cj_error *err) {
+    const char *missing[CJ_MAX_MATH_USED];
+    int nmissing = 0;
+    for (int i = 0; i < n; i++) {
+        if (!cj_mathlib_provides(names[i]))
+            return cj_error_set(err, CJ_ERR_VALUE, "jit: no math function %s", names[i]);
+        bool listed = math_defined(names[i]);
+        for (int q = 0; q < nmissing && !listed; q++) listed = strcmp(missing[q], names[i]) == 0;
+        if (!listed && nmissing < CJ_MAX_MATH_USED) missing[nmissing++] = names[i];
+    }
     if (!nmissing) return CJ_OK;
     char **grown = realloc(jit_state.math_defined, sizeof(char *) * (size_t)(jit_state.nmath_defined + nmissing));
     if (!grown) return cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
@@ -525,11 +559,62 @@ static cj_status lookup(const char *name, LLVMOrcExecutorAddress *addr, const ch
     return e ? take_llvm_error(e, what, err) : CJ_OK;
 }
 
+/* A prefix no other process will use: objects kept for the disk cache
+ * are added to other processes' JITs, next to their own compiles (cjN)
+ * and other processes' entries. */
+static void unique_prefix(char *prefix, size_t n) {
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) { /* no entropy source: mix what differs */
+        r = (uint64_t)cj_clock_ns() ^ ((uint64_t)getpid() << 32) ^ jit_state.serial;
+        r ^= r >> 31;
+        r *= 0x9e3779b97f4a7c15ull;
+        r ^= r >> 29;
+    }
+    snprintf(prefix, n, "cx%016llx", (unsigned long long)r);
+}
+
+/* Copies the jobs' object files and the mathlib functions they call into
+ * a new cj_jit_objects; NULL when out of memory. */
+static cj_jit_objects *keep_objects(const module_job *jobs, int n, const char *prefix) {
+    cj_jit_objects *o = calloc(1, sizeof *o);
+    int nobjs = 0;
+    for (int i = 0; i < n; i++) nobjs += jobs[i].nobjs;
+    const char *math[CJ_MAX_MATH_USED];
+    int nmath = math_used_by(jobs, n, math);
+    if (!o) return NULL;
+    snprintf(o->prefix, sizeof o->prefix, "%s", prefix);
+    o->math = calloc((size_t)nmath + 1, sizeof(char *));
+    o->objs = calloc((size_t)nobjs + 1, sizeof(uint8_t *));
+    o->sizes = calloc((size_t)nobjs + 1, sizeof(size_t));
+    if (!o->math || !o->objs || !o->sizes) goto oom;
+    for (; o->nmath < nmath; o->nmath++)
+        if (!(o->math[o->nmath] = strdup(math[o->nmath]))) goto oom;
+    for (int i = 0; i < n; i++)
+        for (int b = 0; b < jobs[i].nobjs; b++) {
+            size_t size = LLVMGetBufferSize(jobs[i].objs[b]);
+            if (!(o->objs[o->nobjs] = malloc(size + 1))) goto oom;
+            memcpy(o->objs[o->nobjs], LLVMGetBufferStart(jobs[i].objs[b]), size);
+            o->sizes[o->nobjs++] = size;
+        }
+    return o;
+oom:
+    cj_jit_objects_free(o);
+    return NULL;
+}
+
+static void live_add(cj_jit_code *code) {
+    code->refs = 1;
+    code->next_live = live_codes;
+    live_codes = code;
+}
+
 static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
-                                cj_jit_code **out, const cj_cancel *cancel, cj_error *err) {
+                                cj_jit_code **out, const cj_cancel *cancel, bool keep, cj_error *err) {
     if (jit_init(err) != CJ_OK) return err->status;
-    char prefix[64];
-    snprintf(prefix, sizeof prefix, "cj%llu", (unsigned long long)++jit_state.serial);
+    char prefix[40];
+    ++jit_state.serial;
+    if (keep) unique_prefix(prefix, sizeof prefix);
+    else snprintf(prefix, sizeof prefix, "cj%llu", (unsigned long long)jit_state.serial);
 
     module_job jobs[CJ_MAX_COMPILE_THREADS + 1];
     memset(jobs, 0, sizeof jobs);
@@ -577,12 +662,14 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     }
 
     int64_t t1 = cj_clock_ns();
-    if (define_math(jobs, n, err) != CJ_OK) goto fail;
+    const char *math[CJ_MAX_MATH_USED];
+    if (define_math(math, math_used_by(jobs, n, math), err) != CJ_OK) goto fail;
     code = calloc(1, sizeof *code);
-    if (!code) {
+    if (!code || (keep && !(code->kept = keep_objects(jobs, n, prefix)))) {
         cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
         goto fail;
     }
+    snprintf(code->prefix, sizeof code->prefix, "%s", prefix);
     LLVMOrcJITDylibRef main_jd = LLVMOrcLLJITGetMainJITDylib(jit_state.jit);
     code->tracker = LLVMOrcJITDylibCreateResourceTracker(main_jd);
     for (int i = 0; i < n; i++) {
@@ -623,6 +710,7 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
         for (int f = 0; f < jobs[i].nmath_used; f++) free(jobs[i].math_used[f]);
     }
     cj_stats_phase(CJ_PHASE_LINK, cj_clock_ns() - t1);
+    live_add(code);
     *out = code;
     return CJ_OK;
 
@@ -641,6 +729,7 @@ fail:
             if (re) LLVMConsumeError(re);
             LLVMOrcReleaseResourceTracker(code->tracker);
         }
+        cj_jit_objects_free(code->kept);
         free(code);
     }
     return err->status;
@@ -649,16 +738,128 @@ fail:
 /* See codegen.h. */
 cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
                          const cj_cancel *cancel, cj_error *err) {
+    return cj_jit_compile_keeping(plan, kernels, groups, code, cancel, false, err);
+}
+
+/* See codegen.h. */
+cj_status cj_jit_compile_keeping(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
+                                 cj_jit_code **code, const cj_cancel *cancel, bool keep, cj_error *err) {
     pthread_mutex_lock(&jit_state.lock);
-    cj_status st = compile_locked(plan, kernels, groups, code, cancel, err);
+    cj_status st = compile_locked(plan, kernels, groups, code, cancel, keep, err);
     pthread_mutex_unlock(&jit_state.lock);
     return st;
+}
+
+/* Looks up the kernels and group drivers of `plan` under `prefix`: those
+ * with compiled[k] (the others are small copies the runtime does). */
+static cj_status lookup_all(const cj_plan *plan, const char *prefix, const bool *compiled, cj_kernel_fn *kernels,
+                            cj_kernel_fn *groups, cj_error *err) {
+    char name[128];
+    for (int i = 0; i < plan->nkernels; i++) {
+        LLVMOrcExecutorAddress addr = 0;
+        kernels[i] = NULL;
+        if (!compiled[i]) continue;
+        snprintf(name, sizeof name, "%s_k%d", prefix, i);
+        if (lookup(name, &addr, "cache entry: looking up a kernel", err) != CJ_OK) return err->status;
+        kernels[i] = (cj_kernel_fn)(uintptr_t)addr;
+    }
+    for (int g = 0; g < plan->ngroups; g++) {
+        LLVMOrcExecutorAddress addr = 0;
+        groups[g] = NULL;
+        if (plan->groups[g].count < 2) continue;
+        snprintf(name, sizeof name, "%s_g%d", prefix, g);
+        if (lookup(name, &addr, "cache entry: looking up a kernel group", err) != CJ_OK) return err->status;
+        groups[g] = (cj_kernel_fn)(uintptr_t)addr;
+    }
+    return CJ_OK;
+}
+
+static cj_status load_locked(const cj_plan *plan, const cj_jit_objects *objs, const bool *compiled,
+                             cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **out, cj_error *err) {
+    if (jit_init(err) != CJ_OK) return err->status;
+    for (cj_jit_code *c = live_codes; c; c = c->next_live)
+        if (strcmp(c->prefix, objs->prefix) == 0) { /* in the JIT already: share it */
+            if (lookup_all(plan, objs->prefix, compiled, kernels, groups, err) != CJ_OK) return err->status;
+            c->refs++;
+            *out = c;
+            return CJ_OK;
+        }
+    int64_t t0 = cj_clock_ns();
+    if (define_math((const char *const *)objs->math, objs->nmath, err) != CJ_OK) return err->status;
+    cj_jit_code *code = calloc(1, sizeof *code);
+    if (!code) return cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
+    snprintf(code->prefix, sizeof code->prefix, "%s", objs->prefix);
+    code->tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(jit_state.jit));
+    for (int i = 0; i < objs->nobjs; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.cached%d", objs->prefix, i);
+        LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy((const char *)objs->objs[i],
+                                                                            objs->sizes[i], name);
+        code->code_bytes += object_mapped_bytes(buf);
+        LLVMErrorRef e = LLVMOrcLLJITAddObjectFileWithRT(jit_state.jit, code->tracker, buf); /* consumes buf */
+        if (e) {
+            take_llvm_error(e, "cache entry: adding code to the JIT", err);
+            goto fail;
+        }
+    }
+    /* the lookups link the objects: a bad one fails here */
+    if (lookup_all(plan, objs->prefix, compiled, kernels, groups, err) != CJ_OK) goto fail;
+    cj_stats_phase(CJ_PHASE_LINK, cj_clock_ns() - t0);
+    live_add(code);
+    *out = code;
+    return CJ_OK;
+fail: {
+        LLVMErrorRef re = LLVMOrcResourceTrackerRemove(code->tracker);
+        if (re) LLVMConsumeError(re);
+        LLVMOrcReleaseResourceTracker(code->tracker);
+        free(code);
+        return err->status;
+    }
+}
+
+/* See codegen.h. */
+cj_status cj_jit_load(const cj_plan *plan, const cj_jit_objects *objs, const bool *compiled, cj_kernel_fn *kernels,
+                      cj_kernel_fn *groups, cj_jit_code **code, cj_error *err) {
+    pthread_mutex_lock(&jit_state.lock);
+    cj_status st = load_locked(plan, objs, compiled, kernels, groups, code, err);
+    pthread_mutex_unlock(&jit_state.lock);
+    return st;
+}
+
+/* See codegen.h. */
+cj_jit_objects *cj_jit_code_take_objects(cj_jit_code *code) {
+    if (!code) return NULL;
+    pthread_mutex_lock(&jit_state.lock);
+    cj_jit_objects *o = code->kept;
+    code->kept = NULL;
+    pthread_mutex_unlock(&jit_state.lock);
+    return o;
+}
+
+/* See codegen.h. */
+void cj_jit_target(char *buf, size_t n) {
+    unsigned major = 0, minor = 0, patch = 0;
+    LLVMGetVersion(&major, &minor, &patch);
+    char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+    snprintf(buf, n, "llvm %u.%u.%u; %s; %s; %s", major, minor, patch, triple, cpu, features);
+    LLVMDisposeMessage(triple);
+    LLVMDisposeMessage(cpu);
+    LLVMDisposeMessage(features);
 }
 
 /* See codegen.h.  Removing the tracker frees the machine code. */
 void cj_jit_code_free(cj_jit_code *code) {
     if (!code) return;
     pthread_mutex_lock(&jit_state.lock);
+    if (--code->refs > 0) { /* another executable shares it */
+        pthread_mutex_unlock(&jit_state.lock);
+        return;
+    }
+    for (cj_jit_code **p = &live_codes; *p; p = &(*p)->next_live)
+        if (*p == code) {
+            *p = code->next_live;
+            break;
+        }
     LLVMErrorRef e = LLVMOrcResourceTrackerRemove(code->tracker);
     if (e) LLVMConsumeError(e);
     LLVMOrcReleaseResourceTracker(code->tracker);
@@ -666,6 +867,7 @@ void cj_jit_code_free(cj_jit_code *code) {
     LLVMOrcSymbolStringPoolClearDeadEntries(
         LLVMOrcExecutionSessionGetSymbolStringPool(LLVMOrcLLJITGetExecutionSession(jit_state.jit)));
     pthread_mutex_unlock(&jit_state.lock);
+    cj_jit_objects_free(code->kept);
     free(code);
 }
 

@@ -18,6 +18,7 @@
 #include "blas.h"
 #include "executable.h"
 #include "group.h"
+#include "plan_io.h"
 #include "simplify.h"
 
 
@@ -218,6 +219,12 @@ void cj_lowered_free(cj_lowered *l) {
 /* See pipeline.h. */
 cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, int ndonated,
                                       const cj_cancel *cancel, cj_error *err) {
+    return cj_compile_keeping(src, donated, ndonated, cancel, false, err);
+}
+
+/* See pipeline.h. */
+cj_executable *cj_compile_keeping(const cj_graph *src, const bool *donated, int ndonated, const cj_cancel *cancel,
+                                  bool keep_objects, cj_error *err) {
     cj_lower_options o = {.donated = donated, .ndonated = ndonated, .cancel = cancel,
                           .mark_library_calls = cj_blas_plan};
     cj_lowered l;
@@ -236,7 +243,8 @@ cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, 
         goto fail;
     }
     dump_graph_and_plan(x);
-    if (cj_jit_compile(&x->plan, x->kernels, x->groups, &x->code, cancel, err) != CJ_OK) goto fail;
+    if (cj_jit_compile_keeping(&x->plan, x->kernels, x->groups, &x->code, cancel, keep_objects, err) != CJ_OK)
+        goto fail;
     count_costs(x);
     x->held_bytes = held_bytes(x);
     cj_stats_compile(x->held_bytes);
@@ -253,6 +261,135 @@ cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
     if (cj_lower(src, &o, &l, err) != CJ_OK) return err->status;
     *peak = l.plan.peak_bytes;
     cj_lowered_free(&l);
+    return CJ_OK;
+}
+
+/* ---- the disk cache's entries: an executable as bytes, and back ------------- */
+
+/* The first bytes of an entry, and its layout's version: an entry of
+ * another version is refused (and compiled again by the caller). */
+static const char entry_magic[8] = {'c', 'j', 'i', 't', 'e', 'x', 'e', 0};
+#define CJ_ENTRY_VERSION 1
+
+/* See pipeline.h. */
+cj_status cj_executable_serialize(cj_executable *x, uint8_t **out, size_t *len, cj_error *err) {
+    cj_jit_objects *o = cj_jit_code_take_objects(x->code);
+    if (!o) return cj_error_set(err, CJ_ERR_VALUE, "serialize: the executable kept no object files");
+    cj_wbuf w = {0};
+    cj_put_bytes(&w, entry_magic, sizeof entry_magic);
+    cj_put_int(&w, CJ_ENTRY_VERSION);
+    cj_graph_write(&w, x->graph);
+    cj_plan_write(&w, &x->plan);
+    for (int k = 0; k < x->plan.nkernels; k++) cj_put_int(&w, x->kernels[k] != NULL);
+    cj_put_str(&w, o->prefix);
+    cj_put_int(&w, o->nmath);
+    for (int i = 0; i < o->nmath; i++) cj_put_str(&w, o->math[i]);
+    cj_put_int(&w, o->nobjs);
+    for (int i = 0; i < o->nobjs; i++) {
+        cj_put_int(&w, (int64_t)o->sizes[i]);
+        cj_put_bytes(&w, o->objs[i], o->sizes[i]);
+    }
+    cj_jit_objects_free(o);
+    if (w.oom) {
+        free(w.data);
+        return cj_error_set(err, CJ_ERR_MEMORY, "serialize: out of memory");
+    }
+    *out = w.data;
+    *len = w.len;
+    return CJ_OK;
+}
+
+/* Reads the code part of an entry into o; false when the bytes are bad. */
+static bool read_objects(cj_rbuf *r, cj_jit_objects *o) {
+    bool absent;
+    char *prefix = cj_get_str(r, &absent);
+    if (!prefix || strlen(prefix) >= sizeof o->prefix || strspn(prefix, "cx0123456789abcdef") != strlen(prefix)) {
+        free(prefix);
+        return false;
+    }
+    strcpy(o->prefix, prefix);
+    free(prefix);
+    int nmath = (int)cj_get_int(r, 0, 4096);
+    if (r->bad || !(o->math = calloc((size_t)nmath + 1, sizeof(char *)))) return false;
+    for (; o->nmath < nmath; o->nmath++)
+        if (!(o->math[o->nmath] = cj_get_str(r, &absent))) return false;
+    int nobjs = (int)cj_get_int(r, 0, (int64_t)(r->len - r->pos));
+    o->objs = calloc((size_t)nobjs + 1, sizeof(uint8_t *));
+    o->sizes = calloc((size_t)nobjs + 1, sizeof(size_t));
+    if (r->bad || !o->objs || !o->sizes) return false;
+    for (; o->nobjs < nobjs; o->nobjs++) {
+        size_t size = (size_t)cj_get_int(r, 1, (int64_t)(r->len - r->pos));
+        const uint8_t *bytes = cj_get_bytes(r, size);
+        if (!bytes || !(o->objs[o->nobjs] = malloc(size))) return false;
+        memcpy(o->objs[o->nobjs], bytes, size);
+        o->sizes[o->nobjs] = size;
+    }
+    return r->pos == r->len; /* nothing may follow */
+}
+
+/* See pipeline.h. */
+cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_graph *source, cj_error *err) {
+    cj_rbuf r = {.data = data, .len = len};
+    const uint8_t *magic = cj_get_bytes(&r, sizeof entry_magic);
+    if (!magic || memcmp(magic, entry_magic, sizeof entry_magic) != 0)
+        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: not a cjit entry"), NULL;
+    int64_t version = cj_get_int(&r, INT64_MIN, INT64_MAX);
+    if (version != CJ_ENTRY_VERSION)
+        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: version %lld, expected %d", (long long)version,
+                            CJ_ENTRY_VERSION), NULL;
+    cj_jit_objects *o = calloc(1, sizeof *o);
+    cj_executable *x = calloc(1, sizeof *x);
+    bool *compiled = NULL;
+    if (!o || !x) {
+        cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
+        goto fail;
+    }
+    if (!(x->graph = cj_graph_read(&r, source, err))) goto fail;
+    if (cj_plan_read(&r, x->graph, &x->plan, err) != CJ_OK) goto fail;
+    x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
+    x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
+    compiled = calloc((size_t)x->plan.nkernels + 1, sizeof(bool));
+    if (!x->kernels || !x->groups || !compiled) {
+        cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
+        goto fail;
+    }
+    for (int k = 0; k < x->plan.nkernels; k++) compiled[k] = cj_get_int(&r, 0, 1);
+    if (!read_objects(&r, o) || r.bad) {
+        cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad code section");
+        goto fail;
+    }
+    for (int g = 0; g < x->plan.ngroups; g++) /* every stage of a group runs through its driver */
+        for (int k = x->plan.groups[g].first; x->plan.groups[g].count > 1 && k < x->plan.groups[g].first +
+                                                                       x->plan.groups[g].count; k++)
+            if (!compiled[k]) {
+                cj_error_set(err, CJ_ERR_VALUE, "cache entry: a grouped stage has no code");
+                goto fail;
+            }
+    if (cj_jit_load(&x->plan, o, compiled, x->kernels, x->groups, &x->code, err) != CJ_OK) goto fail;
+    cj_jit_objects_free(o);
+    free(compiled);
+    count_costs(x);
+    x->held_bytes = held_bytes(x);
+    cj_stats_loaded(x->held_bytes);
+    return x;
+fail:
+    if (err->status == CJ_OK) cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad bytes");
+    cj_jit_objects_free(o);
+    free(compiled);
+    cj_executable_free(x);
+    return NULL;
+}
+
+/* See pipeline.h. */
+cj_status cj_graph_key_bytes(const cj_graph *g, uint8_t **out, size_t *len, cj_error *err) {
+    cj_wbuf w = {0};
+    cj_graph_write(&w, g);
+    if (w.oom) {
+        free(w.data);
+        return cj_error_set(err, CJ_ERR_MEMORY, "cache key: out of memory");
+    }
+    *out = w.data;
+    *len = w.len;
     return CJ_OK;
 }
 

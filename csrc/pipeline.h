@@ -46,6 +46,27 @@ cj_executable *cj_compile_donated(const cj_graph *g, const bool *donated, int nd
  * caller may release the GIL. */
 cj_executable *cj_compile_cancellable(const cj_graph *g, const bool *donated, int ndonated,
                                       const cj_cancel *cancel, cj_error *err);
+/* As cj_compile_cancellable; with keep_objects the executable also keeps
+ * its object files for cj_executable_serialize (the disk cache). */
+cj_executable *cj_compile_keeping(const cj_graph *g, const bool *donated, int ndonated, const cj_cancel *cancel,
+                                  bool keep_objects, cj_error *err);
+/* The bytes a later process turns back into this executable without
+ * compiling (cj_executable_load): a version, the simplified graph, the
+ * plan and the object files.  Only for an executable compiled with
+ * keep_objects, and only once (the kept objects go into the bytes).
+ * *out is malloc'd (caller frees). */
+cj_status cj_executable_serialize(cj_executable *x, uint8_t **out, size_t *len, cj_error *err);
+/* A new executable from cj_executable_serialize's bytes, or NULL with
+ * err set (CJ_ERR_VALUE for bytes that are not a valid entry of this
+ * version; nothing is left in the JIT then).  `source` is the graph being
+ * compiled, with the same key: its source locations are the ones kept. */
+cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_graph *source, cj_error *err);
+/* "llvm 19.1.7; x86_64-pc-linux-gnu; znver3; +avx2,...": what machine code
+ * for this host depends on besides cjit (part of the disk cache's key;
+ * jit_cpu.c). */
+void cj_jit_target(char *buf, size_t n);
+/* The canonical bytes of graph g (plan_io.c), for a cache key (malloc'd). */
+cj_status cj_graph_key_bytes(const cj_graph *g, uint8_t **out, size_t *len, cj_error *err);
 void cj_executable_free(cj_executable *x);
 /* The peak bytes cj_compile's plan for g would have, without generating
  * code (the oracle of memory_budget).  Returns CJ_OK and sets *peak. */

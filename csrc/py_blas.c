@@ -13,6 +13,15 @@ static PyObject *mod_blas_library(PyObject *self, PyObject *unused)
     return PyUnicode_FromString(cj_blas_description());
 }
 
+/* Whether matmuls are marked for the BLAS now (loaded and enabled): what
+ * the plan's gemm kernels depend on (part of the disk cache's key). */
+static PyObject *mod_blas_in_use(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(cj_blas_available());
+}
+
 static PyObject *mod_set_blas_enabled(PyObject *self, PyObject *flag)
 {
     (void)self;
@@ -69,6 +78,8 @@ static PyMethodDef blas_functions[] = {
      "blas_library($module, /)\n--\n\nThe BLAS library that runs matmuls: OpenBLAS's configuration "
      "(which names the core it chose) and [the file], or 'none (why)'. Loaded at import: CJIT_BLAS "
      "names another, CJIT_BLAS=0 none."},
+    {"_blas_in_use", mod_blas_in_use, METH_NOARGS,
+     "_blas_in_use($module, /)\n--\n\nWhether matmuls are planned as BLAS calls now."},
     {"_set_blas_enabled", mod_set_blas_enabled, METH_O,
      "_set_blas_enabled($module, on, /)\n--\n\nWhether new compiles hand matmuls to BLAS; returns "
      "the previous setting (for tests)."},

@@ -36,6 +36,7 @@ typedef struct compile_job_s {
     const cj_graph *graph;
     const bool *donated;
     int ndonated;
+    bool keep_objects;          /* for the disk cache: cj_compile_keeping */
     cj_cancel cancel;
     cj_executable *result;      /* taken by the waiting thread */
     cj_error err;
@@ -104,7 +105,7 @@ static void compile_job_let_go(compile_job *j)
 static void *compile_job_main(void *arg)
 {
     compile_job *j = arg;
-    cj_executable *x = cj_compile_cancellable(j->graph, j->donated, j->ndonated, &j->cancel, &j->err);
+    cj_executable *x = cj_compile_keeping(j->graph, j->donated, j->ndonated, &j->cancel, j->keep_objects, &j->err);
     pthread_mutex_lock(&j->lock);
     j->result = x;
     j->done = true;
@@ -137,14 +138,16 @@ static bool wait_a_while(compile_job *j)
 /* cj_compile_cancellable with the GIL released and signals heard: the new
  * executable, or NULL with an exception (the compile's error, or what a
  * signal handler raised: then nothing compiled is kept). */
-static cj_executable *compile_with_gil_released(const cj_graph *g, const bool *donated, int ndonated)
+static cj_executable *compile_with_gil_released(const cj_graph *g, const bool *donated, int ndonated,
+                                                bool keep_objects)
 {
     compile_job *j = calloc(1, sizeof *j);
     if (j == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
-    *j = (compile_job){.graph = g, .donated = donated, .ndonated = ndonated, .holders = 2};
+    *j = (compile_job){.graph = g, .donated = donated, .ndonated = ndonated, .keep_objects = keep_objects,
+                       .holders = 2};
     pthread_condattr_t cattr;
     pthread_attr_t tattr;
     pthread_t thread;
@@ -320,13 +323,48 @@ static PyObject *lowered_as_text(cj_py_lowered *lw, PyObject *unused)
 
 static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *arrays);
 
-/* Lowered.compile(donate=()) -> Executable; `donate` lists the parameter
- * slots whose bytes the plan may reuse. */
+/* Parses compile()'s `donate` (a sequence of parameter slots) into
+ * *donated (PyMem, one flag per parameter; NULL for none).  0 or -1. */
+static int parse_donate(cj_py_lowered *lw, PyObject *donate, bool **donated)
+{
+    int nparams = lw->graph->nparams;
+    *donated = NULL;
+    if (donate == NULL || donate == Py_None)
+        return 0;
+    PyObject *seq = PySequence_Fast(donate, "Lowered.compile: donate must be a sequence of ints");
+    if (seq == NULL)
+        return -1;
+    *donated = PyMem_Calloc((size_t)nparams + 1, sizeof(bool));
+    if (*donated == NULL) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        long slot = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (slot == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            PyMem_Free(*donated);
+            *donated = NULL;
+            return -1;
+        }
+        if (slot >= 0 && slot < nparams)
+            (*donated)[slot] = true;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* Lowered.compile(donate=(), for_cache=False) -> Executable; `donate`
+ * lists the parameter slots whose bytes the plan may reuse.  With
+ * for_cache: (Executable, bytes of a disk cache entry), see
+ * cj_executable_serialize. */
 static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"donate", NULL};
+    static char *kwlist[] = {"donate", "for_cache", NULL};
     PyObject *donate = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:compile", kwlist, &donate))
+    int for_cache = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|Op:compile", kwlist, &donate, &for_cache))
         return NULL;
     if (lw->arrays == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Lowered.compile: object was cleared");
@@ -334,34 +372,77 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
     }
     int nparams = lw->graph->nparams;
     bool *donated = NULL;
-    if (donate != NULL && donate != Py_None) {
-        PyObject *seq = PySequence_Fast(donate, "Lowered.compile: donate must be a sequence of ints");
-        if (seq == NULL)
-            return NULL;
-        donated = PyMem_Calloc((size_t)nparams + 1, sizeof(bool));
-        if (donated == NULL) {
-            Py_DECREF(seq);
-            return PyErr_NoMemory();
-        }
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-            long slot = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-            if (slot == -1 && PyErr_Occurred()) {
-                Py_DECREF(seq);
-                PyMem_Free(donated);
-                return NULL;
-            }
-            if (slot >= 0 && slot < nparams)
-                donated[slot] = true;
-        }
-        Py_DECREF(seq);
-    }
+    if (parse_donate(lw, donate, &donated) < 0)
+        return NULL;
     /* The graph is only read: the Lowered (held by this call) keeps it, and
      * nothing changes a finished graph. */
-    cj_executable *x = compile_with_gil_released(lw->graph, donated, donated ? nparams : 0);
+    cj_executable *x = compile_with_gil_released(lw->graph, donated, donated ? nparams : 0, for_cache);
     PyMem_Free(donated);
     if (x == NULL)
         return NULL;
-    return executable_new(x, lw->graph, lw->arrays);   /* owns x from here on */
+    PyObject *blob = NULL;
+    if (for_cache) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        cj_error err = {0};
+        if (cj_executable_serialize(x, &data, &len, &err) != CJ_OK) {
+            cj_executable_free(x);
+            return cj_py_raise(&err);
+        }
+        blob = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
+        free(data);
+        if (blob == NULL) {
+            cj_executable_free(x);
+            return NULL;
+        }
+    }
+    PyObject *exe = executable_new(x, lw->graph, lw->arrays);   /* owns x from here on */
+    if (!for_cache || exe == NULL) {
+        Py_XDECREF(blob);
+        return exe;
+    }
+    return Py_BuildValue("(NN)", exe, blob);
+}
+
+/* Lowered.load_cached(entry) -> Executable: a disk cache entry made by
+ * compile(for_cache=True) for this graph, turned back into an executable
+ * without compiling.  ValueError when the bytes are not a valid entry. */
+static PyObject *lowered_load_cached(cj_py_lowered *lw, PyObject *entry)
+{
+    if (!PyBytes_Check(entry)) {
+        PyErr_SetString(PyExc_TypeError, "Lowered.load_cached: expected bytes");
+        return NULL;
+    }
+    if (lw->arrays == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Lowered.load_cached: object was cleared");
+        return NULL;
+    }
+    cj_error err = {0};
+    cj_executable *x;
+    const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(entry);
+    size_t len = (size_t)PyBytes_GET_SIZE(entry);
+    Py_BEGIN_ALLOW_THREADS   /* the JIT's lock may be held by a compile on another thread */
+    x = cj_executable_load(data, len, lw->graph, &err);
+    Py_END_ALLOW_THREADS
+    if (x == NULL)
+        return cj_py_raise(&err);
+    return executable_new(x, lw->graph, lw->arrays);
+}
+
+/* Lowered.key_bytes() -> bytes: every field of the graph that compiling
+ * reads (constants bit for bit; not the text of source lines), for the
+ * disk cache's key. */
+static PyObject *lowered_key_bytes(cj_py_lowered *lw, PyObject *unused)
+{
+    (void)unused;
+    cj_error err = {0};
+    uint8_t *data = NULL;
+    size_t len = 0;
+    if (cj_graph_key_bytes(lw->graph, &data, &len, &err) != CJ_OK)
+        return cj_py_raise(&err);
+    PyObject *r = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
+    free(data);
+    return r;
 }
 
 /* Lowered.residuals() -> list of (node id, shape, dtype, source, op):
@@ -447,6 +528,10 @@ static PyMethodDef lowered_methods[] = {
      "as_text($self, /)\n--\n\nThe graph, one op a line, with source locations."},
     {"compile", (PyCFunction)(void (*)(void))lowered_compile, METH_VARARGS | METH_KEYWORDS,
      "compile($self, /)\n--\n\nRuns the pass pipeline and LLVM; returns an Executable."},
+    {"load_cached", (PyCFunction)lowered_load_cached, METH_O,
+     "load_cached($self, entry, /)\n--\n\nAn Executable from a disk cache entry, without compiling."},
+    {"key_bytes", (PyCFunction)lowered_key_bytes, METH_NOARGS,
+     "key_bytes($self, /)\n--\n\nThe graph's canonical bytes (for the disk cache key)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -399,7 +399,8 @@ static PyObject *mod_runtime_stats(PyObject *self, PyObject *unused)
         || dict_set_int(d, "bytes_in_use", st.bytes_in_use) < 0
         || dict_set_int(d, "peak_bytes_in_use", st.peak_bytes_in_use) < 0
         || dict_set_int(d, "llvm_modules", st.llvm_modules) < 0
-        || dict_set_int(d, "cancelled", st.cancelled) < 0) {
+        || dict_set_int(d, "cancelled", st.cancelled) < 0
+        || dict_set_int(d, "loads", st.loads) < 0) {
         Py_DECREF(d);
         return NULL;
     }
@@ -429,6 +430,17 @@ static PyObject *mod_num_threads(PyObject *self, PyObject *unused)
     return PyLong_FromLong(cj_runtime_num_threads());
 }
 
+/* What the machine code compiled here depends on besides cjit itself
+ * (part of the disk cache's key): LLVM's version, the target, the CPU. */
+static PyObject *mod_jit_target(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    char buf[4096];
+    cj_jit_target(buf, sizeof buf);
+    return PyUnicode_FromString(buf);
+}
+
 /* Problems with environment variables read outside any call (so that
  * Python can warn at import): a list of messages, empty when all is well. */
 static PyObject *mod_env_warnings(PyObject *self, PyObject *unused)
@@ -456,6 +468,8 @@ static PyMethodDef module_methods[] = {
     {"register_tracer_functions", mod_register_tracer_functions, METH_O,
      "register_tracer_functions($module, fns, /)\n--\n\nThe functions (name -> callable) that Tracer methods "
      "forward to; cjit.numpy registers them when it is imported."},
+    {"_jit_target", mod_jit_target, METH_NOARGS,
+     "_jit_target($module, /)\n--\n\nLLVM's version, the target triple, the CPU name and features."},
     {"num_threads", mod_num_threads, METH_NOARGS,
      "num_threads($module, /)\n--\n\nThreads that run a large kernel (starts the pool; "
      "CJIT_NUM_THREADS, read once, overrides the number of cores)."},

@@ -6,7 +6,7 @@
 
 static _Atomic int64_t bytes_in_use, peak_bytes_in_use, compiles, code_bytes;
 static _Atomic int64_t phase_ns[CJ_PHASE_COUNT];
-static _Atomic int64_t llvm_modules, cancelled;
+static _Atomic int64_t llvm_modules, cancelled, loads;
 
 /* See stats.h. */
 void cj_stats_alloc(int64_t nbytes) {
@@ -18,6 +18,11 @@ void cj_stats_alloc(int64_t nbytes) {
 
 void cj_stats_compile(int64_t nbytes) {
     atomic_fetch_add(&compiles, 1);
+    atomic_fetch_add(&code_bytes, nbytes);
+}
+
+void cj_stats_loaded(int64_t nbytes) {
+    atomic_fetch_add(&loads, 1);
     atomic_fetch_add(&code_bytes, nbytes);
 }
 
@@ -64,6 +69,7 @@ void cj_stats_get(cj_stats *out) {
     for (int i = 0; i < CJ_PHASE_COUNT; i++) out->phase_ns[i] = atomic_load(&phase_ns[i]);
     out->llvm_modules = atomic_load(&llvm_modules);
     out->cancelled = atomic_load(&cancelled);
+    out->loads = atomic_load(&loads);
 }
 
 /* See stats.h. */

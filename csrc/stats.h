@@ -18,6 +18,7 @@ typedef enum {
 typedef struct {
     int64_t bytes_in_use, peak_bytes_in_use;
     int64_t compiles, code_bytes;
+    int64_t loads;              /* executables loaded from the disk cache */
     int64_t phase_ns[CJ_PHASE_COUNT];
     int64_t llvm_modules;       /* object files LLVM emitted for executables */
     int64_t cancelled;          /* compiles and runs stopped by a request (Ctrl-C) */
@@ -34,6 +35,8 @@ const char *cj_phase_name(cj_phase phase);
  * executable holds `code_bytes`. */
 void cj_stats_alloc(int64_t nbytes);
 void cj_stats_compile(int64_t code_bytes);
+/* An executable loaded from the disk cache (not compiled), holding code_bytes. */
+void cj_stats_loaded(int64_t code_bytes);
 void cj_stats_code_freed(int64_t code_bytes);
 void cj_stats_get(cj_stats *out);
 /* The peak starts again from what is in use now. */

@@ -7,14 +7,31 @@ of any supported dtype; `layouts` turns a contiguous array into the
 non-contiguous views that cjit must accept.
 """
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+
+# The persistent compile cache (cjit/_disk_cache.py) is on by default for
+# users, and off in this suite: many tests count compiles, LLVM modules or
+# compile time, which a warm disk cache would change from one run to the
+# next.  Subprocesses inherit this.  Its directory is a temporary one of the
+# session's, so that nothing here ever writes to the user's ~/.cache; the
+# disk cache's own tests (test_disk_cache.py) turn it on with a directory of
+# their own.
+os.environ["CJIT_CACHE"] = "0"
+_SESSION_CACHE_DIR = tempfile.mkdtemp(prefix="cjit-test-cache-")
+os.environ["CJIT_CACHE_DIR"] = _SESSION_CACHE_DIR
 
 import numpy as np
 import pytest
 
 import cjit
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_SESSION_CACHE_DIR, ignore_errors=True)
 
 DTYPES = ["bool", "int32", "int64", "float32", "float64"]
 INT_DTYPES = ["int32", "int64"]

@@ -134,15 +134,23 @@ class _CacheDict(dict):
         dict.clear(self)
 
 
-def clear_caches():
+def clear_caches(disk=False):
     """Drops every cached executable (every Jitted, the eager-op kernels);
-    their machine code is freed as soon as no running call holds it."""
+    their machine code is freed as soon as no running call holds it.
+    With disk=True the persistent cache is emptied too (every process's
+    entries in the directory CJIT_CACHE_DIR names)."""
     for j in list(_all_jitted):
         j.clear_cache()
+    if disk:
+        from . import _disk_cache
+        _disk_cache.clear()
 
 
 def cache_info():
-    """Process-wide: entries, hits, misses, compiles, code_bytes."""
+    """Process-wide: entries, hits, misses, compiles, code_bytes; and the
+    persistent cache: disk_entries and disk_bytes (of every process's
+    entries), disk_hits and disk_misses (this process's lookups, made on
+    in-process misses only)."""
     entries = 0
     code = 0
     for j in list(_all_jitted):
@@ -157,6 +165,8 @@ def cache_info():
         out = {"entries": entries, "hits": _stats["hits"] + _cjit.fast_hits(),
                "misses": _stats["misses"],
                "compiles": _stats["compiles"], "code_bytes": code}
+    from . import _disk_cache
+    out.update(_disk_cache.info())
     return out
 
 

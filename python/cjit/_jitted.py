@@ -217,7 +217,8 @@ class Jitted(_cjit.JitBase):
         """Compiles a C Lowered for this function's device (the CPU here;
         _CudaJitted overrides it).  `donate`: parameter slots (flat leaf
         indices) whose buffers the memory plan may reuse."""
-        return lowered.compile(donate=donate) if donate else lowered.compile()
+        from . import _disk_cache   # sqlite3 and hashlib load on the first compile, not at import
+        return _disk_cache.compile(lowered, donate, self._name)   # CJIT_CACHE=0: lowered.compile
 
     def _donated_leaves(self, treedef, dyn_positions):
         """Flat leaf indices of the arguments in donate_argnums."""

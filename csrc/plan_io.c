@@ -1,0 +1,508 @@
+/* plan_io.c - graphs and plans to bytes and back (see plan_io.h). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_io.h"
+
+/* ---- the stream ------------------------------------------------------------ */
+
+/* See plan_io.h. */
+void cj_put_bytes(cj_wbuf *w, const void *p, size_t n) {
+    if (w->oom) return;
+    if (w->len + n > w->cap) {
+        size_t cap = w->cap ? w->cap : 4096;
+        while (cap < w->len + n) cap *= 2;
+        uint8_t *grown = realloc(w->data, cap);
+        if (!grown) {
+            w->oom = true;
+            return;
+        }
+        w->data = grown;
+        w->cap = cap;
+    }
+    if (n) memcpy(w->data + w->len, p, n);
+    w->len += n;
+}
+
+/* zigzag (small negatives stay short), then 7 bits a byte, low first */
+void cj_put_int(cj_wbuf *w, int64_t v) {
+    uint64_t u = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    uint8_t b[10];
+    int n = 0;
+    do {
+        b[n] = (uint8_t)(u & 0x7f);
+        u >>= 7;
+        if (u) b[n] |= 0x80;
+        n++;
+    } while (u);
+    cj_put_bytes(w, b, (size_t)n);
+}
+
+void cj_put_f64(cj_wbuf *w, double v) {
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(bits >> (8 * i));
+    cj_put_bytes(w, b, 8);
+}
+
+void cj_put_str(cj_wbuf *w, const char *s) {
+    if (!s) {
+        cj_put_int(w, -1);
+        return;
+    }
+    size_t n = strlen(s);
+    cj_put_int(w, (int64_t)n);
+    cj_put_bytes(w, s, n);
+}
+
+/* See plan_io.h. */
+const uint8_t *cj_get_bytes(cj_rbuf *r, size_t n) {
+    if (r->bad || n > r->len - r->pos) {
+        r->bad = true;
+        return NULL;
+    }
+    const uint8_t *p = r->data + r->pos;
+    r->pos += n;
+    return p;
+}
+
+int64_t cj_get_int(cj_rbuf *r, int64_t lo, int64_t hi) {
+    uint64_t u = 0;
+    for (int shift = 0;; shift += 7) {
+        const uint8_t *b = cj_get_bytes(r, 1);
+        if (!b || shift > 63) {
+            r->bad = true;
+            return 0;
+        }
+        u |= (uint64_t)(*b & 0x7f) << shift;
+        if (!(*b & 0x80)) break;
+    }
+    int64_t v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    if (v < lo || v > hi) {
+        r->bad = true;
+        return 0;
+    }
+    return v;
+}
+
+double cj_get_f64(cj_rbuf *r) {
+    const uint8_t *b = cj_get_bytes(r, 8);
+    if (!b) return 0;
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; i++) bits |= (uint64_t)b[i] << (8 * i);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+char *cj_get_str(cj_rbuf *r, bool *absent) {
+    *absent = false;
+    int64_t n = cj_get_int(r, -1, INT32_MAX);
+    if (r->bad) return NULL;
+    if (n < 0) {
+        *absent = true;
+        return NULL;
+    }
+    const uint8_t *p = cj_get_bytes(r, (size_t)n);
+    char *s = p ? malloc((size_t)n + 1) : NULL;
+    if (!s) {
+        r->bad = true;
+        return NULL;
+    }
+    memcpy(s, p, (size_t)n);
+    s[n] = 0;
+    if (strlen(s) != (size_t)n) { /* a NUL inside: not what we wrote */
+        free(s);
+        r->bad = true;
+        return NULL;
+    }
+    return s;
+}
+
+/* A count of items that each take at least one byte: never more than
+ * what is left (so that a corrupt count cannot ask for gigabytes). */
+static int get_count(cj_rbuf *r) {
+    int64_t left = (int64_t)(r->len - r->pos);
+    return (int)cj_get_int(r, 0, left < INT_MAX ? left : INT_MAX);
+}
+
+/* ---- the graph ------------------------------------------------------------- */
+
+static void put_shape(cj_wbuf *w, const cj_shape *s) {
+    cj_put_int(w, s->rank);
+    for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, s->dims[d]);
+}
+
+static void get_shape(cj_rbuf *r, cj_shape *s) {
+    s->rank = (int)cj_get_int(r, 0, CJ_MAX_RANK);
+    for (int d = 0; d < CJ_MAX_RANK; d++) s->dims[d] = cj_get_int(r, 0, INT64_MAX);
+}
+
+/* See plan_io.h.  Everything a compile could read goes in, in a fixed
+ * order; the attrs are written whole whatever the op (unused ones are 0). */
+void cj_graph_write(cj_wbuf *w, const cj_graph *g) {
+    cj_put_int(w, g->nlocs);
+    cj_put_int(w, g->nregions);
+    for (int i = 0; i < g->nregions; i++) {
+        const cj_region *rg = &g->regions[i];
+        cj_put_int(w, rg->parent);
+        cj_put_int(w, rg->policy);
+        cj_put_int(w, rg->nnames);
+        for (int k = 0; k < rg->nnames; k++) cj_put_str(w, rg->names[k]);
+    }
+    cj_put_int(w, g->nnodes);
+    for (int i = 0; i < g->nnodes; i++) {
+        const cj_node *n = &g->nodes[i];
+        cj_put_int(w, n->op);
+        cj_put_int(w, n->dtype);
+        cj_put_int(w, n->weak);
+        put_shape(w, &n->shape);
+        cj_put_int(w, n->ninputs);
+        for (int a = 0; a < n->ninputs; a++) cj_put_int(w, n->inputs[a]);
+        cj_put_int(w, n->loc);
+        cj_put_int(w, n->region);
+        cj_put_int(w, n->remat);
+        const cj_attrs *at = &n->attrs;
+        cj_put_f64(w, at->fvalue);
+        cj_put_int(w, at->ivalue);
+        cj_put_int(w, at->axis);
+        cj_put_int(w, at->axes);
+        for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, at->perm[d]);
+        for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, at->start[d]);
+        for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, at->step[d]);
+        cj_put_int(w, at->index);
+        cj_put_str(w, n->op == CJ_OP_NAME ? at->name : NULL);
+    }
+    cj_put_int(w, g->nparams);
+    cj_put_int(w, g->narrays);
+    cj_put_int(w, g->noutputs);
+    for (int i = 0; i < g->noutputs; i++) cj_put_int(w, g->outputs[i]);
+    cj_put_int(w, g->nforce_remat);
+    for (int i = 0; i < g->nforce_remat; i++) cj_put_int(w, g->force_remat[i]);
+    cj_put_int(w, g->current_region);
+    cj_put_int(w, g->backward_start);
+}
+
+static cj_graph *graph_bad(cj_graph *g, cj_error *err, const char *what) {
+    cj_graph_free(g);
+    cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad graph (%s)", what);
+    return NULL;
+}
+
+static bool read_regions(cj_rbuf *r, cj_graph *g) {
+    int n = get_count(r);
+    if (r->bad || n == 0) return !r->bad;
+    if (!(g->regions = calloc((size_t)n, sizeof *g->regions))) return false;
+    g->regions_cap = n;
+    for (int i = 0; i < n && !r->bad; i++) {
+        cj_region *rg = &g->regions[i];
+        rg->parent = (int)cj_get_int(r, 0, i > 0 ? i - 1 : 0);
+        rg->policy = (cj_save_policy)cj_get_int(r, CJ_SAVE_NOTHING, CJ_SAVE_ALL_EXCEPT_NAMES);
+        rg->nnames = get_count(r);
+        if (rg->nnames && !(rg->names = cj_arena_alloc(&g->arena, sizeof(char *) * (size_t)rg->nnames))) return false;
+        for (int k = 0; k < rg->nnames && !r->bad; k++) {
+            bool absent;
+            char *s = cj_get_str(r, &absent);
+            if (!s) return r->bad = true, false;
+            rg->names[k] = cj_arena_strdup(&g->arena, s);
+            free(s);
+            if (!rg->names[k]) return false;
+        }
+        g->nregions = i + 1;
+    }
+    return !r->bad;
+}
+
+/* See plan_io.h. */
+cj_graph *cj_graph_read(cj_rbuf *r, const cj_graph *locs_from, cj_error *err) {
+    cj_graph *g = cj_graph_new();
+    if (!g) return cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory"), NULL;
+    int nlocs = get_count(r);
+    if (r->bad || nlocs != locs_from->nlocs) return graph_bad(g, err, "locations");
+    for (int i = 0; i < nlocs; i++)
+        if (cj_graph_loc(g, locs_from->locs[i]) != i) return graph_bad(g, err, "location");
+    if (!read_regions(r, g)) return graph_bad(g, err, "regions");
+    int nnodes = get_count(r);
+    int *inputs = NULL;
+    for (int i = 0; i < nnodes && !r->bad; i++) {
+        cj_node n;
+        memset(&n, 0, sizeof n);
+        n.op = (cj_op)cj_get_int(r, 0, CJ_NUM_OPS - 1);
+        n.dtype = (cj_dtype)cj_get_int(r, 0, CJ_NUM_DTYPES - 1);
+        n.weak = cj_get_int(r, 0, 1);
+        get_shape(r, &n.shape);
+        n.ninputs = get_count(r);
+        free(inputs);
+        inputs = malloc(sizeof(int) * ((size_t)n.ninputs + 1));
+        if (!inputs) break;
+        for (int a = 0; a < n.ninputs; a++) inputs[a] = (int)cj_get_int(r, 0, i - 1);
+        n.inputs = inputs;
+        n.loc = (int)cj_get_int(r, -1, g->nlocs - 1);
+        n.region = (int)cj_get_int(r, 0, g->nregions > 0 ? g->nregions - 1 : 0);
+        n.remat = cj_get_int(r, 0, 1);
+        cj_attrs *at = &n.attrs;
+        at->fvalue = cj_get_f64(r);
+        at->ivalue = cj_get_int(r, INT64_MIN, INT64_MAX);
+        at->axis = (int)cj_get_int(r, INT_MIN, INT_MAX);
+        at->axes = (uint32_t)cj_get_int(r, 0, UINT32_MAX);
+        for (int d = 0; d < CJ_MAX_RANK; d++) at->perm[d] = (int)cj_get_int(r, INT_MIN, INT_MAX);
+        for (int d = 0; d < CJ_MAX_RANK; d++) at->start[d] = cj_get_int(r, INT64_MIN, INT64_MAX);
+        for (int d = 0; d < CJ_MAX_RANK; d++) at->step[d] = cj_get_int(r, INT64_MIN, INT64_MAX);
+        at->index = (int)cj_get_int(r, INT_MIN, INT_MAX);
+        bool absent;
+        char *name = cj_get_str(r, &absent);
+        at->name = name;
+        if (r->bad) break;
+        int id = cj_graph_append(g, &n, err); /* checks the node against the op and its inputs */
+        free(name);
+        if (id != i) {
+            free(inputs);
+            return graph_bad(g, err, "node");
+        }
+    }
+    free(inputs);
+    if (r->bad || g->nnodes != nnodes) return graph_bad(g, err, "nodes");
+    /* the slot counts were inferred from the PARAM/ARRAY nodes; a graph may
+     * declare more (unused parameters), never fewer */
+    int nparams = (int)cj_get_int(r, g->nparams, INT_MAX), narrays = (int)cj_get_int(r, g->narrays, INT_MAX);
+    int noutputs = get_count(r);
+    int *outs = malloc(sizeof(int) * ((size_t)noutputs + 1));
+    if (!outs) return graph_bad(g, err, "out of memory");
+    for (int i = 0; i < noutputs; i++) outs[i] = (int)cj_get_int(r, 0, g->nnodes - 1);
+    cj_status st = r->bad ? CJ_ERR_VALUE : cj_graph_set_outputs(g, outs, noutputs, err);
+    free(outs);
+    if (st != CJ_OK) return graph_bad(g, err, "outputs");
+    g->nparams = nparams;
+    g->narrays = narrays;
+    int nforce = get_count(r);
+    if (nforce > 0) {
+        if (!(g->force_remat = calloc((size_t)nforce, sizeof(bool)))) return graph_bad(g, err, "out of memory");
+        g->nforce_remat = nforce;
+        for (int i = 0; i < nforce; i++) g->force_remat[i] = cj_get_int(r, 0, 1);
+    }
+    g->current_region = (int)cj_get_int(r, 0, g->nregions > 0 ? g->nregions - 1 : 0);
+    g->backward_start = (int)cj_get_int(r, -1, g->nnodes);
+    if (r->bad) return graph_bad(g, err, "truncated");
+    cj_graph_trim(g);
+    return g;
+}
+
+/* ---- the plan ---------------------------------------------------------------- */
+
+static void put_affine(cj_wbuf *w, const cj_affine *a) {
+    cj_put_int(w, a->offset);
+    for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, a->stride[d]);
+}
+
+static void get_affine(cj_rbuf *r, cj_affine *a) {
+    a->offset = cj_get_int(r, INT64_MIN, INT64_MAX);
+    for (int d = 0; d < CJ_MAX_RANK; d++) a->stride[d] = cj_get_int(r, INT64_MIN, INT64_MAX);
+}
+
+static void put_kernel(cj_wbuf *w, const cj_kernel *k) {
+    cj_put_int(w, k->rank);
+    for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, k->dims[d]);
+    cj_put_int(w, k->reduced);
+    cj_put_int(w, k->reduce_op);
+    cj_put_int(w, k->nexprs);
+    for (int e = 0; e < k->nexprs; e++) {
+        const cj_expr *x = &k->exprs[e];
+        cj_put_int(w, x->kind);
+        cj_put_int(w, x->op);
+        cj_put_int(w, x->dtype);
+        cj_put_int(w, x->nargs);
+        for (int a = 0; a < 3; a++) cj_put_int(w, x->args[a]);
+        cj_put_int(w, x->buffer);
+        put_affine(w, &x->index);
+        cj_put_f64(w, x->fvalue);
+        cj_put_int(w, x->ivalue);
+    }
+    cj_put_int(w, k->out_buffer);
+    put_affine(w, &k->out_index);
+    cj_put_int(w, k->root_node);
+    cj_put_str(w, k->label);
+    cj_put_int(w, k->gemm.on);
+    cj_put_int(w, k->gemm.trans_a);
+    cj_put_int(w, k->gemm.trans_b);
+    cj_put_int(w, k->gemm.lda);
+    cj_put_int(w, k->gemm.ldb);
+    cj_put_int(w, k->gemm.ldc);
+    cj_put_int(w, k->nalso);
+    for (int i = 0; i < k->nalso; i++) {
+        cj_put_int(w, k->also[i].expr);
+        cj_put_int(w, k->also[i].buffer);
+        put_affine(w, &k->also[i].index);
+        cj_put_int(w, k->also[i].node);
+    }
+}
+
+/* Reads kernel k; buffer and node indices are checked against the plan. */
+static void get_kernel(cj_rbuf *r, cj_kernel *k, int nbuffers, int nnodes) {
+    k->rank = (int)cj_get_int(r, 0, CJ_MAX_RANK);
+    for (int d = 0; d < CJ_MAX_RANK; d++) k->dims[d] = cj_get_int(r, 0, INT64_MAX);
+    k->reduced = (uint32_t)cj_get_int(r, 0, (1 << CJ_MAX_RANK) - 1);
+    k->reduce_op = (cj_op)cj_get_int(r, 0, CJ_NUM_OPS - 1);
+    k->nexprs = (int)cj_get_int(r, 1, (int64_t)(r->len - r->pos));
+    if (r->bad || !(k->exprs = calloc((size_t)k->nexprs, sizeof(cj_expr)))) {
+        r->bad = true;
+        return;
+    }
+    for (int e = 0; e < k->nexprs && !r->bad; e++) {
+        cj_expr *x = &k->exprs[e];
+        x->kind = (cj_expr_kind)cj_get_int(r, CJ_EX_LOAD, CJ_EX_OP);
+        x->op = (cj_op)cj_get_int(r, 0, CJ_NUM_OPS - 1);
+        x->dtype = (cj_dtype)cj_get_int(r, 0, CJ_NUM_DTYPES - 1);
+        x->nargs = (int)cj_get_int(r, 0, 3);
+        for (int a = 0; a < 3; a++) x->args[a] = (int)cj_get_int(r, 0, e > 0 ? e - 1 : 0);
+        if (x->nargs > e) r->bad = true; /* arguments are earlier expressions */
+        x->buffer = (int)cj_get_int(r, x->kind == CJ_EX_LOAD ? 0 : INT_MIN, nbuffers - 1);
+        get_affine(r, &x->index);
+        x->fvalue = cj_get_f64(r);
+        x->ivalue = cj_get_int(r, INT64_MIN, INT64_MAX);
+    }
+    k->out_buffer = (int)cj_get_int(r, 0, nbuffers - 1);
+    get_affine(r, &k->out_index);
+    k->root_node = (int)cj_get_int(r, -1, nnodes - 1);
+    bool absent;
+    k->label = cj_get_str(r, &absent);
+    k->gemm.on = cj_get_int(r, 0, 1);
+    k->gemm.trans_a = cj_get_int(r, 0, 1);
+    k->gemm.trans_b = cj_get_int(r, 0, 1);
+    k->gemm.lda = cj_get_int(r, INT64_MIN, INT64_MAX);
+    k->gemm.ldb = cj_get_int(r, INT64_MIN, INT64_MAX);
+    k->gemm.ldc = cj_get_int(r, INT64_MIN, INT64_MAX);
+    int nalso = get_count(r);
+    if (r->bad || nalso == 0) return;
+    if (!(k->also = calloc((size_t)nalso, sizeof(cj_store)))) {
+        r->bad = true;
+        return;
+    }
+    k->nalso = nalso;
+    for (int i = 0; i < nalso; i++) {
+        k->also[i].expr = (int)cj_get_int(r, 0, k->nexprs - 1);
+        k->also[i].buffer = (int)cj_get_int(r, 0, nbuffers - 1);
+        get_affine(r, &k->also[i].index);
+        k->also[i].node = (int)cj_get_int(r, -1, nnodes - 1);
+    }
+}
+
+/* See plan_io.h. */
+void cj_plan_write(cj_wbuf *w, const cj_plan *p) {
+    cj_put_int(w, p->nbuffers);
+    for (int i = 0; i < p->nbuffers; i++) {
+        const cj_buffer *b = &p->buffers[i];
+        cj_put_int(w, b->kind);
+        cj_put_int(w, b->slot);
+        cj_put_int(w, b->dtype);
+        put_shape(w, &b->shape);
+        cj_put_int(w, b->nbytes);
+        cj_put_int(w, b->offset);
+        cj_put_int(w, b->alias_of);
+        cj_put_int(w, b->node);
+        cj_put_int(w, b->first_use);
+        cj_put_int(w, b->last_use);
+    }
+    cj_put_int(w, p->nkernels);
+    for (int i = 0; i < p->nkernels; i++) put_kernel(w, &p->kernels[i]);
+    cj_put_int(w, p->ngroups);
+    for (int i = 0; i < p->ngroups; i++) {
+        cj_put_int(w, p->groups[i].first);
+        cj_put_int(w, p->groups[i].count);
+        cj_put_int(w, p->groups[i].rows);
+        cj_put_int(w, p->groups[i].block);
+    }
+    cj_put_int(w, p->arena_bytes);
+    cj_put_int(w, p->argument_bytes);
+    cj_put_int(w, p->output_bytes);
+    cj_put_int(w, p->temp_bytes);
+    cj_put_int(w, p->peak_bytes);
+    cj_put_int(w, p->alias_bytes);
+    cj_put_int(w, p->peak_kernel);
+    int noutputs = p->graph ? p->graph->noutputs : 0, nparams = p->graph ? p->graph->nparams : 0;
+    for (int i = 0; i < noutputs; i++) cj_put_int(w, p->output_buffer[i]);
+    cj_put_int(w, p->donated != NULL);
+    for (int i = 0; p->donated && i < nparams; i++) cj_put_int(w, p->donated[i]);
+}
+
+/* The slot of a buffer must name one the runtime is given. */
+static bool slot_ok(const cj_graph *g, const cj_buffer *b) {
+    switch (b->kind) {
+    case CJ_BUF_PARAM: return b->slot >= 0 && b->slot < g->nparams;
+    case CJ_BUF_ARRAY: return b->slot >= 0 && b->slot < g->narrays;
+    case CJ_BUF_OUTPUT: return b->slot >= 0 && b->slot < g->noutputs;
+    case CJ_BUF_TEMP: return b->offset >= 0;
+    }
+    return false;
+}
+
+/* See plan_io.h. */
+cj_status cj_plan_read(cj_rbuf *r, const cj_graph *g, cj_plan *p, cj_error *err) {
+    memset(p, 0, sizeof *p);
+    p->graph = (cj_graph *)g;
+    p->nbuffers = get_count(r);
+    p->buffers = calloc((size_t)p->nbuffers + 1, sizeof(cj_buffer));
+    p->buffers_cap = p->nbuffers;
+    if (!p->buffers) r->bad = true;
+    for (int i = 0; i < p->nbuffers && !r->bad; i++) {
+        cj_buffer *b = &p->buffers[i];
+        b->kind = (cj_buf_kind)cj_get_int(r, CJ_BUF_PARAM, CJ_BUF_TEMP);
+        b->slot = (int)cj_get_int(r, INT_MIN, INT_MAX);
+        b->dtype = (cj_dtype)cj_get_int(r, 0, CJ_NUM_DTYPES - 1);
+        get_shape(r, &b->shape);
+        b->nbytes = cj_get_int(r, 0, INT64_MAX);
+        b->offset = cj_get_int(r, INT64_MIN, INT64_MAX);
+        b->alias_of = (int)cj_get_int(r, -1, p->nbuffers - 1);
+        b->node = (int)cj_get_int(r, -1, g->nnodes - 1);
+        b->first_use = (int)cj_get_int(r, INT_MIN, INT_MAX);
+        b->last_use = (int)cj_get_int(r, INT_MIN, INT_MAX);
+        if (!r->bad && !slot_ok(g, b)) r->bad = true;
+    }
+    int nkernels = get_count(r);
+    p->kernels = r->bad ? NULL : calloc((size_t)nkernels + 1, sizeof(cj_kernel));
+    p->kernels_cap = nkernels;
+    if (!p->kernels) r->bad = true;
+    for (int i = 0; i < nkernels && !r->bad; i++) {
+        p->nkernels = i + 1; /* so that cj_plan_free frees what was read */
+        get_kernel(r, &p->kernels[i], p->nbuffers, g->nnodes);
+    }
+    int ngroups = get_count(r);
+    p->groups = r->bad ? NULL : calloc((size_t)p->nkernels + 1, sizeof(cj_group));
+    if (!p->groups || ngroups > p->nkernels) r->bad = true;
+    for (int i = 0; i < ngroups && !r->bad; i++) {
+        cj_group *grp = &p->groups[i];
+        grp->first = (int)cj_get_int(r, 0, p->nkernels - 1);
+        grp->count = (int)cj_get_int(r, 1, p->nkernels - grp->first);
+        grp->rows = cj_get_int(r, 0, INT64_MAX);
+        grp->block = cj_get_int(r, 0, INT64_MAX);
+        p->ngroups = i + 1;
+    }
+    p->arena_bytes = cj_get_int(r, 0, INT64_MAX);
+    p->argument_bytes = cj_get_int(r, 0, INT64_MAX);
+    p->output_bytes = cj_get_int(r, 0, INT64_MAX);
+    p->temp_bytes = cj_get_int(r, 0, INT64_MAX);
+    p->peak_bytes = cj_get_int(r, 0, INT64_MAX);
+    p->alias_bytes = cj_get_int(r, 0, INT64_MAX);
+    p->peak_kernel = (int)cj_get_int(r, INT_MIN, INT_MAX);
+    p->output_buffer = r->bad ? NULL : calloc((size_t)g->noutputs + 1, sizeof(int));
+    if (!p->output_buffer) r->bad = true;
+    for (int i = 0; i < g->noutputs && !r->bad; i++) p->output_buffer[i] = (int)cj_get_int(r, 0, p->nbuffers - 1);
+    if (cj_get_int(r, 0, 1)) {
+        p->donated = r->bad ? NULL : calloc((size_t)g->nparams + 1, sizeof(bool));
+        if (!p->donated) r->bad = true;
+        for (int i = 0; i < g->nparams && !r->bad; i++) p->donated[i] = cj_get_int(r, 0, 1);
+    }
+    /* every temporary must fit in the arena, or in the buffer it reuses */
+    for (int i = 0; i < p->nbuffers && !r->bad; i++) {
+        const cj_buffer *b = &p->buffers[i];
+        if (b->kind != CJ_BUF_TEMP) continue;
+        int64_t room = b->alias_of >= 0 ? p->buffers[b->alias_of].nbytes : p->arena_bytes;
+        if (b->offset > room || b->nbytes > room - b->offset) r->bad = true;
+    }
+    if (r->bad) {
+        cj_plan_free(p);
+        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad plan");
+    }
+    return CJ_OK;
+}
