@@ -892,7 +892,7 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         owner[i] = common >= 0 ? common : -1;
         if (owner[i] >= 0 || users[i] < 2) continue;
         cj_opkind kind = cj_op_kind(nd->op);
-        if (kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_MOVE || cj_op_has_flag(nd->op, CJ_OPF_IDENTITY)) continue;
+        if (kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_MOVE) continue;
         /* consumers in several kernels: one kernel computing them all, if they can be */
         int ns = consumer_sets(f, i, &cs, sets, -1);
         if (ns > 1 && (owner[i] = set_merge(f, sets, ns, &cs)) >= 0) continue;

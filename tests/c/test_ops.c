@@ -12,6 +12,7 @@
  *   - CSE compares exactly the attributes the op uses: two copies merge,
  *     copies differing in an unused field merge, copies differing in a used
  *     one do not;
+ *   - an identity (CJ_OPF_IDENTITY) leaves fusion's plan as it was without it;
  *   - code generation handles it in every dtype its builder accepts, for
  *     the CPU and for NVPTX, fused and unfused, into IR that LLVM verifies,
  *     and an elementwise op really reached codegen as an expression.
@@ -263,9 +264,16 @@ static void test_gradients(void) {
                     CHECK_MSG(res[r] == id, "%s (recomputed) keeps node %d", cj_op_name(op), res[r]);
             }
             free(res);
+            /* a forward value is recomputed only for a rule that reads it: no
+             * recomputed copy is dead (dead-code removal keeps every one) */
             cj_error e2 = {0};
-            cj_graph *s = cj_simplify_run(g, true, &e2);
+            cj_graph *s = cj_simplify_run(g, false, &e2);
             CHECK_MSG(s != NULL, "simplifying the gradient of %s: %s", cj_op_name(op), e2.message);
+            int copies = 0, live_copies = 0;
+            for (int k = 0; k < g->nnodes; k++) copies += g->nodes[k].remat;
+            for (int k = 0; s && k < s->nnodes; k++) live_copies += s->nodes[k].remat;
+            CHECK_MSG(copies == live_copies, "%s%s: %d of %d recomputed copies are never read", cj_op_name(op),
+                      remat ? " (recomputed)" : "", copies - live_copies, copies);
             if (s) cj_graph_free(s);
             cj_graph_free(g);
         }
@@ -415,6 +423,76 @@ static void test_cse(void) {
     }
 }
 
+/* ---- identities are transparent to fusion --------------------------------------- */
+
+/* Fuses g (CSE on) and reports its kernels, buffers and long-math expressions. */
+static bool plan_figures(const cj_graph *src, int *kernels, int *buffers, int *long_math) {
+    cj_error err = {0};
+    cj_graph *g = cj_simplify_run(src, true, &err);
+    if (!g) return false;
+    bool *live = malloc((size_t)g->nnodes + 1);
+    for (int i = 0; i < g->nnodes; i++) live[i] = true;
+    cj_plan plan;
+    memset(&plan, 0, sizeof plan);
+    bool ok = cj_fuse_run(g, live, true, &plan, &err) == CJ_OK;
+    free(live);
+    *kernels = plan.nkernels;
+    *buffers = plan.nbuffers;
+    *long_math = 0;
+    for (int k = 0; ok && k < plan.nkernels; k++) *long_math += cj_kernel_long_math(&plan.kernels[k]);
+    cj_plan_free(&plan);
+    cj_graph_free(g);
+    return ok;
+}
+
+/* Wraps v in identity op `op` (when op is not ADD, the "no identity" case). */
+static int wrap(cj_graph *g, cj_op op, int v, cj_error *err) {
+    if (op == CJ_OP_ADD) return v;
+    return op == CJ_OP_NAME ? cj_build_name(g, v, "h", -1, err) : cj_build_unary(g, op, v, -1, err);
+}
+
+/* A value passed through an identity (checkpoint_name, stop_gradient) is
+ * fused exactly as the value itself: h = tanh(exp(x)) read by three
+ * elementwise outputs is one kernel computing exp once, and as a matmul
+ * operand it is stored once. */
+static void test_identities(void) {
+    for (int i = 0; i < CJ_NUM_OPS; i++) {
+        cj_op op = (cj_op)i;
+        if (!cj_op_has_flag(op, CJ_OPF_IDENTITY)) continue;
+        for (int form = 0; form < 2; form++) {
+            int figures[2][3];
+            for (int with = 0; with < 2; with++) {
+                cj_graph *g = cj_graph_new();
+                cj_error err = {0};
+                cj_shape s = shape2(4, 8);
+                int x = cj_build_param(g, &s, CJ_FLOAT64, false, -1, &err);
+                int h = cj_build_unary(g, CJ_OP_TANH, cj_build_unary(g, CJ_OP_EXP, x, -1, &err), -1, &err);
+                h = wrap(g, with ? op : CJ_OP_ADD, h, &err);
+                int outs[3];
+                if (form == 0) {
+                    outs[0] = cj_build_binary(g, CJ_OP_MUL, h, x, -1, &err);
+                    outs[1] = cj_build_binary(g, CJ_OP_ADD, h, x, -1, &err);
+                    outs[2] = cj_build_unary(g, CJ_OP_SIN, h, -1, &err);
+                } else {
+                    cj_shape ws = shape2(8, 8);
+                    int w = cj_build_param(g, &ws, CJ_FLOAT64, false, -1, &err);
+                    outs[0] = cj_build_matmul(g, h, w, -1, &err);
+                    outs[1] = cj_build_matmul(g, h, cj_build_unary(g, CJ_OP_NEG, w, -1, &err), -1, &err);
+                    outs[2] = cj_build_matmul(g, cj_build_unary(g, CJ_OP_NEG, h, -1, &err), w, -1, &err);
+                }
+                cj_graph_set_outputs(g, outs, 3, &err);
+                CHECK_MSG(err.status == CJ_OK && plan_figures(g, &figures[with][0], &figures[with][1], &figures[with][2]),
+                          "%s: building or fusing: %s", cj_op_name(op), err.message);
+                cj_graph_free(g);
+            }
+            CHECK_MSG(memcmp(figures[0], figures[1], sizeof figures[0]) == 0,
+                      "%s changes fusion (form %d): kernels %d/%d, buffers %d/%d, long math %d/%d without/with",
+                      cj_op_name(op), form, figures[0][0], figures[1][0], figures[0][1], figures[1][1],
+                      figures[0][2], figures[1][2]);
+        }
+    }
+}
+
 /* ---- code generation handles every op ------------------------------------------ */
 
 /* Does the plan compute op: as an expression, or as a kernel's reduction? */
@@ -520,6 +598,7 @@ int main(void) {
     test_builders();
     test_gradients();
     test_cse();
+    test_identities();
     test_codegen();
     printf("test_ops: %d checks, %d failures, %d ops\n", checks, failures, CJ_NUM_OPS);
     return failures ? 1 : 0;
