@@ -1,4 +1,5 @@
-/* autodiff.c - reverse mode: one VJP rule per op, building ordinary nodes.
+/* autodiff.c - reverse mode: one VJP rule per op (a table indexed by op that
+ * also says which forward values each rule reads), building ordinary nodes.
  *
  * The backward pass is appended to the same graph as the forward one, so
  * a gradient is simplified, fused and planned like any other computation,
@@ -269,185 +270,271 @@ static int unslice_dim(vjp_ctx *c, int ct, int k, int64_t len, int64_t start, in
     return pad_dim(c, ct, k, start, len - start - covered);
 }
 
+/* ---- the rules ------------------------------------------------------------
+ * One function per op, found in `rules` by op together with the forward
+ * values it reads: X (the first input), Y (the second), OUT (the op's own
+ * value).  Only those are fetched (fwd: kept, or recomputed by a
+ * checkpoint), so a value no rule reads is neither kept for the backward
+ * pass nor recomputed for it.  A rule that reads a value it did not
+ * declare finds -1 there and fails (tests/c/test_ops.c runs every rule). */
+
+typedef struct {
+    cj_node n;   /* the node whose cotangent is propagated */
+    int g;       /* its cotangent */
+    int x, y;    /* its first and second inputs, -1: none */
+    int X, Y, OUT; /* forward values the rule declared it reads, else -1 */
+    int first;   /* nodes before this are constants */
+} rule_args;
+
+/* Does input i take part: a float value recorded after `first`? */
+static bool wants(const vjp_ctx *c, const rule_args *r, int i) {
+    return r->n.inputs[i] >= r->first && is_float(node(c, r->n.inputs[i]).dtype);
+}
+
+/* The cotangent contribution v to input i, if input i takes part. */
+static bool give(vjp_ctx *c, const rule_args *r, int i, int v) {
+    return !wants(c, r, i) || accumulate(c, r->n.inputs[i], v);
+}
+
+#define RULE(op) static bool vjp_##op(vjp_ctx *c, const rule_args *r)
+
+RULE(pass) { return give(c, r, 0, r->g); } /* NAME: an identity */
+RULE(cast) { return !wants(c, r, 0) || give(c, r, 0, cast(c, r->g, node(c, r->x).dtype)); }
+RULE(neg) { return !wants(c, r, 0) || give(c, r, 0, un(c, CJ_OP_NEG, r->g)); }
+RULE(abs) { return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, un(c, CJ_OP_SIGN, r->X))); }
+RULE(exp) { return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, r->OUT)); }
+RULE(expm1) {
+    return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, bin(c, CJ_OP_ADD, r->OUT, cst(c, 1))));
+}
+RULE(log) { return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_DIV, r->g, r->X)); }
+RULE(log1p) {
+    return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_DIV, r->g, bin(c, CJ_OP_ADD, r->X, cst(c, 1))));
+}
+RULE(sqrt) { /* g / (2 sqrt(x)) = g / (2 out) */
+    return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, r->g, cst(c, 0.5)), r->OUT));
+}
+RULE(reciprocal) { /* -g / x^2 = -g * out^2 */
+    return !wants(c, r, 0) ||
+           give(c, r, 0, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, r->g, bin(c, CJ_OP_MUL, r->OUT, r->OUT))));
+}
+RULE(tanh) { /* g (1 - out^2) */
+    return !wants(c, r, 0) ||
+           give(c, r, 0, bin(c, CJ_OP_MUL, r->g, bin(c, CJ_OP_SUB, cst(c, 1), bin(c, CJ_OP_MUL, r->OUT, r->OUT))));
+}
+RULE(sin) { return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, un(c, CJ_OP_COS, r->X))); }
+RULE(cos) {
+    return !wants(c, r, 0) || give(c, r, 0, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, r->g, un(c, CJ_OP_SIN, r->X))));
+}
+
+RULE(add) { return give(c, r, 0, r->g) && give(c, r, 1, r->g); }
+RULE(sub) { return give(c, r, 0, r->g) && (!wants(c, r, 1) || give(c, r, 1, un(c, CJ_OP_NEG, r->g))); }
+RULE(mul) {
+    return (!wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, r->Y))) &&
+           (!wants(c, r, 1) || give(c, r, 1, bin(c, CJ_OP_MUL, r->g, r->X)));
+}
+RULE(div) { /* d/dy = -g * out / y */
+    return (!wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_DIV, r->g, r->Y))) &&
+           (!wants(c, r, 1) ||
+            give(c, r, 1, un(c, CJ_OP_NEG, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, r->g, r->OUT), r->Y))));
+}
+RULE(pow) {
+    /* d/dx = g Y X^(Y-1), taken as 0 where Y == 0 (as JAX: X^0 is constant, even at
+     * X = 0 where Y X^(Y-1) would be 0 * inf); d/dy = g out log(X), taken as 0 where X <= 0 */
+    int X = r->X, Y = r->Y;
+    bool ok = true;
+    if (wants(c, r, 0)) {
+        int dx = bin(c, CJ_OP_MUL, Y, bin(c, CJ_OP_POW, X, bin(c, CJ_OP_SUB, Y, cst(c, 1))));
+        int y0 = bin(c, CJ_OP_EQ, Y, cst(c, 0));
+        dx = dx < 0 || y0 < 0 ? -1 : cj_build_select(c->g, y0, cst(c, 0), dx, c->loc, c->err);
+        ok = give(c, r, 0, bin(c, CJ_OP_MUL, r->g, dx));
+    }
+    if (ok && wants(c, r, 1)) {
+        int positive = bin(c, CJ_OP_GT, X, cst(c, 0));
+        int logx = positive < 0 ? -1 : cj_build_select(c->g, positive, un(c, CJ_OP_LOG, X), cst(c, 0), c->loc, c->err);
+        ok = give(c, r, 1, bin(c, CJ_OP_MUL, bin(c, CJ_OP_MUL, r->g, r->OUT), logx));
+    }
+    return ok;
+}
+RULE(maxmin) { /* the larger (smaller) operand takes the gradient; ties share it equally, as JAX */
+    int X = r->X, Y = r->Y;
+    cj_op wins = r->n.op == CJ_OP_MAXIMUM ? CJ_OP_GT : CJ_OP_LT;
+    int tie = bin(c, CJ_OP_MUL, cast(c, bin(c, CJ_OP_EQ, X, Y), r->n.dtype), cst(c, 0.5));
+    bool ok = true;
+    if (wants(c, r, 0))
+        ok = give(c, r, 0, bin(c, CJ_OP_MUL, r->g, bin(c, CJ_OP_ADD, cast(c, bin(c, wins, X, Y), r->n.dtype), tie)));
+    if (ok && wants(c, r, 1))
+        ok = give(c, r, 1, bin(c, CJ_OP_MUL, r->g, bin(c, CJ_OP_ADD, cast(c, bin(c, wins, Y, X), r->n.dtype), tie)));
+    return ok;
+}
+RULE(select) { /* X is the condition */
+    int z = zeros(c, &r->n.shape, r->n.dtype);
+    bool ok = true;
+    if (wants(c, r, 1)) ok = give(c, r, 1, z < 0 ? -1 : cj_build_select(c->g, r->X, r->g, z, c->loc, c->err));
+    if (ok && wants(c, r, 2)) ok = give(c, r, 2, z < 0 ? -1 : cj_build_select(c->g, r->X, z, r->g, c->loc, c->err));
+    return ok;
+}
+
+RULE(broadcast) {
+    cj_shape in = node(c, r->x).shape;
+    return !wants(c, r, 0) || give(c, r, 0, unbroadcast(c, r->g, &in));
+}
+RULE(reshape) {
+    cj_shape in = node(c, r->x).shape;
+    return !wants(c, r, 0) || give(c, r, 0, reshape(c, r->g, &in));
+}
+RULE(transpose) {
+    int inv[CJ_MAX_RANK];
+    for (int d = 0; d < r->n.shape.rank; d++) inv[r->n.attrs.perm[d]] = d;
+    return !wants(c, r, 0) || give(c, r, 0, cj_build_transpose(c->g, r->g, inv, c->loc, c->err));
+}
+RULE(slice) {
+    if (!wants(c, r, 0)) return true;
+    const cj_node *n = &r->n;
+    cj_shape in = node(c, r->x).shape;
+    int v = r->g;
+    for (int k = 0; k < in.rank && v >= 0; k++) {
+        bool whole = n->attrs.start[k] == 0 && n->attrs.step[k] == 1 && n->shape.dims[k] == in.dims[k];
+        if (!whole) v = unslice_dim(c, v, k, in.dims[k], n->attrs.start[k], n->attrs.step[k]);
+    }
+    return give(c, r, 0, v);
+}
+RULE(concatenate) {
+    const cj_node *n = &r->n;
+    int axis = n->attrs.axis;
+    int64_t pos = 0;
+    for (int i = 0; i < n->ninputs; i++) {
+        cj_shape in = node(c, n->inputs[i]).shape;
+        if (wants(c, r, i)) {
+            int64_t st[CJ_MAX_RANK], sp[CJ_MAX_RANK], sd[CJ_MAX_RANK];
+            for (int d = 0; d < in.rank; d++) st[d] = 0, sp[d] = in.dims[d], sd[d] = 1;
+            st[axis] = pos;
+            sp[axis] = pos + in.dims[axis];
+            if (!give(c, r, i, cj_build_slice(c->g, r->g, st, sp, sd, c->loc, c->err))) return false;
+        }
+        pos += in.dims[axis];
+    }
+    return true;
+}
+
+RULE(reduce_sum) {
+    cj_shape in = node(c, r->x).shape;
+    return !wants(c, r, 0) || give(c, r, 0, expand_reduced(c, r->g, &in, r->n.attrs.axes));
+}
+RULE(reduce_prod) {
+    /* g times the product of the other elements, exact at zeros too (as JAX).
+     * With nz = X where X != 0 and 1 where X == 0, p = prod(nz) and, per
+     * element, `others` = the number of zeros among the other elements of its
+     * reduced group, the others' product is
+     *   p / nz                      when others == 0,
+     *   p / nz * (the other zero)   when others == 1 (a value of 0),
+     *   0                           when others >= 2.
+     * The middle case multiplies by that zero element itself (s_other, the sum
+     * of the group's zeros less this element's own), so that the derivative
+     * of this gradient with respect to it is p / nz, not 0: the Hessian at an
+     * exact zero is then the symmetric one (x = [0, a, b]: d2/dx0 dx1 = b both
+     * ways).  Away from zeros this is g out / X. */
+    if (!wants(c, r, 0)) return true;
+    int X = r->X;
+    cj_shape in = node(c, r->x).shape;
+    uint32_t axes = r->n.attrs.axes;
+    int is0 = bin(c, CJ_OP_EQ, X, cst(c, 0));
+    int nz = is0 < 0 ? -1 : cj_build_select(c->g, is0, cst(c, 1), X, c->loc, c->err);
+    int p = nz < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_PROD, nz, axes, c->loc, c->err);
+    int z = cast(c, is0, r->n.dtype);
+    int count = z < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, z, axes, c->loc, c->err);
+    int others = bin(c, CJ_OP_SUB, expand_reduced(c, count, &in, axes), z);
+    int zx = bin(c, CJ_OP_MUL, X, z);      /* the zero elements, 0 elsewhere */
+    int zsum = zx < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, zx, axes, c->loc, c->err);
+    int s_other = bin(c, CJ_OP_SUB, expand_reduced(c, zsum, &in, axes), zx);
+    int one0 = bin(c, CJ_OP_EQ, others, cst(c, 1));
+    int none0 = bin(c, CJ_OP_EQ, others, cst(c, 0));
+    int f1 = one0 < 0 || s_other < 0 ? -1 : cj_build_select(c->g, one0, s_other, cst(c, 0), c->loc, c->err);
+    int factor = none0 < 0 || f1 < 0 ? -1 : cj_build_select(c->g, none0, cst(c, 1), f1, c->loc, c->err);
+    int rest = bin(c, CJ_OP_DIV, expand_reduced(c, p, &in, axes), nz);
+    return give(c, r, 0, bin(c, CJ_OP_MUL, expand_reduced(c, r->g, &in, axes), bin(c, CJ_OP_MUL, rest, factor)));
+}
+RULE(reduce_maxmin) { /* shared equally by the elements equal to the result */
+    if (!wants(c, r, 0)) return true;
+    cj_shape in = node(c, r->x).shape;
+    uint32_t axes = r->n.attrs.axes;
+    int ob = r->OUT < 0 ? -1 : expand_reduced(c, r->OUT, &in, axes);
+    int hit = cast(c, bin(c, CJ_OP_EQ, r->X, ob), r->n.dtype);
+    int count = hit < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, hit, axes, c->loc, c->err);
+    int share = bin(c, CJ_OP_DIV, expand_reduced(c, r->g, &in, axes), expand_reduced(c, count, &in, axes));
+    return give(c, r, 0, bin(c, CJ_OP_MUL, share, hit));
+}
+RULE(matmul) { /* dA = g B^T, dB = A^T g */
+    return (!wants(c, r, 0) || give(c, r, 0, r->Y < 0 ? -1 : cj_build_matmul(c->g, r->g, swap_last(c, r->Y), c->loc, c->err))) &&
+           (!wants(c, r, 1) || give(c, r, 1, r->X < 0 ? -1 : cj_build_matmul(c->g, swap_last(c, r->X), r->g, c->loc, c->err)));
+}
+#undef RULE
+
+enum { READS_X = CJ_VJP_READS_X, READS_Y = CJ_VJP_READS_Y, READS_OUT = CJ_VJP_READS_OUT };
+
+/* Every op with a gradient: sources have none and ops flagged
+ * CJ_OPF_ZERO_GRAD in ops.def give zero, so they have no entry. */
+static const struct {
+    bool (*fn)(vjp_ctx *c, const rule_args *r);
+    unsigned reads;
+} rules[CJ_NUM_OPS] = {
+    [CJ_OP_NAME] = {vjp_pass, 0},
+    [CJ_OP_CAST] = {vjp_cast, 0},
+    [CJ_OP_NEG] = {vjp_neg, 0},
+    [CJ_OP_ABS] = {vjp_abs, READS_X},
+    [CJ_OP_EXP] = {vjp_exp, READS_OUT},
+    [CJ_OP_EXPM1] = {vjp_expm1, READS_OUT},
+    [CJ_OP_LOG] = {vjp_log, READS_X},
+    [CJ_OP_LOG1P] = {vjp_log1p, READS_X},
+    [CJ_OP_SQRT] = {vjp_sqrt, READS_OUT},
+    [CJ_OP_RECIPROCAL] = {vjp_reciprocal, READS_OUT},
+    [CJ_OP_TANH] = {vjp_tanh, READS_OUT},
+    [CJ_OP_SIN] = {vjp_sin, READS_X},
+    [CJ_OP_COS] = {vjp_cos, READS_X},
+    [CJ_OP_ADD] = {vjp_add, 0},
+    [CJ_OP_SUB] = {vjp_sub, 0},
+    [CJ_OP_MUL] = {vjp_mul, READS_X | READS_Y},
+    [CJ_OP_DIV] = {vjp_div, READS_Y | READS_OUT},
+    [CJ_OP_POW] = {vjp_pow, READS_X | READS_Y | READS_OUT},
+    [CJ_OP_MAXIMUM] = {vjp_maxmin, READS_X | READS_Y},
+    [CJ_OP_MINIMUM] = {vjp_maxmin, READS_X | READS_Y},
+    [CJ_OP_SELECT] = {vjp_select, READS_X},
+    [CJ_OP_BROADCAST] = {vjp_broadcast, 0},
+    [CJ_OP_RESHAPE] = {vjp_reshape, 0},
+    [CJ_OP_TRANSPOSE] = {vjp_transpose, 0},
+    [CJ_OP_SLICE] = {vjp_slice, 0},
+    [CJ_OP_CONCATENATE] = {vjp_concatenate, 0},
+    [CJ_OP_REDUCE_SUM] = {vjp_reduce_sum, 0},
+    [CJ_OP_REDUCE_PROD] = {vjp_reduce_prod, READS_X},
+    [CJ_OP_REDUCE_MAX] = {vjp_reduce_maxmin, READS_X | READS_OUT},
+    [CJ_OP_REDUCE_MIN] = {vjp_reduce_maxmin, READS_X | READS_OUT},
+    [CJ_OP_MATMUL] = {vjp_matmul, READS_X | READS_Y},
+};
+
+/* See autodiff.h. */
+int cj_autodiff_rule_reads(cj_op op) {
+    if ((int)op < 0 || op >= CJ_NUM_OPS || !rules[op].fn) return -1;
+    return (int)rules[op].reads;
+}
+
 /* Propagates the cotangent of node `id` to its inputs. */
 static bool apply_rule(vjp_ctx *c, int id, int first) {
     cj_node n = node(c, id);
-    int g = c->ct[id];
     c->loc = n.loc;
-    int x = n.ninputs > 0 ? n.inputs[0] : -1, y = n.ninputs > 1 ? n.inputs[1] : -1;
-    /* which inputs take part: float values recorded after `first` */
-#define WANTS(i) (n.inputs[i] >= first && is_float(node(c, n.inputs[i]).dtype))
-    /* forward values a rule reads: saved ones as they are, the others
+    if (cj_op_kind(n.op) == CJ_OPKIND_SOURCE || cj_op_has_flag(n.op, CJ_OPF_ZERO_GRAD)) return true;
+    if (cj_autodiff_rule_reads(n.op) < 0) {
+        cj_error_set(c->err, CJ_ERR_INTERNAL, "autodiff: no rule for %s", cj_op_name(n.op));
+        return false;
+    }
+    unsigned reads = rules[n.op].reads;
+    rule_args r = {.n = n, .g = c->ct[id], .first = first, .X = -1, .Y = -1, .OUT = -1};
+    r.x = n.ninputs > 0 ? n.inputs[0] : -1;
+    r.y = n.ninputs > 1 ? n.inputs[1] : -1;
+    /* the forward values the rule reads: saved ones as they are, the others
      * recomputed for the backward pass (checkpointing, see saved() above) */
-    int X = x >= 0 ? fwd(c, x) : -1, Y = y >= 0 ? fwd(c, y) : -1, OUT = fwd(c, id);
-    if ((x >= 0 && X < 0) || (y >= 0 && Y < 0) || OUT < 0) return false;
-    switch (n.op) {
-    case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA:
-        return true;
-    /* piecewise constant: zero gradient */
-    case CJ_OP_SIGN: case CJ_OP_FLOOR: case CJ_OP_CEIL: case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN:
-    case CJ_OP_ISFINITE: case CJ_OP_FLOORDIV: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR:
-    case CJ_OP_STOP_GRADIENT:
-    case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE:
-        return true;
-
-    case CJ_OP_NAME: return !WANTS(0) || accumulate(c, x, g);
-    case CJ_OP_CAST: return !WANTS(0) || accumulate(c, x, cast(c, g, node(c, x).dtype));
-    case CJ_OP_NEG: return !WANTS(0) || accumulate(c, x, un(c, CJ_OP_NEG, g));
-    case CJ_OP_ABS: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_SIGN, X)));
-    case CJ_OP_EXP: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, OUT));
-    case CJ_OP_EXPM1: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, OUT, cst(c, 1))));
-    case CJ_OP_LOG: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, X));
-    case CJ_OP_LOG1P: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, bin(c, CJ_OP_ADD, X, cst(c, 1))));
-    case CJ_OP_SQRT: /* g / (2 sqrt(x)) = g / (2 out) */
-        return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, g, cst(c, 0.5)), OUT));
-    case CJ_OP_RECIPROCAL: /* -g / x^2 = -g * out^2 */
-        return !WANTS(0) || accumulate(c, x, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_MUL, OUT, OUT))));
-    case CJ_OP_TANH: /* g (1 - out^2) */
-        return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_SUB, cst(c, 1), bin(c, CJ_OP_MUL, OUT, OUT))));
-    case CJ_OP_SIN: return !WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_COS, X)));
-    case CJ_OP_COS: return !WANTS(0) || accumulate(c, x, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, g, un(c, CJ_OP_SIN, X))));
-
-    case CJ_OP_ADD:
-        return (!WANTS(0) || accumulate(c, x, g)) && (!WANTS(1) || accumulate(c, y, g));
-    case CJ_OP_SUB:
-        return (!WANTS(0) || accumulate(c, x, g)) && (!WANTS(1) || accumulate(c, y, un(c, CJ_OP_NEG, g)));
-    case CJ_OP_MUL:
-        return (!WANTS(0) || accumulate(c, x, bin(c, CJ_OP_MUL, g, Y))) &&
-               (!WANTS(1) || accumulate(c, y, bin(c, CJ_OP_MUL, g, X)));
-    case CJ_OP_DIV: /* d/dy = -g * out / y */
-        return (!WANTS(0) || accumulate(c, x, bin(c, CJ_OP_DIV, g, Y))) &&
-               (!WANTS(1) || accumulate(c, y, un(c, CJ_OP_NEG, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, g, OUT), Y))));
-    case CJ_OP_POW: {
-        /* d/dx = g Y X^(Y-1), taken as 0 where Y == 0 (as JAX: X^0 is constant, even at
-         * X = 0 where Y X^(Y-1) would be 0 * inf); d/dy = g out log(X), taken as 0 where X <= 0 */
-        bool ok = true;
-        if (WANTS(0)) {
-            int dx = bin(c, CJ_OP_MUL, Y, bin(c, CJ_OP_POW, X, bin(c, CJ_OP_SUB, Y, cst(c, 1))));
-            int y0 = bin(c, CJ_OP_EQ, Y, cst(c, 0));
-            dx = dx < 0 || y0 < 0 ? -1 : cj_build_select(c->g, y0, cst(c, 0), dx, c->loc, c->err);
-            ok = accumulate(c, x, bin(c, CJ_OP_MUL, g, dx));
-        }
-        if (ok && WANTS(1)) {
-            int positive = bin(c, CJ_OP_GT, X, cst(c, 0));
-            int logx = positive < 0 ? -1 : cj_build_select(c->g, positive, un(c, CJ_OP_LOG, X), cst(c, 0), c->loc, c->err);
-            ok = accumulate(c, y, bin(c, CJ_OP_MUL, bin(c, CJ_OP_MUL, g, OUT), logx));
-        }
-        return ok;
-    }
-    case CJ_OP_MAXIMUM:
-    case CJ_OP_MINIMUM: {
-        /* the larger (smaller) operand takes the gradient; ties share it equally, as JAX */
-        cj_op wins = n.op == CJ_OP_MAXIMUM ? CJ_OP_GT : CJ_OP_LT;
-        int tie = bin(c, CJ_OP_MUL, cast(c, bin(c, CJ_OP_EQ, X, Y), n.dtype), cst(c, 0.5));
-        bool ok = true;
-        if (WANTS(0)) ok = accumulate(c, x, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, cast(c, bin(c, wins, X, Y), n.dtype), tie)));
-        if (ok && WANTS(1)) ok = accumulate(c, y, bin(c, CJ_OP_MUL, g, bin(c, CJ_OP_ADD, cast(c, bin(c, wins, Y, X), n.dtype), tie)));
-        return ok;
-    }
-    case CJ_OP_SELECT: {
-        int z = zeros(c, &n.shape, n.dtype), cond = X;
-        bool ok = true;
-        if (WANTS(1)) ok = accumulate(c, n.inputs[1], cj_build_select(c->g, cond, g, z, c->loc, c->err));
-        if (ok && WANTS(2)) ok = accumulate(c, n.inputs[2], cj_build_select(c->g, cond, z, g, c->loc, c->err));
-        return ok;
-    }
-
-    case CJ_OP_BROADCAST: {
-        cj_shape in = node(c, x).shape;
-        return !WANTS(0) || accumulate(c, x, unbroadcast(c, g, &in));
-    }
-    case CJ_OP_RESHAPE: {
-        cj_shape in = node(c, x).shape;
-        return !WANTS(0) || accumulate(c, x, reshape(c, g, &in));
-    }
-    case CJ_OP_TRANSPOSE: {
-        int inv[CJ_MAX_RANK];
-        for (int d = 0; d < n.shape.rank; d++) inv[n.attrs.perm[d]] = d;
-        return !WANTS(0) || accumulate(c, x, cj_build_transpose(c->g, g, inv, c->loc, c->err));
-    }
-    case CJ_OP_SLICE: {
-        if (!WANTS(0)) return true;
-        cj_shape in = node(c, x).shape;
-        int r = g;
-        for (int k = 0; k < in.rank && r >= 0; k++) {
-            bool whole = n.attrs.start[k] == 0 && n.attrs.step[k] == 1 && n.shape.dims[k] == in.dims[k];
-            if (!whole) r = unslice_dim(c, r, k, in.dims[k], n.attrs.start[k], n.attrs.step[k]);
-        }
-        return accumulate(c, x, r);
-    }
-    case CJ_OP_CONCATENATE: {
-        int axis = n.attrs.axis;
-        int64_t pos = 0;
-        for (int i = 0; i < n.ninputs; i++) {
-            cj_shape in = node(c, n.inputs[i]).shape;
-            if (WANTS(i)) {
-                int64_t st[CJ_MAX_RANK], sp[CJ_MAX_RANK], sd[CJ_MAX_RANK];
-                for (int d = 0; d < in.rank; d++) st[d] = 0, sp[d] = in.dims[d], sd[d] = 1;
-                st[axis] = pos;
-                sp[axis] = pos + in.dims[axis];
-                if (!accumulate(c, n.inputs[i], cj_build_slice(c->g, g, st, sp, sd, c->loc, c->err))) return false;
-            }
-            pos += in.dims[axis];
-        }
-        return true;
-    }
-
-    case CJ_OP_REDUCE_SUM: {
-        cj_shape in = node(c, x).shape;
-        return !WANTS(0) || accumulate(c, x, expand_reduced(c, g, &in, n.attrs.axes));
-    }
-    case CJ_OP_REDUCE_PROD: {
-        /* g times the product of the other elements, exact at zeros too (as JAX).
-         * With nz = X where X != 0 and 1 where X == 0, p = prod(nz) and, per
-         * element, `others` = the number of zeros among the other elements of its
-         * reduced group, the others' product is
-         *   p / nz                      when others == 0,
-         *   p / nz * (the other zero)   when others == 1 (a value of 0),
-         *   0                           when others >= 2.
-         * The middle case multiplies by that zero element itself (s_other, the sum
-         * of the group's zeros less this element's own), so that the derivative
-         * of this gradient with respect to it is p / nz, not 0: the Hessian at an
-         * exact zero is then the symmetric one (x = [0, a, b]: d2/dx0 dx1 = b both
-         * ways).  Away from zeros this is g out / X. */
-        if (!WANTS(0)) return true;
-        cj_shape in = node(c, x).shape;
-        uint32_t axes = n.attrs.axes;
-        int is0 = bin(c, CJ_OP_EQ, X, cst(c, 0));
-        int nz = is0 < 0 ? -1 : cj_build_select(c->g, is0, cst(c, 1), X, c->loc, c->err);
-        int p = nz < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_PROD, nz, axes, c->loc, c->err);
-        int z = cast(c, is0, n.dtype);
-        int count = z < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, z, axes, c->loc, c->err);
-        int others = bin(c, CJ_OP_SUB, expand_reduced(c, count, &in, axes), z);
-        int zx = bin(c, CJ_OP_MUL, X, z);      /* the zero elements, 0 elsewhere */
-        int zsum = zx < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, zx, axes, c->loc, c->err);
-        int s_other = bin(c, CJ_OP_SUB, expand_reduced(c, zsum, &in, axes), zx);
-        int one0 = bin(c, CJ_OP_EQ, others, cst(c, 1));
-        int none0 = bin(c, CJ_OP_EQ, others, cst(c, 0));
-        int f1 = one0 < 0 || s_other < 0 ? -1 : cj_build_select(c->g, one0, s_other, cst(c, 0), c->loc, c->err);
-        int factor = none0 < 0 || f1 < 0 ? -1 : cj_build_select(c->g, none0, cst(c, 1), f1, c->loc, c->err);
-        int rest = bin(c, CJ_OP_DIV, expand_reduced(c, p, &in, axes), nz);
-        return accumulate(c, x, bin(c, CJ_OP_MUL, expand_reduced(c, g, &in, axes), bin(c, CJ_OP_MUL, rest, factor)));
-    }
-    case CJ_OP_REDUCE_MAX:
-    case CJ_OP_REDUCE_MIN: { /* shared equally by the elements equal to the result */
-        if (!WANTS(0)) return true;
-        cj_shape in = node(c, x).shape;
-        int ob = expand_reduced(c, OUT, &in, n.attrs.axes);
-        int hit = cast(c, bin(c, CJ_OP_EQ, X, ob), n.dtype);
-        int count = hit < 0 ? -1 : cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, hit, n.attrs.axes, c->loc, c->err);
-        int share = bin(c, CJ_OP_DIV, expand_reduced(c, g, &in, n.attrs.axes), expand_reduced(c, count, &in, n.attrs.axes));
-        return accumulate(c, x, bin(c, CJ_OP_MUL, share, hit));
-    }
-    case CJ_OP_MATMUL: /* dA = g B^T, dB = A^T g */
-        return (!WANTS(0) || accumulate(c, x, cj_build_matmul(c->g, g, swap_last(c, Y), c->loc, c->err))) &&
-               (!WANTS(1) || accumulate(c, y, cj_build_matmul(c->g, swap_last(c, X), g, c->loc, c->err)));
-    case CJ_NUM_OPS:
-        break;
-    }
-#undef WANTS
-    cj_error_set(c->err, CJ_ERR_INTERNAL, "autodiff: no rule for %s", cj_op_name(n.op));
-    return false;
+    if ((reads & READS_X) && r.x >= 0 && (r.X = fwd(c, r.x)) < 0) return false;
+    if ((reads & READS_Y) && r.y >= 0 && (r.Y = fwd(c, r.y)) < 0) return false;
+    if ((reads & READS_OUT) && (r.OUT = fwd(c, id)) < 0) return false;
+    return rules[n.op].fn(c, &r);
 }
 
 /* See autodiff.h. */

@@ -14,6 +14,16 @@
 cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
                           const int *wrt, int nwrt, int *grads, cj_error *err);
 
+/* What the VJP rule of op reads of the forward pass, as a set of the bits
+ * below; -1 when op has no rule (a source, or an op whose gradient is zero:
+ * CJ_OPF_ZERO_GRAD in ops.def). */
+enum {
+    CJ_VJP_READS_X = 1 << 0,   /* the first input */
+    CJ_VJP_READS_Y = 1 << 1,   /* the second input */
+    CJ_VJP_READS_OUT = 1 << 2, /* the op's own value */
+};
+int cj_autodiff_rule_reads(cj_op op);
+
 /* The residuals of the backward pass in g: forward nodes (before
  * g->backward_start, computed rather than sources) that a node the outputs
  * depend on reads from the backward pass.  Writes their ids in order to

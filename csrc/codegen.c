@@ -325,10 +325,17 @@ static LLVMValueRef emit_minmax(cg *c, bool is_max, LLVMValueRef x, LLVMValueRef
     return LLVMBuildSelect(c->b, LLVMBuildOr(c->b, better, x_nan, "pick"), x, y, is_max ? "max" : "min");
 }
 
-static LLVMValueRef emit_unary(cg *c, cj_op op, LLVMValueRef x, cj_dtype dt) {
+/* One elementwise op on the values args (ops of kinds UNARY, BINARY,
+ * COMPARE, CAST, SELECT); in_dt is the dtype of args[0], out_dt the
+ * result's.  Every op has its case here, so a new op in ops.def is a
+ * compile error (-Wswitch-enum) until it is given one. */
+static LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, cj_dtype out_dt) {
+    cj_dtype dt = in_dt;
     LLVMTypeRef t = reg_type(c, dt);
     bool f = is_float(dt);
+    LLVMValueRef x = args[0], y = cj_op_arity(op) >= 2 ? args[1] : NULL;
     switch (op) {
+    /* one input */
     case CJ_OP_NEG:
         return f ? LLVMBuildFNeg(c->b, x, "neg") : LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "neg");
     case CJ_OP_ABS:
@@ -354,16 +361,7 @@ static LLVMValueRef emit_unary(cg *c, cj_op op, LLVMValueRef x, cj_dtype dt) {
         }
     case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_TANH:
     case CJ_OP_SIN: case CJ_OP_COS:
-        if (c->call_math) return cj_mathlib_call(c->b, op, &x, 1);
-        switch (op) {
-        case CJ_OP_EXP: return cj_math_exp(c->b, x);
-        case CJ_OP_EXPM1: return cj_math_expm1(c->b, x);
-        case CJ_OP_LOG: return cj_math_log(c->b, x);
-        case CJ_OP_LOG1P: return cj_math_log1p(c->b, x);
-        case CJ_OP_TANH: return cj_math_tanh(c->b, x);
-        case CJ_OP_SIN: return cj_math_sin(c->b, x);
-        default: return cj_math_cos(c->b, x);
-        }
+        return c->call_math ? cj_mathlib_call(c->b, op, &x, 1) : cj_mathlib_inline(c->b, op, &x);
     case CJ_OP_SQRT: return call_intrinsic(c, "llvm.sqrt", t, &x, 1, "sqrt");
     case CJ_OP_RECIPROCAL:
         if (f) return LLVMBuildFDiv(c->b, LLVMConstReal(t, 1), x, "recip");
@@ -380,16 +378,9 @@ static LLVMValueRef emit_unary(cg *c, cj_op op, LLVMValueRef x, cj_dtype dt) {
                              LLVMConstReal(t, __builtin_inf()), "isfinite");
     case CJ_OP_NAME:
     case CJ_OP_STOP_GRADIENT: return x;
-    default: break;
-    }
-    cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a unary op", cj_op_name(op));
-    return NULL;
-}
+    case CJ_OP_CAST: return emit_cast(c, x, in_dt, out_dt);
 
-static LLVMValueRef emit_binary(cg *c, cj_op op, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
-    LLVMTypeRef t = reg_type(c, dt);
-    bool f = is_float(dt);
-    switch (op) {
+    /* two inputs */
     case CJ_OP_ADD: return f ? LLVMBuildFAdd(c->b, x, y, "add") : dt == CJ_BOOL ? LLVMBuildOr(c->b, x, y, "or") : LLVMBuildAdd(c->b, x, y, "add");
     case CJ_OP_SUB: return f ? LLVMBuildFSub(c->b, x, y, "sub") : LLVMBuildSub(c->b, x, y, "sub");
     case CJ_OP_MUL: return f ? LLVMBuildFMul(c->b, x, y, "mul") : dt == CJ_BOOL ? LLVMBuildAnd(c->b, x, y, "and") : LLVMBuildMul(c->b, x, y, "mul");
@@ -408,9 +399,17 @@ static LLVMValueRef emit_binary(cg *c, cj_op op, LLVMValueRef x, LLVMValueRef y,
     case CJ_OP_LE: return f ? LLVMBuildFCmp(c->b, LLVMRealOLE, x, y, "le") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntULE : LLVMIntSLE, x, y, "le");
     case CJ_OP_GT: return f ? LLVMBuildFCmp(c->b, LLVMRealOGT, x, y, "gt") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntUGT : LLVMIntSGT, x, y, "gt");
     case CJ_OP_GE: return f ? LLVMBuildFCmp(c->b, LLVMRealOGE, x, y, "ge") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntUGE : LLVMIntSGE, x, y, "ge");
-    default: break;
+    case CJ_OP_SELECT: return LLVMBuildSelect(c->b, x, y, args[2], "sel");
+
+    /* never inside a kernel's expression (loads, constants, indices and
+     * the kernel's own loop structure stand for them) */
+    case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA:
+    case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
+    case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
+    case CJ_OP_MATMUL: case CJ_NUM_OPS:
+        break;
     }
-    cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a binary op", cj_op_name(op));
+    cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s in a kernel", cj_op_name(op));
     return NULL;
 }
 
@@ -428,19 +427,9 @@ static LLVMValueRef *emit_values(cg *c) {
         case CJ_EX_CONST: v = const_of(c, e->dtype, e->fvalue, e->ivalue); break;
         case CJ_EX_INDEX: v = emit_cast(c, affine_value(c, &e->index), CJ_INT64, e->dtype); break;
         case CJ_EX_OP: {
-            cj_dtype in_dt = k->exprs[e->args[0]].dtype;
-            LLVMValueRef a = val[e->args[0]];
-            switch (cj_op_kind(e->op)) {
-            case CJ_OPKIND_UNARY: v = emit_unary(c, e->op, a, in_dt); break;
-            case CJ_OPKIND_CAST: v = emit_cast(c, a, in_dt, e->dtype); break;
-            case CJ_OPKIND_BINARY:
-            case CJ_OPKIND_COMPARE: v = emit_binary(c, e->op, a, val[e->args[1]], in_dt); break;
-            case CJ_OPKIND_SELECT:
-                v = LLVMBuildSelect(c->b, a, val[e->args[1]], val[e->args[2]], "sel");
-                break;
-            default:
-                cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s in a kernel", cj_op_name(e->op));
-            }
+            LLVMValueRef args[3] = {NULL, NULL, NULL};
+            for (int a = 0; a < e->nargs && a < 3; a++) args[a] = val[e->args[a]];
+            v = emit_op(c, e->op, args, k->exprs[e->args[0]].dtype, e->dtype);
             break;
         }
         }
@@ -474,10 +463,10 @@ static bool emit_stores(cg *c) {
 }
 
 static LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueRef v, cj_dtype dt) {
-    LLVMValueRef r;
+    LLVMValueRef r = NULL;
     switch (op) {
-    case CJ_OP_REDUCE_SUM: r = emit_binary(c, CJ_OP_ADD, acc, v, dt); break;
-    case CJ_OP_REDUCE_PROD: r = emit_binary(c, CJ_OP_MUL, acc, v, dt); break;
+    case CJ_OP_REDUCE_SUM: r = emit_op(c, CJ_OP_ADD, (LLVMValueRef[]){acc, v}, dt, dt); break;
+    case CJ_OP_REDUCE_PROD: r = emit_op(c, CJ_OP_MUL, (LLVMValueRef[]){acc, v}, dt, dt); break;
     case CJ_OP_REDUCE_MAX:
     case CJ_OP_REDUCE_MIN:
         if (is_float(dt) && c->target == CJ_TARGET_CPU) {
@@ -489,21 +478,29 @@ static LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueR
                                   2, op == CJ_OP_REDUCE_MAX ? "max" : "min");
         }
         return emit_minmax(c, op == CJ_OP_REDUCE_MAX, acc, v, dt);
-    default: return cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: bad reduction"), NULL;
+    /* not reductions */
+    case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA: case CJ_OP_NEG: case CJ_OP_ABS:
+    case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_SQRT:
+    case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL:
+    case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST: case CJ_OP_NAME:
+    case CJ_OP_STOP_GRADIENT: case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
+    case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR:
+    case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT:
+    case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
+    case CJ_OP_MATMUL: case CJ_NUM_OPS:
+        return cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a reduction", cj_op_name(op)), NULL;
     }
     /* sums and products may be reassociated, which lets them vectorize */
     if (r && is_float(dt) && LLVMIsAInstruction(r)) LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
     return r;
 }
 
+/* The value a reduction's output starts from (ops.def's identity column). */
 static LLVMValueRef reduce_identity(cg *c, cj_op op, cj_dtype dt) {
-    int64_t imax = dt == CJ_INT32 ? INT32_MAX : INT64_MAX, imin = dt == CJ_INT32 ? INT32_MIN : INT64_MIN;
-    switch (op) {
-    case CJ_OP_REDUCE_SUM: return const_of(c, dt, 0, 0);
-    case CJ_OP_REDUCE_PROD: return const_of(c, dt, 1, 1);
-    case CJ_OP_REDUCE_MAX: return const_of(c, dt, -__builtin_inf(), dt == CJ_BOOL ? 0 : imin);
-    default: return const_of(c, dt, __builtin_inf(), dt == CJ_BOOL ? 1 : imax);
-    }
+    double f;
+    int64_t i;
+    cj_reduce_identity(op, dt, &f, &i);
+    return const_of(c, dt, f, i);
 }
 
 static LLVMValueRef new_function(cg *c, const char *name, LLVMValueRef *start, LLVMValueRef *end) {

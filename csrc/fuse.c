@@ -292,21 +292,20 @@ static expr_step expr_visit(fuser *f, expr_frame *fr, int *out, int *in, node_vi
         append_label(f, "iota");
         *out = add_expr(f, &e);
         return *out < 0 ? STEP_FAIL : STEP_DONE;
-    case CJ_OP_NAME:
-    case CJ_OP_STOP_GRADIENT:
-        if (fr->next) break; /* the input's expression is this node's */
-        *in = n->inputs[0];
-        *vin = *v;
-        return STEP_INPUT;
-
     case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1:
     case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_SQRT: case CJ_OP_RECIPROCAL: case CJ_OP_TANH:
     case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL: case CJ_OP_LOGICAL_NOT:
-    case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST:
+    case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST: case CJ_OP_NAME: case CJ_OP_STOP_GRADIENT:
     case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
     case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND:
     case CJ_OP_LOGICAL_OR: case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE:
     case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: {
+        if (cj_op_has_flag(n->op, CJ_OPF_IDENTITY)) {
+            if (fr->next) break; /* the input's expression is this node's */
+            *in = n->inputs[0];
+            *vin = *v;
+            return STEP_INPUT;
+        }
         if (fr->next < n->ninputs) { /* inputs first, in order */
             *in = n->inputs[fr->next];
             *vin = *v;
@@ -606,8 +605,11 @@ static bool emit_node(fuser *f, int node, int buf) {
     case CJ_OPKIND_REDUCE: return emit_reduce(f, node, buf);
     case CJ_OPKIND_MATMUL: return emit_matmul(f, node, buf);
     case CJ_OPKIND_CONCAT: return emit_concatenate(f, node, buf);
-    default: return emit_elementwise(f, node, buf);
+    case CJ_OPKIND_SOURCE: case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE:
+    case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE:
+        break;
     }
+    return emit_elementwise(f, node, buf);
 }
 
 /* Recompute a multi-use elementwise value inline in each consumer when the
@@ -619,24 +621,15 @@ static bool emit_node(fuser *f, int node, int buf) {
 #define CJ_RECOMPUTE_MAX_COST 16
 #define CJ_RECOMPUTE_MAX_USERS 4
 
-/* The most work (op_cost summed over the fused ops) one kernel's loop body
- * takes: a longer elementwise chain is cut into kernels of about this
- * size.  LLVM's time on one loop body grows faster than its length (a
+/* The most work (cj_op_cost, ops.def's cost column, summed over the fused
+ * ops) one kernel's loop body takes: a longer elementwise chain is cut
+ * into kernels of about this size.  LLVM's time on one loop body grows faster than its length (a
  * chain of 500 sin compiled in 20 s as one kernel), and past a hundred
  * ops a bigger body saves no memory traffic worth having.  Measured on
  * chains of 1000 sin and 5000 multiply-adds: cut at 64 they compiled in
  * 0.65 s and 0.99 s, at 128 in 0.51 s and 0.35 s, at 256 in 0.43 s and
  * 0.51 s (kernels of many transcendentals call them, see codegen.c). */
 #define CJ_KERNEL_MAX_COST 128
-
-static int op_cost(cj_op op) {
-    switch (cj_op_kind(op)) {
-    case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: return 0;
-    default: break;
-    }
-    if (op == CJ_OP_NAME || op == CJ_OP_STOP_GRADIENT) return 0;
-    return cj_op_is_long_math(op) || op == CJ_OP_FLOORDIV ? 4 : 1;
-}
 
 /* Does consumer c read its input at its own index, so that in c's kernel
  * the input is seen through the same view as c?  Elementwise ops do (the
@@ -647,9 +640,10 @@ static bool reads_at_own_index(const cj_node *c) {
     case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_SELECT:
     case CJ_OPKIND_CAST: case CJ_OPKIND_REDUCE:
         return true;
-    default:
-        return c->op == CJ_OP_NAME || c->op == CJ_OP_STOP_GRADIENT;
+    case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_MATMUL:
+        return false;
     }
+    return false;
 }
 
 /* ---- multi-output kernels: sets of roots -----------------------------------
@@ -696,9 +690,11 @@ static bool elementwise_root(const cj_node *nd) {
     case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_SELECT:
     case CJ_OPKIND_CAST:
         return true;
-    default:
+    case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_REDUCE:
+    case CJ_OPKIND_MATMUL:
         return false;
     }
+    return false;
 }
 
 /* The consumers of each node (choose_roots' lists) and who computes them. */
@@ -831,8 +827,7 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         if (!live[i]) continue;
         const cj_node *nd = &g->nodes[i];
         cj_opkind kind = cj_op_kind(nd->op);
-        bool computes = kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && nd->op != CJ_OP_NAME &&
-                        nd->op != CJ_OP_STOP_GRADIENT;
+        bool computes = kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && !cj_op_has_flag(nd->op, CJ_OPF_IDENTITY);
         if (nd->op == CJ_OP_PARAM || nd->op == CJ_OP_ARRAY) continue;
         if (!enabled) {
             f->root[i] = nd->op != CJ_OP_CONSTANT && nd->op != CJ_OP_IOTA;
@@ -847,7 +842,7 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         /* an output computed here is written once, straight into its array */
         if (kind != CJ_OPKIND_SOURCE)
             for (int j = 0; j < g->noutputs; j++) f->root[i] |= g->outputs[j] == i;
-        int my_cost = op_cost(nd->op);
+        int my_cost = cj_op_cost(nd->op);
         for (int a = 0; a < nd->ninputs; a++) {
             int x = nd->inputs[a];
             bool repeated = false; /* x * x reads x once (a concatenate is a root: its cost is not used) */
@@ -863,7 +858,7 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
             /* matmul operands that compute something are stored, not recomputed per output */
             for (int a = 0; a < 2; a++) {
                 int x = nd->inputs[a];
-                while (cj_op_kind(g->nodes[x].op) == CJ_OPKIND_MOVE || g->nodes[x].op == CJ_OP_NAME)
+                while (cj_op_kind(g->nodes[x].op) == CJ_OPKIND_MOVE || cj_op_has_flag(g->nodes[x].op, CJ_OPF_IDENTITY))
                     x = g->nodes[x].inputs[0];
                 cj_opkind xk = cj_op_kind(g->nodes[x].op);
                 if (xk != CJ_OPKIND_SOURCE) f->root[x] = true;
@@ -897,7 +892,7 @@ static void choose_roots(fuser *f, const bool *live, bool enabled) {
         owner[i] = common >= 0 ? common : -1;
         if (owner[i] >= 0 || users[i] < 2) continue;
         cj_opkind kind = cj_op_kind(nd->op);
-        if (kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_MOVE || nd->op == CJ_OP_NAME) continue;
+        if (kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_MOVE) continue;
         /* consumers in several kernels: one kernel computing them all, if they can be */
         int ns = consumer_sets(f, i, &cs, sets, -1);
         if (ns > 1 && (owner[i] = set_merge(f, sets, ns, &cs)) >= 0) continue;

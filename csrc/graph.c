@@ -1,6 +1,6 @@
-/* graph.c - the traced graph: op metadata, node storage, validation, the
- * builders (shape and dtype inference with NumPy 2 semantics) and the text
- * form.
+/* graph.c - the traced graph: the op table (ops.def) and its accessors,
+ * node storage, validation, the builders (shape and dtype inference with
+ * NumPy 2 semantics) and the text form.
  *
  * Builders make every implicit step explicit: broadcasting becomes
  * BROADCAST nodes, promotion becomes CAST nodes (constants are re-created
@@ -17,13 +17,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- op metadata ----------------------------------------------------- */
+/* ---- the op table (ops.def) ------------------------------------------ */
 
 static const struct {
     const char *name;
     cj_opkind kind;
+    int arity;
+    unsigned flags;
+    int cost;
+    cj_identity identity;
+    unsigned attrs;
 } op_info[CJ_NUM_OPS] = {
-#define OP(name, kind, text, doc) [CJ_OP_##name] = {text, CJ_OPKIND_##kind},
+#define OP(name, kind, text, arity, flags, cost, identity, attrs, doc) \
+    [CJ_OP_##name] = {text, CJ_OPKIND_##kind, arity, flags, cost, CJ_IDENTITY_##identity, attrs},
 #include "ops.def"
 #undef OP
 };
@@ -45,11 +51,62 @@ cj_opkind cj_op_kind(cj_op op)
     return op_valid(op) ? op_info[op].kind : CJ_OPKIND_SOURCE;
 }
 
-/* See graph.h. */
-bool cj_op_is_long_math(cj_op op)
+/* The accessors below read one column each; see graph.h and ops.def. */
+int cj_op_arity(cj_op op)
 {
-    return op == CJ_OP_EXP || op == CJ_OP_EXPM1 || op == CJ_OP_LOG || op == CJ_OP_LOG1P || op == CJ_OP_TANH ||
-           op == CJ_OP_SIN || op == CJ_OP_COS || op == CJ_OP_POW;
+    return op_valid(op) ? op_info[op].arity : 0;
+}
+
+unsigned cj_op_flags(cj_op op)
+{
+    return op_valid(op) ? op_info[op].flags : 0;
+}
+
+bool cj_op_has_flag(cj_op op, unsigned flag)
+{
+    return (cj_op_flags(op) & flag) != 0;
+}
+
+int cj_op_cost(cj_op op)
+{
+    return op_valid(op) ? op_info[op].cost : 0;
+}
+
+cj_identity cj_op_identity(cj_op op)
+{
+    return op_valid(op) ? op_info[op].identity : CJ_IDENTITY_NONE;
+}
+
+unsigned cj_op_attrs(cj_op op)
+{
+    return op_valid(op) ? op_info[op].attrs : 0;
+}
+
+/* See graph.h. */
+bool cj_reduce_identity(cj_op op, cj_dtype dt, double *fvalue, int64_t *ivalue)
+{
+    bool int32 = dt == CJ_INT32, is_bool = dt == CJ_BOOL;
+    *fvalue = 0;
+    *ivalue = 0;
+    switch (cj_op_identity(op)) {
+    case CJ_IDENTITY_NONE:
+        return false;
+    case CJ_IDENTITY_ZERO:
+        return true;
+    case CJ_IDENTITY_ONE:
+        *fvalue = 1;
+        *ivalue = 1;
+        return true;
+    case CJ_IDENTITY_LOWEST:
+        *fvalue = -INFINITY;
+        *ivalue = is_bool ? 0 : int32 ? INT32_MIN : INT64_MIN;
+        return true;
+    case CJ_IDENTITY_HIGHEST:
+        *fvalue = INFINITY;
+        *ivalue = is_bool ? 1 : int32 ? INT32_MAX : INT64_MAX;
+        return true;
+    }
+    return false;
 }
 
 /* Looks an op up by its text name; returns false (out untouched) if none. */
@@ -82,9 +139,7 @@ static cj_dtype kind_default(cj_kind k)
 /* The float math ops that NumPy computes in floating point only. */
 static bool is_float_math(cj_op op)
 {
-    return op == CJ_OP_EXP || op == CJ_OP_EXPM1 || op == CJ_OP_LOG || op == CJ_OP_LOG1P ||
-           op == CJ_OP_SQRT || op == CJ_OP_TANH || op == CJ_OP_SIN || op == CJ_OP_COS ||
-           op == CJ_OP_RECIPROCAL;
+    return cj_op_has_flag(op, CJ_OPF_FLOAT_MATH);
 }
 
 static bool node_ok(const cj_graph *g, int id) { return id >= 0 && id < g->nnodes; }
@@ -305,24 +360,6 @@ cj_status cj_graph_set_outputs(cj_graph *g, const int *ids, int n, cj_error *err
 
 /* ---- validation of one node ------------------------------------------ */
 
-/* How many inputs the op takes: exact, or min..max for CONCAT. */
-static void op_arity(cj_op op, int *lo, int *hi)
-{
-    *lo = *hi = 0;
-    switch (cj_op_kind(op)) {
-    case CJ_OPKIND_SOURCE: *lo = *hi = 0; break;
-    case CJ_OPKIND_UNARY:
-    case CJ_OPKIND_CAST:
-    case CJ_OPKIND_MOVE:
-    case CJ_OPKIND_REDUCE: *lo = *hi = 1; break;
-    case CJ_OPKIND_BINARY:
-    case CJ_OPKIND_COMPARE:
-    case CJ_OPKIND_MATMUL: *lo = *hi = 2; break;
-    case CJ_OPKIND_SELECT: *lo = *hi = 3; break;
-    case CJ_OPKIND_CONCAT: *lo = 2; *hi = INT_MAX; break;
-    }
-}
-
 /* Checks the kind-specific rules that tie a node to its inputs.  Returns
  * NULL when the node is consistent, else a static reason. */
 static const char *check_node(const cj_graph *g, const cj_node *n)
@@ -500,7 +537,7 @@ static int push_node(cj_graph *g, const cj_node *proto, cj_error *err)
         memcpy(inputs, proto->inputs, (size_t)proto->ninputs * sizeof(int));
     }
     const char *name = NULL;
-    if (proto->op == CJ_OP_NAME && proto->attrs.name != NULL) {
+    if ((cj_op_attrs(proto->op) & CJ_ATTR_NAME) && proto->attrs.name != NULL) {
         name = cj_arena_strdup(&g->arena, proto->attrs.name);
         if (name == NULL)
             return fail(g, err, CJ_ERR_MEMORY, opname, proto->loc, "out of memory");
@@ -534,8 +571,8 @@ int cj_graph_append(cj_graph *g, const cj_node *proto, cj_error *err)
         return fail(g, err, CJ_ERR_INTERNAL, opname, proto->loc, "invalid dtype %d", (int)proto->dtype);
     if (!shape_check(g, opname, &proto->shape, proto->loc, err))
         return -1;
-    int lo, hi;
-    op_arity(proto->op, &lo, &hi);
+    int arity = cj_op_arity(proto->op);
+    int lo = arity < 0 ? 2 : arity, hi = arity < 0 ? INT_MAX : arity;
     if (proto->ninputs < lo || proto->ninputs > hi || (proto->ninputs > 0 && proto->inputs == NULL))
         return fail(g, err, CJ_ERR_INTERNAL, opname, proto->loc, "takes %d to %d inputs, got %d", lo,
                     hi, proto->ninputs);
@@ -544,7 +581,7 @@ int cj_graph_append(cj_graph *g, const cj_node *proto, cj_error *err)
             return fail(g, err, CJ_ERR_INTERNAL, opname, proto->loc, "input %d is node %d, which does not exist",
                         i, proto->inputs[i]);
     }
-    if (proto->op == CJ_OP_NAME && proto->attrs.name == NULL)
+    if ((cj_op_attrs(proto->op) & CJ_ATTR_NAME) && proto->attrs.name == NULL)
         return fail(g, err, CJ_ERR_INTERNAL, opname, proto->loc, "name is NULL");
     const char *why = check_node(g, proto);
     if (why != NULL)
@@ -1426,9 +1463,10 @@ static void sb_node_body(strbuf *sb, const cj_node *n)
     }
     sb_printf(sb, "%s(", name);
     sb_ids(sb, n);
-    if (cj_op_kind(n->op) == CJ_OPKIND_CONCAT)
+    unsigned attrs = cj_op_attrs(n->op); /* printed in this order */
+    if (attrs & CJ_ATTR_AXIS)
         sb_printf(sb, ", axis=%d", n->attrs.axis);
-    if (cj_op_kind(n->op) == CJ_OPKIND_REDUCE) {
+    if (attrs & CJ_ATTR_AXES) {
         sb_printf(sb, ", axes=[");
         int k = 0;
         for (int d = 0; d < 32; d++)
@@ -1436,15 +1474,17 @@ static void sb_node_body(strbuf *sb, const cj_node *n)
                 sb_printf(sb, "%s%d", k++ ? "," : "", d);
         sb_printf(sb, "]");
     }
-    if (n->op == CJ_OP_TRANSPOSE) {
+    if (attrs & CJ_ATTR_PERM) {
         sb_printf(sb, ", perm=[");
         for (int d = 0; d < n->shape.rank; d++)
             sb_printf(sb, "%s%d", d ? "," : "", n->attrs.perm[d]);
         sb_printf(sb, "]");
-    } else if (n->op == CJ_OP_SLICE) {
+    }
+    if (attrs & CJ_ATTR_START)
         sb_list64(sb, "start", n->attrs.start, n->shape.rank);
+    if (attrs & CJ_ATTR_STEP)
         sb_list64(sb, "step", n->attrs.step, n->shape.rank);
-    } else if (n->op == CJ_OP_NAME) {
+    if (attrs & CJ_ATTR_NAME) {
         /* quoted, with quotes, backslashes and control characters escaped */
         sb_printf(sb, ", name=\"");
         for (const unsigned char *p = (const unsigned char *)(n->attrs.name ? n->attrs.name : ""); *p; p++) {

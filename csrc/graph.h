@@ -10,7 +10,7 @@
 #include "cj.h"
 
 typedef enum {
-#define OP(name, kind, text, doc) CJ_OP_##name,
+#define OP(name, kind, text, arity, flags, cost, identity, attrs, doc) CJ_OP_##name,
 #include "ops.def"
 #undef OP
     CJ_NUM_OPS
@@ -22,14 +22,60 @@ typedef enum {
     CJ_OPKIND_REDUCE, CJ_OPKIND_MATMUL
 } cj_opkind;
 
+/* Op flags (the flags column of ops.def, which says what each means). */
+enum {
+    CJ_OPF_LONG_MATH = 1 << 0,
+    CJ_OPF_FLOAT_MATH = 1 << 1,
+    CJ_OPF_IDENTITY = 1 << 2,
+    CJ_OPF_ZERO_GRAD = 1 << 3,
+};
+
+/* What a reduction's output starts from (the identity column of ops.def). */
+typedef enum {
+    CJ_IDENTITY_NONE,    /* not a reduction */
+    CJ_IDENTITY_ZERO,
+    CJ_IDENTITY_ONE,
+    CJ_IDENTITY_LOWEST,  /* -inf, the smallest int, false */
+    CJ_IDENTITY_HIGHEST, /* +inf, the largest int, true */
+} cj_identity;
+
+/* The node fields an op uses (the attrs column of ops.def): one bit per
+ * cj_attrs field, and three for node fields the caller gives instead of
+ * the builder inferring them. */
+enum {
+    CJ_ATTR_FVALUE = 1 << 0,
+    CJ_ATTR_IVALUE = 1 << 1,
+    CJ_ATTR_AXIS = 1 << 2,
+    CJ_ATTR_AXES = 1 << 3,
+    CJ_ATTR_PERM = 1 << 4,
+    CJ_ATTR_START = 1 << 5,
+    CJ_ATTR_STEP = 1 << 6,
+    CJ_ATTR_INDEX = 1 << 7,
+    CJ_ATTR_NAME = 1 << 8,
+    CJ_ATTR_SHAPE = 1 << 9,  /* the node's shape */
+    CJ_ATTR_DTYPE = 1 << 10, /* the node's dtype */
+    CJ_ATTR_WEAK = 1 << 11,  /* the node's weak flag */
+};
+
+/* The op table's columns (an invalid op reads as a SOURCE with no facts). */
 const char *cj_op_name(cj_op op);
 cj_opkind cj_op_kind(cj_op op);
 bool cj_op_from_name(const char *name, cj_op *out);
-/* Is op evaluated by a long polynomial (cmath.c: exp, expm1, log, log1p,
- * tanh, sin, cos, pow)?  Fusion, codegen and compile planning weigh these. */
-bool cj_op_is_long_math(cj_op op);
+/* How many inputs a node of op has; -1: any number (a CONCAT node: 2 or more). */
+int cj_op_arity(cj_op op);
+unsigned cj_op_flags(cj_op op);
+bool cj_op_has_flag(cj_op op, unsigned flag);
+/* Work per element in a fused loop body (arithmetic 1, long math 4). */
+int cj_op_cost(cj_op op);
+cj_identity cj_op_identity(cj_op op);
+unsigned cj_op_attrs(cj_op op);
+/* The identity a reduction op starts from, in dtype dt: the value as a
+ * double (float dtypes) and as an int64 (int and bool dtypes).  The one
+ * place both the runtime's fill and the GPU init kernels take it from.
+ * Returns false (zeros written) for an op that is not a reduction. */
+bool cj_reduce_identity(cj_op op, cj_dtype dt, double *fvalue, int64_t *ivalue);
 
-/* Attributes; which fields matter depends on the op (see ops.def). */
+/* Attributes; which fields matter depends on the op (ops.def's attrs column). */
 typedef struct {
     double fvalue;                  /* CONSTANT of a float dtype */
     int64_t ivalue;                 /* CONSTANT of an int or bool dtype */

@@ -142,7 +142,7 @@ cj_status cj_memplan_run(cj_plan *plan, bool enabled, cj_error *err);
  * that an elementwise op on a (1000, 1000) array is one loop of 10^6. */
 void cj_kernel_collapse(cj_kernel *k);
 /* How many of k's expressions are elementary functions evaluated by long
- * polynomials (cj_op_is_long_math): what makes a kernel costly to compile. */
+ * polynomials (CJ_OPF_LONG_MATH in ops.def): what makes a kernel costly to compile. */
 int cj_kernel_long_math(const cj_kernel *k);
 /* Does kernel k accumulate into its output in a loop nest (so that the
  * output must hold the identity first)? */

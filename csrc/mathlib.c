@@ -119,6 +119,20 @@ bool cj_mathlib_provides(const char *name) {
     return index_of_name(name) >= 0 || strncmp(name, "cj.math.", 8) == 0;
 }
 
+/* cmath.c's inline form of each one-argument function, by op. */
+static LLVMValueRef (*const inline_unary[CJ_NUM_OPS])(LLVMBuilderRef, LLVMValueRef) = {
+    [CJ_OP_EXP] = cj_math_exp,   [CJ_OP_EXPM1] = cj_math_expm1, [CJ_OP_LOG] = cj_math_log,
+    [CJ_OP_LOG1P] = cj_math_log1p, [CJ_OP_TANH] = cj_math_tanh, [CJ_OP_SIN] = cj_math_sin,
+    [CJ_OP_COS] = cj_math_cos,
+};
+
+/* See mathlib.h. */
+LLVMValueRef cj_mathlib_inline(LLVMBuilderRef b, cj_op op, LLVMValueRef *args) {
+    if (op == CJ_OP_POW) return cj_math_pow(b, args[0], args[1]);
+    if ((int)op < 0 || op >= CJ_NUM_OPS || !inline_unary[op]) return NULL;
+    return inline_unary[op](b, args[0]);
+}
+
 /* See mathlib.h. */
 bool cj_mathlib_define(LLVMModuleRef mod, const char *name) {
     int index = index_of_name(name);
@@ -128,18 +142,8 @@ bool cj_mathlib_define(LLVMModuleRef mod, const char *name) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
-    LLVMValueRef x = LLVMGetParam(fn, 0), r = NULL;
-    switch (math_ops[index / NWIDTHS / 2]) {
-    case CJ_OP_EXP: r = cj_math_exp(b, x); break;
-    case CJ_OP_EXPM1: r = cj_math_expm1(b, x); break;
-    case CJ_OP_LOG: r = cj_math_log(b, x); break;
-    case CJ_OP_LOG1P: r = cj_math_log1p(b, x); break;
-    case CJ_OP_TANH: r = cj_math_tanh(b, x); break;
-    case CJ_OP_SIN: r = cj_math_sin(b, x); break;
-    case CJ_OP_COS: r = cj_math_cos(b, x); break;
-    case CJ_OP_POW: r = cj_math_pow(b, x, LLVMGetParam(fn, 1)); break;
-    default: break;
-    }
+    LLVMValueRef args[2] = {LLVMGetParam(fn, 0), arity(index) == 2 ? LLVMGetParam(fn, 1) : NULL};
+    LLVMValueRef r = cj_mathlib_inline(b, math_ops[index / NWIDTHS / 2], args);
     LLVMBuildRet(b, r);
     LLVMDisposeBuilder(b);
     return true;

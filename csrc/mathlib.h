@@ -20,6 +20,11 @@
  * module if it is not yet; args are float or double scalars. */
 LLVMValueRef cj_mathlib_call(LLVMBuilderRef b, cj_op op, LLVMValueRef *args, int nargs);
 
+/* op(args) emitted inline (cmath.c's polynomial) for the same ops; NULL
+ * for any other op.  The one dispatch from a long-math op (CJ_OPF_LONG_MATH
+ * in ops.def) to its code. */
+LLVMValueRef cj_mathlib_inline(LLVMBuilderRef b, cj_op op, LLVMValueRef *args);
+
 /* Is `name` a function this library defines: one of the above, or a
  * slow-path helper of cmath.c's sin and cos (cj_math_helpers_elsewhere)? */
 bool cj_mathlib_provides(const char *name);

@@ -11,7 +11,7 @@
 /* See kernel.h. */
 int cj_kernel_long_math(const cj_kernel *k) {
     int n = 0;
-    for (int e = 0; e < k->nexprs; e++) n += k->exprs[e].kind == CJ_EX_OP && cj_op_is_long_math(k->exprs[e].op);
+    for (int e = 0; e < k->nexprs; e++) n += k->exprs[e].kind == CJ_EX_OP && cj_op_has_flag(k->exprs[e].op, CJ_OPF_LONG_MATH);
     return n;
 }
 

@@ -438,37 +438,24 @@ typedef struct {
 
 #define ATTR(at, bit) ((at)->v[__builtin_ctz(bit)])
 
-/* The attributes op accepts. */
+/* The ops.def attribute each keyword sets (slice's stop is the node's
+ * extent, given with its start). */
+static const unsigned attr_fields[NUM_ATTRS] = {
+    CJ_ATTR_SHAPE, CJ_ATTR_PERM, CJ_ATTR_START, CJ_ATTR_START, CJ_ATTR_STEP, CJ_ATTR_AXIS,
+    CJ_ATTR_AXES, CJ_ATTR_DTYPE, CJ_ATTR_FVALUE, CJ_ATTR_WEAK, CJ_ATTR_NAME,
+};
+
+/* The keywords op accepts: those of the attributes it uses (ops.def).  Ops
+ * with a slot (PARAM, ARRAY) take none: Trace.param and Trace.array make them. */
 static unsigned attrs_allowed(cj_op op)
 {
-    switch (cj_op_kind(op)) {
-    case CJ_OPKIND_SOURCE:
-        if (op == CJ_OP_CONSTANT)
-            return A_VALUE | A_DTYPE | A_SHAPE | A_WEAK;
-        if (op == CJ_OP_IOTA)
-            return A_SHAPE | A_AXIS | A_DTYPE;
+    unsigned used = cj_op_attrs(op), allowed = 0;
+    if (used & CJ_ATTR_INDEX)
         return 0;
-    case CJ_OPKIND_UNARY:
-        return op == CJ_OP_NAME ? A_NAME : 0;
-    case CJ_OPKIND_CAST:
-        return A_DTYPE;
-    case CJ_OPKIND_MOVE:
-        if (op == CJ_OP_TRANSPOSE)
-            return A_PERM;
-        if (op == CJ_OP_SLICE)
-            return A_START | A_STOP | A_STEP;
-        return A_SHAPE;
-    case CJ_OPKIND_CONCAT:
-        return A_AXIS;
-    case CJ_OPKIND_REDUCE:
-        return A_AXES;
-    case CJ_OPKIND_BINARY:
-    case CJ_OPKIND_COMPARE:
-    case CJ_OPKIND_SELECT:
-    case CJ_OPKIND_MATMUL:
-        return 0;
-    }
-    return 0;
+    for (int i = 0; i < NUM_ATTRS; i++)
+        if (used & attr_fields[i])
+            allowed |= 1u << i;
+    return allowed;
 }
 
 /* Fills at from kwargs; unknown or disallowed names are TypeErrors. */
@@ -708,28 +695,6 @@ static int build_iota_attr(cj_py_trace *tr, apply_attrs *at, int loc)
 }
 
 /* The number of inputs op takes, or -1 for "one or more" (concatenate). */
-static int op_arity(cj_op op)
-{
-    switch (cj_op_kind(op)) {
-    case CJ_OPKIND_SOURCE:
-        return 0;
-    case CJ_OPKIND_UNARY:
-    case CJ_OPKIND_CAST:
-    case CJ_OPKIND_MOVE:
-    case CJ_OPKIND_REDUCE:
-        return 1;
-    case CJ_OPKIND_BINARY:
-    case CJ_OPKIND_COMPARE:
-    case CJ_OPKIND_MATMUL:
-        return 2;
-    case CJ_OPKIND_SELECT:
-        return 3;
-    case CJ_OPKIND_CONCAT:
-        return -1;
-    }
-    return 0;
-}
-
 /* Builds op on the input nodes xs[0..n) with attributes at.  Returns the
  * node id or -1 with an exception set. */
 static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs, int n,
@@ -931,7 +896,7 @@ static PyObject *trace_apply(cj_py_trace *tr, PyObject *args, PyObject *kwargs)
         return NULL;
 
     int n = (int)(nargs - 1);
-    int arity = op_arity(op);
+    int arity = cj_op_arity(op); /* -1: one or more */
     if (nargs - 1 > INT32_MAX / 2 || (arity >= 0 && n != arity) || (arity < 0 && n < 1)) {
         if (arity < 0)
             PyErr_Format(PyExc_TypeError, "apply('%s') takes one or more arguments, got %zd",

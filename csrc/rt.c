@@ -1,5 +1,4 @@
 /* rt.c - the functions generated code calls (see rt.h). */
-#include <math.h>
 #include <stdbool.h>
 
 #include "graph.h"
@@ -36,17 +35,19 @@ int64_t cj_rt_ipow(int64_t base, int64_t exponent) {
         for (int64_t i = start; i < end; i++) o[i] = v;                              \
     } while (0)
 
-/* See rt.h.  The values are those of codegen's reduce_identity (which
- * the NVPTX target still compiles into init kernels): -inf and +inf for
- * float max and min, the integer extremes, false/true for any/all. */
+/* See rt.h.  The value is graph.c's cj_reduce_identity (the one the
+ * NVPTX init kernels compile in too): -inf and +inf for float max and
+ * min, the integer extremes, false/true for any/all. */
 void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op) {
-    bool is_max = op == CJ_OP_REDUCE_MAX, is_min = op == CJ_OP_REDUCE_MIN, is_prod = op == CJ_OP_REDUCE_PROD;
+    double f;
+    int64_t i;
+    cj_reduce_identity((cj_op)op, (cj_dtype)dtype, &f, &i);
     switch ((cj_dtype)dtype) {
-    case CJ_BOOL: FILL(uint8_t, is_min || is_prod ? 1 : 0); break;
-    case CJ_INT32: FILL(int32_t, is_max ? INT32_MIN : is_min ? INT32_MAX : is_prod ? 1 : 0); break;
-    case CJ_INT64: FILL(int64_t, is_max ? INT64_MIN : is_min ? INT64_MAX : is_prod ? 1 : 0); break;
-    case CJ_FLOAT32: FILL(float, is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0f : 0.0f); break;
-    case CJ_FLOAT64: FILL(double, is_max ? -INFINITY : is_min ? INFINITY : is_prod ? 1.0 : 0.0); break;
+    case CJ_BOOL: FILL(uint8_t, (uint8_t)i); break;
+    case CJ_INT32: FILL(int32_t, (int32_t)i); break;
+    case CJ_INT64: FILL(int64_t, i); break;
+    case CJ_FLOAT32: FILL(float, (float)f); break;
+    case CJ_FLOAT64: FILL(double, f); break;
     case CJ_NUM_DTYPES: break;
     }
 }

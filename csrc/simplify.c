@@ -9,23 +9,24 @@
 
 #include "simplify.h"
 
+/* Do a and b (one op) agree in every attribute the op uses (ops.def's
+ * attrs column)?  Shape, dtype and weak are compared by same_node. */
 static bool same_attrs(const cj_node *a, const cj_node *b) {
     const cj_attrs *x = &a->attrs, *y = &b->attrs;
-    switch (a->op) {
-    case CJ_OP_CONSTANT: /* bitwise, so that nan equals nan and -0 differs from 0 */
-        return memcmp(&x->fvalue, &y->fvalue, sizeof x->fvalue) == 0 && x->ivalue == y->ivalue;
-    case CJ_OP_IOTA: return x->axis == y->axis;
-    case CJ_OP_CONCATENATE: return x->axis == y->axis;
-    case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
-        return x->axes == y->axes;
-    case CJ_OP_TRANSPOSE: return memcmp(x->perm, y->perm, sizeof(int) * (size_t)a->shape.rank) == 0;
-    case CJ_OP_SLICE:
-        return memcmp(x->start, y->start, sizeof(int64_t) * (size_t)a->shape.rank) == 0 &&
-               memcmp(x->step, y->step, sizeof(int64_t) * (size_t)a->shape.rank) == 0;
-    case CJ_OP_PARAM: case CJ_OP_ARRAY: return false; /* every argument is its own value */
-    case CJ_OP_NAME: return x->name && y->name && strcmp(x->name, y->name) == 0;
-    default: return true;
-    }
+    unsigned used = cj_op_attrs(a->op);
+    size_t rank = (size_t)a->shape.rank;
+    /* a slot (a PARAM or ARRAY) is its own value, whatever its number */
+    if (used & CJ_ATTR_INDEX) return false;
+    /* bitwise, so that nan equals nan and -0 differs from 0 */
+    if ((used & CJ_ATTR_FVALUE) && memcmp(&x->fvalue, &y->fvalue, sizeof x->fvalue) != 0) return false;
+    if ((used & CJ_ATTR_IVALUE) && x->ivalue != y->ivalue) return false;
+    if ((used & CJ_ATTR_AXIS) && x->axis != y->axis) return false;
+    if ((used & CJ_ATTR_AXES) && x->axes != y->axes) return false;
+    if ((used & CJ_ATTR_PERM) && memcmp(x->perm, y->perm, sizeof(int) * rank) != 0) return false;
+    if ((used & CJ_ATTR_START) && memcmp(x->start, y->start, sizeof(int64_t) * rank) != 0) return false;
+    if ((used & CJ_ATTR_STEP) && memcmp(x->step, y->step, sizeof(int64_t) * rank) != 0) return false;
+    if ((used & CJ_ATTR_NAME) && !(x->name && y->name && strcmp(x->name, y->name) == 0)) return false;
+    return true;
 }
 
 static bool same_node(const cj_node *a, const cj_node *b, const int *a_inputs) {
@@ -50,27 +51,23 @@ static uint64_t node_hash(const cj_node *n, const int *inputs) {
     /* the attributes same_attrs compares, so that nodes that differ only
      * there (constants, slices of one array) do not share a probe chain */
     const cj_attrs *x = &n->attrs;
-    switch (n->op) {
-    case CJ_OP_CONSTANT: {
+    unsigned used = cj_op_attrs(n->op);
+    if (used & CJ_ATTR_FVALUE) {
         uint64_t bits;
         memcpy(&bits, &x->fvalue, sizeof bits);
         MIX(bits);
-        MIX(x->ivalue);
-        break;
     }
-    case CJ_OP_IOTA: case CJ_OP_CONCATENATE: MIX(x->axis); break;
-    case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
-        MIX(x->axes);
-        break;
-    case CJ_OP_TRANSPOSE:
-        for (int d = 0; d < n->shape.rank; d++) MIX(x->perm[d]);
-        break;
-    case CJ_OP_SLICE:
-        for (int d = 0; d < n->shape.rank; d++) MIX(x->start[d]), MIX(x->step[d]);
-        break;
-    case CJ_OP_PARAM: case CJ_OP_ARRAY: MIX(x->index); break;
-    default: break;
+    if (used & CJ_ATTR_IVALUE) MIX(x->ivalue);
+    if (used & CJ_ATTR_AXIS) MIX(x->axis);
+    if (used & CJ_ATTR_AXES) MIX(x->axes);
+    for (int d = 0; d < n->shape.rank; d++) {
+        if (used & CJ_ATTR_PERM) MIX(x->perm[d]);
+        if (used & CJ_ATTR_START) MIX(x->start[d]);
+        if (used & CJ_ATTR_STEP) MIX(x->step[d]);
     }
+    if (used & CJ_ATTR_INDEX) MIX(x->index);
+    if ((used & CJ_ATTR_NAME) && x->name)
+        for (const char *p = x->name; *p; p++) MIX((unsigned char)*p);
 #undef MIX
     return h;
 }
@@ -126,7 +123,8 @@ cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
             }
         }
         nd.inputs = ins;
-        if (nd.op == CJ_OP_NAME && nd.attrs.name && !(nd.attrs.name = cj_arena_strdup(&g->arena, nd.attrs.name)))
+        if ((cj_op_attrs(nd.op) & CJ_ATTR_NAME) && nd.attrs.name &&
+            !(nd.attrs.name = cj_arena_strdup(&g->arena, nd.attrs.name)))
             goto oom;
         remap[i] = cj_graph_append(g, &nd, err);
         if (ins != small) {
