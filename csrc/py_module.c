@@ -5,6 +5,8 @@
 #define CJ_PY_IMPORT_ARRAY /* this file calls import_array() */
 #include "py_glue.h"
 
+#include <limits.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -314,37 +316,39 @@ static PyObject *mod_result_type(PyObject *self, PyObject *operands)
     if (seq == NULL)
         return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    cj_dtype dts[64];
-    bool weak[64];
-    if (n < 1 || n > 64) {
+    if (n < 1 || n > INT_MAX) {
         Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "result_type: 1 to 64 operands");
+        PyErr_SetString(PyExc_ValueError, "result_type: at least one operand");
         return NULL;
+    }
+    cj_dtype *dts = PyMem_Malloc((size_t)n * sizeof(cj_dtype));
+    bool *weak = PyMem_Malloc((size_t)n * sizeof(bool));
+    PyObject *result = NULL;
+    if (dts == NULL || weak == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *pair = PySequence_Fast_GET_ITEM(seq, i);   /* borrowed */
-        PyObject *dt = NULL, *wk = NULL;
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            Py_DECREF(seq);
             PyErr_SetString(PyExc_TypeError, "result_type: each operand is a (dtype, weak) pair");
-            return NULL;
+            goto done;
         }
-        dt = PyTuple_GET_ITEM(pair, 0);
-        wk = PyTuple_GET_ITEM(pair, 1);
-        int w = PyObject_IsTrue(wk);
-        if (w < 0 || cj_py_dtype_from_obj(dt, &dts[i], "result_type") < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
+        int w = PyObject_IsTrue(PyTuple_GET_ITEM(pair, 1));
+        if (w < 0 || cj_py_dtype_from_obj(PyTuple_GET_ITEM(pair, 0), &dts[i], "result_type") < 0)
+            goto done;
         weak[i] = w;
     }
-    Py_DECREF(seq);
     bool w;
     cj_dtype r = cj_promote_all(dts, weak, (int)n, &w);
     PyObject *dto = cj_py_dtype_object(r);
-    if (dto == NULL)
-        return NULL;
-    return Py_BuildValue("(NO)", dto, w ? Py_True : Py_False);
+    if (dto != NULL)
+        result = Py_BuildValue("(NO)", dto, w ? Py_True : Py_False);
+done:
+    PyMem_Free(dts);
+    PyMem_Free(weak);
+    Py_DECREF(seq);
+    return result;
 }
 
 static PyObject *mod_set_package_dir(PyObject *self, PyObject *path)

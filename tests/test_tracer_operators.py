@@ -86,3 +86,15 @@ def test_promotion_has_one_definition():
     # order does not matter: bool, a weak float and float32 give float32
     f32 = np.dtype("float32")
     assert _cjit.result_type([(np.dtype(bool), False), (np.dtype("float64"), True), (f32, False)]) == (f32, False)
+
+
+def test_promotion_of_dtypes_cjit_does_not_have():
+    # byte-swapped and narrow NumPy dtypes promote as NumPy promotes them,
+    # to the supported dtype that holds NumPy's result
+    from cjit.numpy._core import _as_supported, _result_type
+    cases = [(">f8", "float32"), ("<i4", ">f4"), ("uint8", "int32"), ("uint32", "int32"),
+             ("float16", "float32"), ("int16", "float64"), ("uint16", "bool")]
+    for a, b in cases:
+        got, weak = _result_type((np.dtype(a), False), (np.dtype(b), False))
+        want = _as_supported(np.result_type(np.dtype(a), np.dtype(b)))
+        assert (got, weak) == (want, False), (a, b, got, want)

@@ -232,8 +232,29 @@ def _shape_of(x):
 def _result_type(*infos):
     """NumPy 2 (NEP 50) result dtype of operands given as (dtype, weak):
     returns (dtype, weak).  The C layer's promotion (graph.c), the same
-    one its builders apply."""
-    return _cjit.result_type(infos)
+    one its builders apply; dtypes cjit does not have are first widened to
+    one it has (_as_supported)."""
+    try:
+        return _cjit.result_type(infos)
+    except TypeError:
+        return _cjit.result_type([(_as_supported(d), w) for d, w in infos])
+
+
+def _as_supported(dt):
+    """A dtype of cjit's for promotion: native byte order, and narrow types
+    widened to the smallest supported one that holds them (NumPy promotes
+    them with the supported types as it would these: uint8 + int32 is
+    int32, uint32 + int32 is int64, float16 + float32 is float32)."""
+    dt = np.dtype(dt)
+    if dt.byteorder not in ("=", "|"):
+        dt = dt.newbyteorder("=")
+    if dt.kind in "iu" and dt.itemsize < 4:
+        return _I32
+    if dt.kind == "u":
+        return _I64
+    if dt.kind == "f" and dt.itemsize < 4:
+        return _F32
+    return dt
 
 
 def _cast(x, dt):
