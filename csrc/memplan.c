@@ -506,10 +506,13 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
 
 typedef struct {
     int *stamp_read, *stamp_write, *stamp_donor; /* per buffer: marked for the group placed */
+    int *stamp_target;  /* donated arguments it reads that one of its outputs could take */
 } order_marks;
 
-/* Does group h touch what group g (marked with `mark`) must follow? */
-static bool must_follow(const cj_plan *p, const cj_group *h, const order_marks *m, int mark) {
+/* Does group h touch what group g (marked with `mark`) must follow?  With
+ * `donors` false, only the data: h writes what g reads or writes, or reads
+ * what g writes. */
+static bool must_follow(const cj_plan *p, const cj_group *h, const order_marks *m, int mark, bool donors) {
     for (int k = h->first; k < h->first + h->count; k++) {
         const cj_kernel *kern = &p->kernels[k];
         if (m->stamp_read[kern->out_buffer] == mark || m->stamp_write[kern->out_buffer] == mark) return true;
@@ -519,18 +522,30 @@ static bool must_follow(const cj_plan *p, const cj_group *h, const order_marks *
         }
         for (int e = 0; e < kern->nexprs; e++) {
             int b = kern->exprs[e].buffer;
-            if (kern->exprs[e].kind == CJ_EX_LOAD && (m->stamp_write[b] == mark || m->stamp_donor[b] == mark))
+            if (kern->exprs[e].kind == CJ_EX_LOAD && (m->stamp_write[b] == mark || (donors && m->stamp_donor[b] == mark)))
                 return true;
         }
     }
     return false;
 }
 
-/* Marks what group g reads and writes; returns whether it may move: it
- * stores only outputs and reads some temporary, or reads no temporary and
- * stores at most SMALL_TEMP_BYTES of temporaries. */
+static bool reads_marked(const cj_plan *p, const cj_group *h, const int *stamp, int mark) {
+    for (int k = h->first; k < h->first + h->count; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        for (int e = 0; e < kern->nexprs; e++)
+            if (kern->exprs[e].kind == CJ_EX_LOAD && stamp[kern->exprs[e].buffer] == mark) return true;
+    }
+    return false;
+}
+
+/* Marks what group g reads and writes; returns whether it may move
+ * earlier: it stores only outputs and reads some temporary, or reads no
+ * temporary and stores at most SMALL_TEMP_BYTES of temporaries.  *sink:
+ * whether it may move later, to after the last reader of a donated
+ * argument that one of its outputs could take (it stores only outputs and
+ * reads such an argument). */
 static bool mark_group(const cj_plan *p, const cj_group *g, const int *donors, int ndonors, order_marks *m,
-                       int mark) {
+                       int mark, bool *sink) {
     int64_t temp_stored = 0;
     bool reads_temp = false;
     for (int k = g->first; k < g->first + g->count; k++) {
@@ -541,7 +556,10 @@ static bool mark_group(const cj_plan *p, const cj_group *g, const int *donors, i
             if (p->buffers[b].kind == CJ_BUF_TEMP) temp_stored += p->buffers[b].nbytes;
             if (p->buffers[b].kind != CJ_BUF_OUTPUT) continue;
             for (int d = 0; d < ndonors; d++)
-                if (output_fits_donor(&p->buffers[b], &p->buffers[donors[d]])) m->stamp_donor[donors[d]] = mark;
+                if (output_fits_donor(&p->buffers[b], &p->buffers[donors[d]])) {
+                    m->stamp_donor[donors[d]] = mark;
+                    m->stamp_target[donors[d]] = mark;
+                }
         }
         for (int e = 0; e < kern->nexprs; e++) {
             if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
@@ -560,6 +578,12 @@ static bool mark_group(const cj_plan *p, const cj_group *g, const int *donors, i
             if (p->buffers[b].kind != CJ_BUF_OUTPUT) only_outputs = false;
         }
     }
+    bool reads_target = false;
+    for (int d = 0; d < ndonors; d++) {
+        if (m->stamp_target[donors[d]] == mark && m->stamp_read[donors[d]] == mark) reads_target = true;
+        else if (m->stamp_target[donors[d]] == mark) m->stamp_target[donors[d]] = 0;  /* fits, not read */
+    }
+    *sink = only_outputs && reads_target;
     return (only_outputs && reads_temp) || (!reads_temp && temp_stored <= SMALL_TEMP_BYTES);
 }
 
@@ -570,23 +594,43 @@ static int order_for_donation(cj_plan *p) {
     int *seq = malloc(sizeof(int) * ((size_t)n + 1));
     int *donors = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
     order_marks m = {calloc((size_t)p->nbuffers + 1, sizeof(int)), calloc((size_t)p->nbuffers + 1, sizeof(int)),
-                     calloc((size_t)p->nbuffers + 1, sizeof(int))};
+                     calloc((size_t)p->nbuffers + 1, sizeof(int)), calloc((size_t)p->nbuffers + 1, sizeof(int))};
     cj_group *groups = malloc(sizeof(cj_group) * ((size_t)n + 1));
     cj_kernel *kernels = malloc(sizeof(cj_kernel) * ((size_t)p->nkernels + 1));
     int moved = -1;
-    if (!seq || !donors || !m.stamp_read || !m.stamp_write || !m.stamp_donor || !groups || !kernels) goto done;
+    if (!seq || !donors || !m.stamp_read || !m.stamp_write || !m.stamp_donor || !m.stamp_target || !groups ||
+        !kernels)
+        goto done;
     int ndonors = 0;
     for (int b = 0; b < p->nbuffers; b++)
         if (is_donated(p, &p->buffers[b]) && p->buffers[b].nbytes > 0) donors[ndonors++] = b;
     moved = 0;
+    bool sink;
     for (int g = 0; g < n; g++) {
         int at = g; /* seq[0..g) holds the groups placed so far */
-        if (mark_group(p, &p->groups[g], donors, ndonors, &m, g + 1)) {
-            while (at > 0 && !must_follow(p, &p->groups[seq[at - 1]], &m, g + 1)) at--;
+        if (mark_group(p, &p->groups[g], donors, ndonors, &m, g + 1, &sink)) {
+            while (at > 0 && !must_follow(p, &p->groups[seq[at - 1]], &m, g + 1, true)) at--;
             memmove(seq + at + 1, seq + at, sizeof(int) * (size_t)(g - at));
         }
         seq[at] = g;
         moved |= at != g;
+    }
+    /* then, last to first, a group that could write over a donated argument
+     * it reads but is not its last reader (`(p - lr * g, p.sum())`) moves to
+     * after that reader, when nothing in between needs it first */
+    for (int i = n - 1; i >= 0; i--) {
+        int mark = n + 1 + seq[i], last = -1;
+        mark_group(p, &p->groups[seq[i]], donors, ndonors, &m, mark, &sink);
+        for (int j = i + 1; sink && j < n; j++) {
+            if (must_follow(p, &p->groups[seq[j]], &m, mark, false)) break;
+            if (reads_marked(p, &p->groups[seq[j]], m.stamp_target, mark)) last = j;
+        }
+        if (last > i) {
+            int g = seq[i];
+            memmove(seq + i, seq + i + 1, sizeof(int) * (size_t)(last - i));
+            seq[last] = g;
+            moved = 1;
+        }
     }
     if (moved) {
         int k = 0;
@@ -601,7 +645,8 @@ static int order_for_donation(cj_plan *p) {
         memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
     }
 done:
-    free(seq), free(donors), free(m.stamp_read), free(m.stamp_write), free(m.stamp_donor), free(groups), free(kernels);
+    free(seq), free(donors), free(m.stamp_read), free(m.stamp_write), free(m.stamp_donor), free(m.stamp_target);
+    free(groups), free(kernels);
     return moved;
 }
 
