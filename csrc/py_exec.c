@@ -804,6 +804,25 @@ static PyArrayObject *donor_array(PyObject *const *leaves, PyObject *copies, int
 static PyObject *consumed_arrays;
 static Py_ssize_t consumed_swept_size;
 
+/* The object weak reference `ref` points to (borrowed, only to compare
+ * with), or NULL when it is dead.  PyWeakref_GetObject is deprecated from
+ * Python 3.13 on. */
+static const PyObject *weak_target(PyObject *ref)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *o = NULL;
+    if (PyWeakref_GetRef(ref, &o) <= 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_DECREF(o);   /* the caller only compares the address */
+    return o;
+#else
+    PyObject *o = PyWeakref_GetObject(ref);
+    return o == Py_None ? NULL : o;
+#endif
+}
+
 static void sweep_consumed(void)
 {
     PyObject *dead = PyList_New(0), *key, *ref;
@@ -813,7 +832,7 @@ static void sweep_consumed(void)
         return;
     }
     while (PyDict_Next(consumed_arrays, &pos, &key, &ref)) {
-        if (PyWeakref_GetObject(ref) == Py_None && PyList_Append(dead, key) < 0)
+        if (weak_target(ref) == NULL && PyList_Append(dead, key) < 0)
             PyErr_Clear();
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dead); i++)
@@ -855,7 +874,7 @@ static bool was_consumed(PyObject *a)
         PyErr_Clear();
         return false;
     }
-    return PyWeakref_GetObject(ref) == a;
+    return weak_target(ref) == a;
 }
 
 /* Raises RuntimeError when an argument is an array an earlier donation
