@@ -565,6 +565,9 @@ typedef struct {
     int running;                /* calls in flight with the GIL released */
     bool release_pending;       /* release() came while running */
     bool warned_donation;       /* the unusable-donation warning was given */
+    int *out_donor;             /* per output: the donated parameter slot whose bytes it
+                                 * lives in, or -1; NULL when no output does */
+    bool *hosts_output;         /* per parameter slot: an output lives in it; NULL likewise */
     PyObject *weakrefs;         /* weak reference support */
 } cj_py_executable;
 
@@ -614,6 +617,8 @@ static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *a
     e->running = 0;
     e->release_pending = false;
     e->warned_donation = false;
+    e->out_donor = NULL;
+    e->hosts_output = NULL;
     e->weakrefs = NULL;
     size_t nshapes = (size_t)np + (size_t)no;
     e->param_shapes = calloc(nshapes + 1, sizeof(cj_shape));
@@ -641,6 +646,28 @@ static PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *a
     }
     for (int k = 0; k < no; k++)
         cj_executable_output(x, k, &e->out_shapes[k], &e->out_dtypes[k]);
+    /* outputs the plan placed in donated arguments (memplan.c) */
+    const cj_plan *plan = cj_executable_plan(x);
+    for (int b = 0; b < plan->nbuffers; b++) {
+        const cj_buffer *buf = &plan->buffers[b];
+        if (buf->kind != CJ_BUF_OUTPUT || buf->alias_of < 0 || buf->slot < 0 || buf->slot >= no)
+            continue;
+        const cj_buffer *host = &plan->buffers[buf->alias_of];
+        if (host->kind != CJ_BUF_PARAM || host->slot < 0 || host->slot >= np)
+            continue;
+        if (e->out_donor == NULL) {
+            e->out_donor = malloc(sizeof(int) * ((size_t)no + 1));
+            e->hosts_output = calloc((size_t)np + 1, sizeof(bool));
+            if (e->out_donor == NULL || e->hosts_output == NULL) {
+                Py_DECREF(e);
+                return PyErr_NoMemory();
+            }
+            for (int k = 0; k < no; k++)
+                e->out_donor[k] = -1;
+        }
+        e->out_donor[buf->slot] = host->slot;
+        e->hosts_output[host->slot] = true;
+    }
     return (PyObject *)e;
 }
 
@@ -667,6 +694,8 @@ static void executable_dealloc(cj_py_executable *e)
     free(e->param_dtypes);
     free(e->array_shapes);
     free(e->array_dtypes);
+    free(e->out_donor);
+    free(e->hosts_output);
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
@@ -745,6 +774,230 @@ static PyObject *new_output(const cj_shape *s, cj_dtype dt, void **data)
     }
     *data = block + OUT_ALIGN;
     return arr;
+}
+
+/* ---- outputs in donated arguments ----------------------------------------------- */
+
+/* A result that lives in a donated argument's memory is a new array over
+ * those bytes whose base is a capsule of this name; the capsule's context
+ * holds a reference to the array that owns the memory, so the memory lives
+ * as long as the result.  (Not the donated array itself: that one is made
+ * read-only once consumed, and a chain of bases through it would make the
+ * result look read-only to the next donation, see donation_refused.) */
+#define DONATED_CAPSULE "cjit.donated"
+
+static void donated_capsule_free(PyObject *cap)
+{
+    PyObject *owner = PyCapsule_GetContext(cap);
+    if (owner == NULL && PyErr_Occurred())
+        PyErr_Clear();
+    Py_XDECREF(owner);
+}
+
+/* What keeps the memory of donated array a alive (new reference): the
+ * capsule of a cjit result's block or of an earlier donated result, found
+ * along a's chain of bases, or else a new capsule holding the array at the
+ * end of that chain.  Every result of a training loop that donates its
+ * state therefore has a base chain of one link, however many steps ran. */
+static PyObject *memory_keeper(PyArrayObject *a)
+{
+    for (;;) {
+        if (PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA))
+            break;
+        PyObject *base = PyArray_BASE(a);
+        if (base != NULL && PyArray_Check(base)) {
+            a = (PyArrayObject *)base;
+            continue;
+        }
+        if (base != NULL && (PyCapsule_IsValid(base, OUT_CAPSULE) || PyCapsule_IsValid(base, DONATED_CAPSULE)))
+            return Py_NewRef(base);
+        break;   /* some other owner: hold the array, which holds it */
+    }
+    PyObject *cap = PyCapsule_New(a, DONATED_CAPSULE, donated_capsule_free);   /* new ref */
+    if (cap == NULL)
+        return NULL;
+    Py_INCREF(a);
+    if (PyCapsule_SetContext(cap, (PyObject *)a) < 0) {
+        Py_DECREF(a);
+        Py_DECREF(cap);
+        return NULL;
+    }
+    return cap;
+}
+
+/* The result of shape s and dtype dt that the plan computed into the bytes
+ * of donated array `donor`: a new writeable array over them. */
+static PyObject *donated_output(PyArrayObject *donor, const cj_shape *s, cj_dtype dt)
+{
+    PyObject *keeper = memory_keeper(donor);   /* new ref */
+    if (keeper == NULL)
+        return NULL;
+    npy_intp dims[CJ_MAX_RANK];
+    for (int d = 0; d < s->rank; d++)
+        dims[d] = (npy_intp)s->dims[d];
+    PyArray_Descr *descr = PyArray_DescrFromType(cj_py_npy_type(dt));   /* new ref */
+    PyObject *arr = descr == NULL ? NULL
+        : PyArray_NewFromDescr(&PyArray_Type, descr /* stolen */, s->rank, dims, NULL,
+                               PyArray_DATA(donor), NPY_ARRAY_CARRAY, NULL);
+    if (arr == NULL) {
+        Py_DECREF(keeper);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, keeper /* stolen, also on failure */) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* A new array holding parameter slot's value, read from `data` (a donated
+ * Python scalar on the fast path arrives as bytes in the call's key, which
+ * no result may keep). */
+static PyObject *param_copy(cj_py_executable *e, int slot, const void *data)
+{
+    const cj_shape *s = &e->param_shapes[slot];
+    npy_intp dims[CJ_MAX_RANK];
+    for (int d = 0; d < s->rank; d++)
+        dims[d] = (npy_intp)s->dims[d];
+    PyObject *a = PyArray_SimpleNew(s->rank, dims, cj_py_npy_type(e->param_dtypes[slot]));
+    if (a != NULL)
+        memcpy(PyArray_DATA((PyArrayObject *)a), data, (size_t)PyArray_NBYTES((PyArrayObject *)a));
+    return a;
+}
+
+/* The array whose bytes are parameter slot's in this call: the argument
+ * itself, or the private copy made for it (in `copies`).  Borrowed, or
+ * NULL when neither is (cannot happen: usable_donations copies every
+ * donated argument that holds an output and is not an array). */
+static PyArrayObject *donor_array(PyObject *const *leaves, PyObject *copies, int slot, const void *data)
+{
+    if (leaves != NULL && PyArray_Check(leaves[slot]) && PyArray_DATA((PyArrayObject *)leaves[slot]) == data)
+        return (PyArrayObject *)leaves[slot];
+    for (Py_ssize_t i = 0; copies != NULL && i < PyList_GET_SIZE(copies); i++) {
+        PyArrayObject *c = (PyArrayObject *)PyList_GET_ITEM(copies, i);
+        if (PyArray_DATA(c) == data)
+            return c;
+    }
+    return NULL;
+}
+
+/* NumPy arrays consumed by a donation: id -> weak reference, so that a
+ * later cjit call given one raises instead of reading undefined bytes (an
+ * id alone could be a new array's; the reference must still be this one).
+ * Dead references are swept when the dict has doubled since the last
+ * sweep.  NULL until the first donation. */
+static PyObject *consumed_arrays;
+static Py_ssize_t consumed_swept_size;
+
+/* The object weak reference `ref` points to (borrowed, only to compare
+ * with), or NULL when it is dead.  PyWeakref_GetObject is deprecated from
+ * Python 3.13 on. */
+static const PyObject *weak_target(PyObject *ref)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *o = NULL;
+    if (PyWeakref_GetRef(ref, &o) <= 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_DECREF(o);   /* the caller only compares the address */
+    return o;
+#else
+    PyObject *o = PyWeakref_GetObject(ref);
+    return o == Py_None ? NULL : o;
+#endif
+}
+
+static void sweep_consumed(void)
+{
+    PyObject *dead = PyList_New(0), *key, *ref;
+    Py_ssize_t pos = 0;
+    if (dead == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    while (PyDict_Next(consumed_arrays, &pos, &key, &ref)) {
+        if (weak_target(ref) == NULL && PyList_Append(dead, key) < 0)
+            PyErr_Clear();
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dead); i++)
+        if (PyDict_DelItem(consumed_arrays, PyList_GET_ITEM(dead, i)) < 0)
+            PyErr_Clear();
+    Py_DECREF(dead);
+    consumed_swept_size = PyDict_GET_SIZE(consumed_arrays);
+}
+
+/* Remembers array a as consumed (best effort: a failure only loses the
+ * clearer error later). */
+static void remember_consumed(PyObject *a)
+{
+    if (consumed_arrays == NULL && (consumed_arrays = PyDict_New()) == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    if (PyDict_GET_SIZE(consumed_arrays) >= 2 * consumed_swept_size + 64)
+        sweep_consumed();
+    PyObject *key = PyLong_FromVoidPtr(a), *ref = PyWeakref_NewRef(a, NULL);
+    if (key == NULL || ref == NULL || PyDict_SetItem(consumed_arrays, key, ref) < 0)
+        PyErr_Clear();
+    Py_XDECREF(key);
+    Py_XDECREF(ref);
+}
+
+static bool was_consumed(PyObject *a)
+{
+    if (!PyArray_Check(a) || PyArray_ISWRITEABLE((PyArrayObject *)a))
+        return false;   /* consumed arrays are read-only: the common case costs a flag test */
+    PyObject *key = PyLong_FromVoidPtr(a);
+    if (key == NULL) {
+        PyErr_Clear();
+        return false;
+    }
+    PyObject *ref = PyDict_GetItemWithError(consumed_arrays, key);   /* borrowed */
+    Py_DECREF(key);
+    if (ref == NULL) {
+        PyErr_Clear();
+        return false;
+    }
+    return weak_target(ref) == a;
+}
+
+/* Raises RuntimeError when an argument is an array an earlier donation
+ * consumed, as JAX does for a deleted buffer.  0 or -1. */
+static int check_not_consumed(int nparams, PyObject *const *leaves)
+{
+    if (consumed_arrays == NULL || leaves == NULL || PyDict_GET_SIZE(consumed_arrays) == 0)
+        return 0;
+    for (int i = 0; i < nparams; i++) {
+        if (was_consumed(leaves[i])) {
+            PyErr_Format(PyExc_RuntimeError,
+                         "cjit: argument %d (counting array arguments in order) is a NumPy array "
+                         "that an earlier call consumed: it was donated (donate_argnums), so its "
+                         "contents are undefined and its memory may hold that call's results. "
+                         "Use the arrays that call returned, or donate a copy", i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* After a call: every donated argument whose own memory the call was given
+ * is consumed: it is made read-only (writing to it raises NumPy's
+ * "assignment destination is read-only"; its contents are undefined and
+ * may be a result's) and remembered, so that passing it to a cjit function
+ * again raises (check_not_consumed).  Arguments that were copied instead
+ * stay as they are. */
+static void consume_donations(const cj_plan *p, int nparams, void *const *params, PyObject *const *leaves)
+{
+    if (p->donated == NULL || leaves == NULL)
+        return;
+    for (int slot = 0; slot < nparams; slot++) {
+        if (p->donated[slot] && PyArray_Check(leaves[slot])
+            && PyArray_DATA((PyArrayObject *)leaves[slot]) == params[slot]) {
+            PyArray_CLEARFLAGS((PyArrayObject *)leaves[slot], NPY_ARRAY_WRITEABLE);
+            remember_consumed(leaves[slot]);
+        }
+    }
 }
 
 /* ---- calling -------------------------------------------------------------------- */
@@ -871,10 +1124,41 @@ static int check_donated(const cj_plan *p, void *const *params)
     return 0;
 }
 
+/* A donated argument must not share memory with a closed-over array either
+ * (a global that is also passed, donated): the plan may write over it while
+ * the function still reads the global.  ValueError, as for arguments. */
+static int check_donated_closed_over(cj_py_executable *e, const cj_plan *p, void *const *params,
+                                     void *const *arrays)
+{
+    if (p->donated == NULL)
+        return 0;
+    for (int a = 0; a < p->nbuffers; a++) {
+        const cj_buffer *A = &p->buffers[a];
+        if (A->kind != CJ_BUF_PARAM || !p->donated[A->slot] || A->nbytes == 0)
+            continue;
+        const char *lo = params[A->slot], *hi = lo + A->nbytes;
+        for (int j = 0; j < e->narrays; j++) {
+            int64_t n = cj_shape_numel(&e->array_shapes[j]) * cj_dtype_size(e->array_dtypes[j]);
+            const char *blo = arrays[j], *bhi = blo + n;
+            if (n > 0 && blo < hi && lo < bhi) {
+                PyErr_Format(PyExc_ValueError,
+                             "cjit: argument %d (counting array arguments in order) is donated "
+                             "(donate_argnums) but shares memory with closed-over array %d (an "
+                             "array the function reads from a global or a closure); the call "
+                             "could overwrite it while reading it. Pass a copy, or do not donate it",
+                             A->slot, j);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Why the plan may not write into the bytes of argument `obj` although it
  * is donated, or NULL when it may.  It may when the array and every array
  * it is a view of are writeable, and the chain of bases ends in memory
- * NumPy allocated (OWNDATA) or in a cjit output's block.  Anything else
+ * NumPy allocated (OWNDATA), in a cjit output's block, or in a result
+ * that lives in donated memory (DONATED_CAPSULE).  Anything else
  * (a memory-mapped file, a bytes object, memory of a C library) belongs to
  * someone who did not hand it over for writing.  Python scalars on the
  * fast path arrive as copies in the caller's key, so they may. */
@@ -893,7 +1177,7 @@ static const char *donation_refused(PyObject *obj)
             a = (PyArrayObject *)base;
             continue;
         }
-        if (base != NULL && PyCapsule_IsValid(base, OUT_CAPSULE))
+        if (base != NULL && (PyCapsule_IsValid(base, OUT_CAPSULE) || PyCapsule_IsValid(base, DONATED_CAPSULE)))
             return NULL;
         return "its memory is not NumPy's own (a memory-mapped file, a bytes object, a "
                "foreign buffer)";
@@ -928,9 +1212,12 @@ static void *const *usable_donations(cj_py_executable *e, const cj_plan *p, void
         if (!p->donated[slot])
             continue;
         const char *why = donation_refused(leaves[slot]);
-        if (why == NULL)
+        /* a Python scalar's bytes (in the fast path's key) cannot become a result */
+        bool scalar = why == NULL && e->hosts_output != NULL && e->hosts_output[slot]
+                      && !PyArray_Check(leaves[slot]);
+        if (why == NULL && !scalar)
             continue;
-        if (!e->warned_donation) {
+        if (why != NULL && !e->warned_donation) {
             e->warned_donation = true;
             if (PyErr_WarnFormat(PyExc_UserWarning, user_stacklevel(),
                                  "cjit: argument %d (counting array arguments in order) is donated "
@@ -948,7 +1235,8 @@ static void *const *usable_donations(cj_py_executable *e, const cj_plan *p, void
             }
             memcpy(*owned, params, (size_t)e->nparams * sizeof(void *));
         }
-        PyObject *copy = PyArray_NewCopy((PyArrayObject *)leaves[slot], NPY_CORDER);   /* new ref */
+        PyObject *copy = scalar ? param_copy(e, slot, params[slot])
+                                : PyArray_NewCopy((PyArrayObject *)leaves[slot], NPY_CORDER);   /* new ref */
         if (copy == NULL || PyList_Append(*copies, copy) < 0) {
             Py_XDECREF(copy);
             goto fail;
@@ -1015,6 +1303,8 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
     if (e->x == NULL || e->release_pending)
         return released_error();
     const cj_plan *plan = cj_executable_plan(e->x);
+    if (check_not_consumed(e->nparams, leaves) < 0)
+        return NULL;
     void **owned_params;
     PyObject *copies;
     void *const *params = usable_donations(e, plan, params_in, leaves, &owned_params, &copies);
@@ -1027,7 +1317,9 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
     }
     PyObject *outs = NULL;
     void *stack[16];
-    size_t nptr = (size_t)e->narrays + (size_t)e->noutputs;
+    /* closed-over arrays' data, outputs' data, and the donated array each
+     * output lives in (when the plan placed some there) */
+    size_t nptr = (size_t)e->narrays + (size_t)e->noutputs * (e->out_donor != NULL ? 2 : 1);
     void **ptrs = nptr <= 16 ? stack : PyMem_Malloc(nptr * sizeof(void *));
     if (ptrs == NULL) {
         PyMem_Free(owned_params);
@@ -1035,13 +1327,26 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
         return PyErr_NoMemory();
     }
     void **arrays = ptrs, **outputs = ptrs + e->narrays;
+    PyArrayObject **donors = (PyArrayObject **)(outputs + e->noutputs);
     PyObject *array_copies = NULL;
-    if (closed_over_data(e, arrays, &array_copies) < 0)
+    if (closed_over_data(e, arrays, &array_copies) < 0 || check_donated_closed_over(e, plan, params, arrays) < 0)
         goto fail;
     outs = PyList_New(e->noutputs);
     if (outs == NULL)
         goto fail;
     for (int k = 0; k < e->noutputs; k++) {
+        if (e->out_donor != NULL && e->out_donor[k] >= 0) {
+            /* lives in a donated argument: no memory of its own (runtime.c) */
+            int slot = e->out_donor[k];
+            donors[k] = donor_array(leaves, copies, slot, params[slot]);
+            if (donors[k] == NULL) {
+                PyErr_SetString(PyExc_RuntimeError, "cjit internal error: no array behind a "
+                                "donated argument that holds an output");
+                goto fail;
+            }
+            outputs[k] = NULL;
+            continue;
+        }
         PyObject *o = new_output(&e->out_shapes[k], e->out_dtypes[k], &outputs[k]);
         if (o == NULL)
             goto fail;
@@ -1056,6 +1361,7 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
     cj_run_poll poll = {.stop = run_interrupted, .ctx = &ts};
     st = cj_executable_run(x, params, arrays, outputs, &poll, &err);
     PyEval_RestoreThread(ts);
+    consume_donations(plan, e->nparams, params, leaves);   /* their bytes may have been written */
     e->running--;
     if (e->running == 0 && e->release_pending)
         executable_free_code(e);
@@ -1064,6 +1370,14 @@ PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObj
         if (st != CJ_ERR_CANCELLED || !PyErr_Occurred())   /* else: the handler's exception */
             cj_py_raise(&err);
         goto fail;
+    }
+    for (int k = 0; e->out_donor != NULL && k < e->noutputs; k++) {
+        if (e->out_donor[k] < 0)
+            continue;
+        PyObject *o = donated_output(donors[k], &e->out_shapes[k], e->out_dtypes[k]);
+        if (o == NULL)
+            goto fail;
+        PyList_SET_ITEM(outs, k, o);   /* steals o; the slot was empty */
     }
     if (ptrs != stack)
         PyMem_Free(ptrs);

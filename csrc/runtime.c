@@ -1,7 +1,9 @@
 /* runtime.c - running a compiled plan on the CPU.
  *
  * A call allocates the plan's arena once, points every buffer slot at its
- * argument, output or arena offset, and runs the kernels in order.  The
+ * argument, output or arena offset, and runs the kernels in order.  An
+ * output the plan placed in a donated argument is bound to the argument's
+ * bytes (its entry in `outputs` is not read).  The
  * counters see every byte the runtime allocates (arenas here, outputs in
  * py_exec.c), so memory_stats() can be held against the plan.
  *
@@ -365,9 +367,18 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         case CJ_BUF_TEMP: slots[b] = arena + buf->offset; break;
         }
     }
-    /* in-place updates and temporaries in donated arguments reuse a host's bytes */
-    for (int b = 0; b < p->nbuffers; b++)
-        if (p->buffers[b].alias_of >= 0) slots[b] = (char *)slots[p->buffers[b].alias_of] + p->buffers[b].offset;
+    /* in-place updates, temporaries and outputs in donated arguments reuse a
+     * host's bytes; a host may itself live in another (a value computed
+     * straight into an output that lives in a donated argument) */
+    for (int b = 0; b < p->nbuffers; b++) {
+        int64_t offset = 0;
+        int host = b;
+        while (p->buffers[host].alias_of >= 0) {
+            offset += p->buffers[host].offset;
+            host = p->buffers[host].alias_of;
+        }
+        if (host != b) slots[b] = (char *)slots[host] + offset;
+    }
     int64_t next_poll_ns = 0;
     cj_status st = CJ_OK;
     if (x->flops + x->bytes_accessed < POLL_MIN_WORK) poll = NULL;

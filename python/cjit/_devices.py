@@ -97,7 +97,12 @@ class Array:
     """An array in GPU memory: shape, dtype, device, block_until_ready(),
     and np.asarray(a), which copies it to the host.  Made by
     cjit.device_put(x, "cuda") and returned by functions jitted with
-    device="cuda"; not constructed directly."""
+    device="cuda"; not constructed directly.
+
+    Donated to a CPU function (donate_argnums), it is deleted after the
+    call, as JAX deletes donated arrays: its device memory is freed, and
+    any later use but shape, dtype, device and is_deleted() raises
+    RuntimeError."""
 
     __slots__ = ("_buf", "shape", "dtype", "device", "__weakref__")
 
@@ -124,15 +129,31 @@ class Array:
 
     @property
     def nbytes(self):
-        return self._buf.nbytes
+        return self.size * np.dtype(self.dtype).itemsize
+
+    def _live_buf(self):
+        """The DeviceBuffer; RuntimeError once the array was deleted."""
+        if self._buf is None:
+            raise RuntimeError(f"cjit.Array has been deleted (shape {self.shape}, dtype "
+                               f"{np.dtype(self.dtype).name}): it was donated to a jitted call "
+                               f"(donate_argnums) or delete() was called. Use the arrays that "
+                               f"call returned")
+        return self._buf
+
+    def delete(self):
+        """Frees the device memory now; later uses raise RuntimeError."""
+        self._buf = None
+
+    def is_deleted(self):
+        return self._buf is None
 
     def block_until_ready(self):
         """Waits until the device has computed this array; returns it."""
-        self._buf.synchronize()
+        self._live_buf().synchronize()
         return self
 
     def __array__(self, dtype=None, copy=None):
-        h = self._buf.to_host()
+        h = self._live_buf().to_host()
         return h if dtype is None else h.astype(dtype, copy=False)
 
     def __len__(self):
@@ -141,4 +162,7 @@ class Array:
         return self.shape[0]
 
     def __repr__(self):
+        if self._buf is None:
+            return (f"cjit.Array(<deleted>, shape={self.shape}, dtype={np.dtype(self.dtype).name}, "
+                    f"device={self.device})")
         return f"cjit.Array({np.asarray(self)!r}, device={self.device})"

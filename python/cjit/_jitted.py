@@ -154,7 +154,21 @@ class Jitted(_cjit.JitBase):
             _stats["hits"] += 1
         if _fkey is not None and type(entry.exe) is _cjit.Executable:
             self._fast_put(_fkey, entry.exe, *_out_kind(entry.out_treedef))
-        return _tree.unflatten(entry.out_treedef, entry.exe(arrays))
+        outs = entry.exe(arrays)
+        if self._donate_argnums:
+            self._consume_donated(leaves, _tree.treedef_of(node), call[0])
+        return _tree.unflatten(entry.out_treedef, outs)
+
+    def _consume_donated(self, leaves, treedef, dyn_positions):
+        """After a call: the cjit.Arrays among the donated arguments are
+        deleted, as JAX deletes donated arrays (their host copy was what the
+        call used).  Donated NumPy arrays were consumed in C (py_exec.c:
+        read-only, and refused by later calls)."""
+        if not any(type(x) is Array for x in leaves):
+            return
+        for i in self._donated_leaves(treedef, dyn_positions):
+            if type(leaves[i]) is Array:
+                leaves[i].delete()
 
     # -- the slow path ------------------------------------------------------
 
@@ -317,7 +331,7 @@ class _CudaExecutable:
         self._prog = _cjit.CudaProgram(cpu_exe, device.id)
 
     def __call__(self, arrays):
-        args = [a._buf if type(a) is Array else a for a in arrays]
+        args = [a._live_buf() if type(a) is Array else a for a in arrays]
         dev = self._device
         return [Array._wrap(b, dev) for b in self._prog(args)]
 
@@ -352,6 +366,10 @@ class _CudaJitted(Jitted):
 
     def _executable(self, lowered, donate=()):
         return _CudaExecutable(lowered.compile(), self._device)
+
+    def _consume_donated(self, leaves, treedef, dyn_positions):
+        """Donation is not used on the GPU yet (the plan is compiled without
+        it), so donated cjit.Arrays stay as they are."""
 
     def __call__(self, *args, **kwargs):
         if current_trace() is not None:

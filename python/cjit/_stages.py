@@ -89,6 +89,8 @@ class Compiled:
                 raise self._signature_error(
                     f"argument '{name}' is {_aval_str(a)}, lowered for {_aval_str(b)}")
         outs = self._exe(arrays)
+        if low._jitted._donate_argnums:   # donated cjit.Arrays are deleted
+            low._jitted._consume_donated(leaves, treedef, dyn_positions)
         return _tree.unflatten(low._out_treedef, outs)
 
     def as_text(self):
