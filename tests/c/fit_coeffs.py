@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Derive the polynomial coefficients used by csrc/cmath.c.
+"""Derive the polynomial coefficients used by csrc/cmath.c and cmath_trig.c.
 
 Each polynomial is a weighted minimax fit found with the Remez exchange
 algorithm in 80-digit arithmetic (mpmath), then rounded to the target

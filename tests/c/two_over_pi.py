@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The bits of 2/pi used by the Payne-Hanek reduction in csrc/cmath.c.
+"""The bits of 2/pi used by the Payne-Hanek reduction in csrc/cmath_trig.c.
 
 pi comes from Machin's formula pi/4 = 4 atan(1/5) - atan(1/239), summed
 with Python integers in fixed point (each term truncated; the error of the
@@ -14,7 +14,7 @@ as a reference.
 import math
 from fractions import Fraction
 
-# words of the table in cmath.c: word 0 is zero padding (bits -63..0),
+# words of the table in cmath_trig.c: word 0 is zero padding (bits -63..0),
 # word w >= 1 holds the fraction bits 64 (w - 1) + 1 ... 64 w of 2/pi
 TABLE_WORDS = 20
 
