@@ -208,7 +208,7 @@ def log_ndtr(x):
     x_low = _W(low, x, -1.0)
     g_low = _W(low, g, 1.0)
     r_low = -0.5 * (x_low * x_low) + cnp.log(0.5 * g_low)
-    r_mid = cnp.log(_W(neg, h, 0.5))
+    r_mid = cnp.log(_W(cnp.logical_and(neg, cnp.logical_not(low)), h, 0.5))
     r_high = cnp.log1p(-_W(neg, 0.0, h))
     return _back(_W(low, r_low, _W(neg, r_mid, r_high)), out)
 
@@ -253,7 +253,8 @@ def ndtri(p):
     poly = _erfinv_tail_parts(central, _W(central, y * y, r))
     v = _W(central, _SQRT2 * (y * poly), _W(q < 0, -poly, poly))
     v = _W(p == 0.0, -math.inf, _W(p == 1.0, math.inf, v))
-    return _back(_W(cnp.logical_or(p < 0.0, p > 1.0), math.nan, v), out)
+    bad = cnp.logical_or(cnp.logical_or(p < 0.0, p > 1.0), cnp.isnan(p))
+    return _back(_W(bad, math.nan, v), out)
 
 
 # ---------------------------------------------------------------------------
