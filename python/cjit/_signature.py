@@ -71,6 +71,26 @@ def _convert_leaf_slow(i, x, allow_sds=False):
     if isinstance(x, ShapeDtypeStruct):
         raise _LeafError(i, TypeError, "cjit: argument {arg} is a ShapeDtypeStruct; those are only "
                          "accepted by Jitted.lower(), not when calling")
+    if hasattr(x, "__dlpack__") or hasattr(x, "__array__"):
+        # another library's array (a jax.Array, a torch CPU tensor): shared
+        # through DLPack where it can be, copied by __array__ otherwise
+        from .numpy._interop import foreign_array
+        try:
+            a = foreign_array(x)
+        except Exception as e:
+            why = f"{type(e).__name__}: {e}".replace("{", "{{").replace("}", "}}")
+            raise _LeafError(i, TypeError, f"cjit: argument {{arg}} of type {type(x).__name__} "
+                             f"could not be read as an array ({why})") from None
+        if isinstance(a, np.ndarray):
+            if a.dtype not in _SUPPORTED:
+                try:
+                    canonical_dtype(a.dtype)
+                except TypeError:
+                    raise _LeafError(i, TypeError,
+                                     f"cjit: argument {{arg}} ({type(x).__name__}) has dtype "
+                                     f"{a.dtype}, which cjit does not support (supported: "
+                                     f"{_SUPPORTED_NAMES})") from None
+            return _convert_leaf_slow(i, a, allow_sds)
     if _is_dataclass_instance(x):
         raise _LeafError(i, TypeError, f"cjit: argument {{arg}} is a dataclass "
                          f"({type(x).__name__}); cjit does not look inside dataclasses (JAX "
@@ -79,7 +99,8 @@ def _convert_leaf_slow(i, x, allow_sds=False):
                          f"pass its fields as a tuple, dict or namedtuple, or mark it static")
     raise _LeafError(i, TypeError,
                      f"cjit: argument {{arg}} has type {type(x).__name__}; cjit accepts NumPy "
-                     f"arrays and scalars, Python bool/int/float and None, nested in tuples, "
+                     f"arrays and scalars, objects with __dlpack__ or __array__ (jax, torch), "
+                     f"Python bool/int/float and None, nested in tuples, "
                      f"lists, dicts, OrderedDicts, namedtuples and classes registered with "
                      f"cjit.tree_util.register_pytree_node")
 

@@ -33,6 +33,7 @@ from ._math import *  # noqa: F401,F403
 from ._manipulation import _broadcast_shapes  # noqa: F401
 from ._einsum import *  # noqa: F401,F403
 from ._eager_only import *  # noqa: F401,F403
+from ._interop import *  # noqa: F401,F403
 from ._info import *  # noqa: F401,F403
 from ._info import __array_namespace_info__  # noqa: F401
 from ._reductions import all, any  # noqa: F401  (shadow the builtins on purpose)

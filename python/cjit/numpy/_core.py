@@ -155,6 +155,11 @@ def _operand(x, who):
         a = np.asarray(x)
         canonical_dtype(a.dtype, f"cjit.numpy.{who}: operand dtype")
         return a
+    from ._interop import foreign_array
+    a = foreign_array(x)          # a jax.Array, a torch tensor, ... as NumPy sees it
+    if a is not None:
+        canonical_dtype(a.dtype, f"cjit.numpy.{who}: operand dtype")
+        return a
     raise TypeError(f"cjit.numpy.{who}: unsupported operand of type {t.__name__}")
 
 

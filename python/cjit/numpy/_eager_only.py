@@ -10,7 +10,7 @@ from ..api import canonical_dtype, current_trace
 from .._cjit import Tracer
 
 __all__ = ["nonzero", "argwhere", "flatnonzero", "unique", "unique_all", "unique_counts",
-           "unique_inverse", "unique_values", "sort", "argsort", "searchsorted", "from_dlpack"]
+           "unique_inverse", "unique_values", "sort", "argsort", "searchsorted"]
 
 
 def _concrete(who, why, *xs):
@@ -96,12 +96,3 @@ def searchsorted(a, v, side="left", sorter=None):
     if sorter is not None:
         (sorter,) = _concrete("searchsorted", _SORT, sorter)
     return np.searchsorted(a, v, side=side, sorter=sorter).astype(np.int64)
-
-
-def from_dlpack(x, /, *, device=None, copy=None):
-    """A NumPy array from a DLPack-capable object (outside jit)."""
-    if current_trace() is not None:
-        raise NotImplementedError("cjit.numpy.from_dlpack: call it outside jit")
-    a = np.from_dlpack(x, copy=copy)
-    canonical_dtype(a.dtype, "cjit.numpy.from_dlpack: dtype")
-    return a

@@ -1,4 +1,5 @@
 """cjit.scipy: SciPy's functions on traced values (as jax.scipy)."""
 from . import special  # noqa: F401
+from . import stats  # noqa: F401
 
-__all__ = ["special"]
+__all__ = ["special", "stats"]

@@ -1,0 +1,44 @@
+"""Arrays of other libraries as cjit arguments and operands: anything with
+`__dlpack__` (a jax.Array, a torch CPU tensor, ...) is seen through DLPack,
+sharing its memory, and anything else with `__array__` is copied by NumPy.
+cjit reads such arguments and never writes them (a donated one that is
+read-only is copied first, as for any read-only array)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..api import canonical_dtype, current_trace
+
+__all__ = ["from_dlpack"]
+
+
+def foreign_array(x):
+    """x as a NumPy array when it speaks DLPack or `__array__`, else None.
+    DLPack is tried first (no copy); an object whose DLPack export fails (a
+    GPU tensor, a dtype NumPy lacks) falls back to `__array__`."""
+    if hasattr(x, "__dlpack__"):
+        try:
+            return np.from_dlpack(x)
+        except (BufferError, TypeError, ValueError, RuntimeError):
+            pass
+    if hasattr(x, "__array__"):
+        return np.asarray(x)
+    return None
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """A NumPy array viewing a DLPack-capable object's memory (copy=True
+    copies; copy=False raises where sharing is impossible), as NumPy's;
+    outside jit only.  The result is a valid cjit argument."""
+    if current_trace() is not None:
+        raise NotImplementedError("cjit.numpy.from_dlpack: call it outside jit, and pass the "
+                                  "result (or the object itself) as an argument")
+    if device is not None and str(device) not in ("cpu", "TFRT_CPU_0") and \
+            getattr(device, "platform", "cpu") != "cpu":
+        raise ValueError(f"cjit.numpy.from_dlpack: device={device!r}: only the CPU is supported")
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"cjit.numpy.from_dlpack: {type(x).__name__} does not implement "
+                        f"__dlpack__")
+    a = np.from_dlpack(x, copy=copy)
+    canonical_dtype(a.dtype, "cjit.numpy.from_dlpack: dtype")
+    return a

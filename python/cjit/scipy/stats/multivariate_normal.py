@@ -1,0 +1,101 @@
+"""The multivariate normal distribution (as jax.scipy.stats.
+multivariate_normal): logpdf and pdf.
+
+The covariance may be a scalar (s * I), a vector (a diagonal covariance),
+traced or not, or a concrete 2-D matrix (a NumPy array or nested lists): its
+Cholesky factor and that factor's inverse are then computed once by NumPy at
+trace time and enter the program as constants (x and mean stay
+differentiable).  A traced full covariance needs a Cholesky primitive
+(cjit.numpy.linalg.cholesky), which the C core does not have yet:
+NotImplementedError."""
+from __future__ import annotations
+
+import numpy as np
+
+from ... import numpy as cnp
+from ..._cjit import Tracer
+from ...numpy import _op
+from ._common import LOG_2PI, floats
+
+__all__ = ["logpdf", "pdf"]
+
+
+def logpdf(x, mean=None, cov=1, allow_singular=False):
+    """log density at x (..., k) of N(mean, cov)."""
+    who = "multivariate_normal.logpdf"
+    if allow_singular:
+        raise NotImplementedError(f"cjit.scipy.stats.{who}: allow_singular=True is not "
+                                  f"supported")
+    if mean is None:
+        mean = 0.0
+    if not isinstance(cov, Tracer):
+        cov = np.asarray(cov)
+        if cov.dtype.kind not in "biuf":
+            raise TypeError(f"cjit.scipy.stats.{who}: cov must be numeric, got dtype "
+                            f"{cov.dtype}")
+    if cov.ndim > 2:
+        raise ValueError(f"cjit.scipy.stats.{who}: cov must be a scalar, a vector (a diagonal "
+                         f"covariance) or a matrix, got shape {tuple(cov.shape)}")
+    if cov.ndim == 2:
+        if isinstance(cov, Tracer):
+            raise NotImplementedError(
+                f"cjit.scipy.stats.{who}: a traced full covariance matrix needs a Cholesky "
+                f"factorization (cjit.numpy.linalg.cholesky), which cjit does not have yet; "
+                f"pass the covariance as a concrete NumPy array (factored at trace time), or "
+                f"its diagonal as a vector")
+        return _logpdf_full(who, x, mean, cov)
+    return _logpdf_diag(x, mean, cov)
+
+
+@_op("x", "mean", "var")
+def _logpdf_diag(x, mean, var):
+    who = "multivariate_normal.logpdf"
+    x, mean, var = floats(who, x, mean, var)
+    if x.ndim == 0:
+        x = cnp.reshape(x, (1,))
+    k = x.shape[-1]
+    if var.ndim == 0:
+        var = cnp.broadcast_to(var, (k,))
+    elif var.shape[0] != k:
+        raise ValueError(f"cjit.scipy.stats.{who}: cov has {var.shape[0]} entries but x has "
+                         f"{k} dimensions")
+    d = x - mean
+    maha = cnp.sum(d * d / var, axis=-1)
+    logdet = cnp.sum(cnp.log(var))
+    return -0.5 * (maha + logdet + k * LOG_2PI)
+
+
+def _logpdf_full(who, x, mean, cov):
+    cov = np.asarray(cov, dtype=np.float64)
+    k = cov.shape[0]
+    if cov.shape != (k, k):
+        raise ValueError(f"cjit.scipy.stats.{who}: cov must be square, got shape {cov.shape}")
+    try:
+        chol = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"cjit.scipy.stats.{who}: cov is not positive definite") from None
+    inv_chol_t = np.ascontiguousarray(np.linalg.inv(chol).T)
+    logdet = 2.0 * float(np.sum(np.log(np.diag(chol))))
+    return _logpdf_factored(x, mean, inv_chol_t, logdet)
+
+
+@_op("x", "mean", "inv_chol_t", "logdet")
+def _logpdf_factored(x, mean, inv_chol_t, logdet):
+    who = "multivariate_normal.logpdf"
+    x, mean = floats(who, x, mean)
+    if x.ndim == 0:
+        x = cnp.reshape(x, (1,))
+    k = inv_chol_t.shape[0]
+    if x.shape[-1] != k:
+        raise ValueError(f"cjit.scipy.stats.{who}: cov is {k}x{k} but x has {x.shape[-1]} "
+                         f"dimensions")
+    d = x - mean
+    y = cnp.matmul(d, cnp.astype(inv_chol_t, d.dtype))     # rows of L^-1 (x - mean)
+    maha = cnp.sum(y * y, axis=-1)
+    return -0.5 * (maha + logdet + k * LOG_2PI)
+
+
+def pdf(x, mean=None, cov=1, allow_singular=False):
+    """density at x (..., k) of N(mean, cov)."""
+    return cnp.exp(logpdf(x, mean, cov, allow_singular))
+
