@@ -236,7 +236,8 @@ def jacfwd(fun, argnums=0, has_aux=False):
                 return _jvp_traced(f_flat, tuple(flat), tuple(tans), who, has_aux)[1]
             tout = vmap(one)(basis)
             t_leaves, out_def = _tree.flatten(tout)
-            blocks.append([_move_front_to_back(trace, t, 1, len(t.shape) - 1) for t in t_leaves])
+            blocks.append([trace.apply("reshape", _move_front_to_back(trace, t, 1, len(t.shape) - 1),
+                                       shape=tuple(t.shape[1:]) + tuple(x.shape)) for t in t_leaves])
         if out_def is None:    # no inputs: nothing to differentiate by
             raise TypeError(f"{who}: the differentiated arguments have no leaves")
         jac = _assemble(out_def, parts, blocks, single)
