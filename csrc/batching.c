@@ -16,7 +16,9 @@
  *                gets the new leading dims as 1s after the batch dim;
  *   MATMUL       a batched left operand against an unbatched matrix is one
  *                product with the batch folded into the rows (a gemm, not
- *                `size` small ones); otherwise both operands batched.
+ *                `size` small ones); a product over K == 1 (an outer
+ *                product) a broadcast multiplication; otherwise both
+ *                operands batched.
  *
  * Nodes that do not depend on a placeholder (closed-over values, constants,
  * values of the enclosing trace) are shared, not copied. */
@@ -165,6 +167,13 @@ static int matmul(batch_ctx *c, const cj_node *n) {
         int r = cj_build_reshape(c->g, c->bat[x], &rows, c->loc, c->err);
         r = r < 0 ? -1 : cj_build_matmul(c->g, r, y, c->loc, c->err);
         return r < 0 ? -1 : cj_build_reshape(c->g, r, &out, c->loc, c->err);
+    }
+    /* K == 1, the per-example outer products of a weight gradient (x^T g):
+     * a broadcast product, one pass writing the result, where a gemm per
+     * example packs its operands for a single term */
+    if (a.shape.dims[a.shape.rank - 1] == 1 && n->dtype != CJ_BOOL) {
+        int lx = lift(c, x), ly = lx < 0 ? -1 : lift(c, y);
+        return ly < 0 ? -1 : cj_build_binary(c->g, CJ_OP_MUL, lx, ly, c->loc, c->err);
     }
     return shift(c, n);
 }

@@ -81,6 +81,8 @@ OPS = {
     "reduce_min": (lambda m, x: m.min(x), [(3, 4)], None, True),
     "matmul": (lambda m, x, y: x @ y, [(3, 4), (4, 2)], None, True),
     "matmul_vec": (lambda m, x, y: x @ y, [(4,), (4, 3)], None, True),
+    "matmul_outer": (lambda m, x, y: x @ y, [(3, 1), (1, 4)], None, True),
+    "matmul_bool": (lambda m, x, y: m.where((x > 0) @ (y > 0), x @ y, 0.0), [(3, 1), (1, 4)], None, True),
     "matmul_batched": (lambda m, x, y: x @ y, [(2, 3, 4), (2, 4, 5)], None, True),
     "iota": (lambda m, x: x * m.arange(4.0), [(3, 4)], None, True),
     "constant": (lambda m, x: x + m.ones((3, 4)), [(3, 4)], None, True),
