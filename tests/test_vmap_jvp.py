@@ -418,3 +418,16 @@ def test_vmap_error_runs_in_a_fresh_process_without_crashing():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok True"
+
+
+@pytest.mark.parametrize("fn", [lambda x, y: cnp.maximum(x, y), lambda x, y: cnp.minimum(x, y),
+                                lambda x, y: cnp.max(cnp.concatenate([x, y])) * x])
+def test_jvp_at_ties_is_the_transpose_of_vjp(fn):
+    x = np.array([1.0, 2.0, 3.0])
+    y = x.copy()             # every element tied
+    vs = (RNG.standard_normal(3), RNG.standard_normal(3))
+    out, tan = cjit.jvp(fn, (x, y), vs)
+    u = RNG.standard_normal(np.shape(out))
+    grads = cjit.vjp(fn, x, y)[1](u)
+    lhs = sum(float(np.sum(g * v)) for g, v in zip(grads, vs))
+    assert abs(lhs - float(np.sum(u * tan))) <= 1e-12 * max(1.0, abs(lhs))
