@@ -431,3 +431,16 @@ def test_jvp_at_ties_is_the_transpose_of_vjp(fn):
     grads = cjit.vjp(fn, x, y)[1](u)
     lhs = sum(float(np.sum(g * v)) for g, v in zip(grads, vs))
     assert abs(lhs - float(np.sum(u * tan))) <= 1e-12 * max(1.0, abs(lhs))
+
+
+def test_batched_outer_products_are_not_matmuls_and_unbatched_weights_fold_into_rows():
+    xs = RNG.standard_normal((8, 5, 1))
+    ys = RNG.standard_normal((8, 1, 4))
+    outer = cjit.jit(cjit.vmap(lambda x, y: x @ y)).lower(xs, ys).compile()
+    assert "matmul" not in outer.as_text()
+    assert_close(outer(xs, ys), xs @ ys, rtol=1e-14)
+    w = RNG.standard_normal((3, 4))
+    a = RNG.standard_normal((8, 5, 3))
+    folded = cjit.jit(cjit.vmap(lambda a: a @ w)).lower(a).as_text()
+    assert "float64[40,3]" in folded and "float64[40,4]" in folded
+    assert_close(cjit.vmap(lambda a: a @ w)(a), a @ w, rtol=1e-13)
