@@ -7,6 +7,8 @@
  * Tracer of it raises TracerLeakError when used; shape, dtype and repr are
  * copied into the Tracer so that they keep working. */
 #include "autodiff.h"
+#include "batching.h"
+#include "jvp.h"
 #include "py_glue.h"
 
 #include <stdio.h>
@@ -1007,7 +1009,7 @@ static PyObject *trace_finish_error(cj_py_trace *tr, PyObject *unused)
  * exception set. */
 static Py_ssize_t tracer_ids(cj_py_trace *tr, PyObject *obj, const char *what, int **ids)
 {
-    PyObject *seq = PySequence_Fast(obj, "Trace.vjp: expected a sequence of traced values");
+    PyObject *seq = PySequence_Fast(obj, "Trace: expected a sequence of traced values");
     if (seq == NULL)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
@@ -1020,7 +1022,7 @@ static Py_ssize_t tracer_ids(cj_py_trace *tr, PyObject *obj, const char *what, i
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, i); /* borrowed */
         if (!Tracer_Check(o) || ((cj_py_tracer *)o)->trace != tr) {
-            PyErr_Format(PyExc_TypeError, "Trace.vjp: %s %zd is not a traced value of this trace", what, i);
+            PyErr_Format(PyExc_TypeError, "Trace: %s %zd is not a traced value of this trace", what, i);
             PyMem_Free(*ids);
             *ids = NULL;
             Py_DECREF(seq);
@@ -1086,6 +1088,105 @@ done:
     PyMem_Free(cts);
     PyMem_Free(wrt);
     PyMem_Free(grads);
+    return result;
+}
+
+/* A list of Tracers for ids, None where an id is -1. */
+static PyObject *tracer_list(cj_py_trace *tr, const int *ids, Py_ssize_t n)
+{
+    PyObject *result = PyList_New(n);
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        PyObject *t = ids[i] >= 0 ? tracer_wrap(tr, ids[i]) : Py_NewRef(Py_None);
+        if (t == NULL)
+            Py_CLEAR(result);
+        else
+            PyList_SET_ITEM(result, i, t); /* steals t */
+    }
+    return result;
+}
+
+/* Trace.jvp(wrt, tangents, outputs, first) -> list of Tracers (None for a
+ * zero tangent): appends the forward-mode tangents (csrc/jvp.c); nodes older
+ * than `first` are constants. */
+static PyObject *trace_jvp(cj_py_trace *tr, PyObject *args)
+{
+    PyObject *wrt_obj, *tan_obj, *outs_obj;
+    int first;
+    if (!PyArg_ParseTuple(args, "OOOi:jvp", &wrt_obj, &tan_obj, &outs_obj, &first))
+        return NULL;
+    if (trace_check_live(tr, "jvp") < 0)
+        return NULL;
+    int *wrt = NULL, *tans = NULL, *outs = NULL, *res = NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nwrt = tracer_ids(tr, wrt_obj, "input", &wrt);
+    Py_ssize_t ntan = nwrt < 0 ? -1 : tracer_ids(tr, tan_obj, "tangent", &tans);
+    Py_ssize_t nouts = ntan < 0 ? -1 : tracer_ids(tr, outs_obj, "output", &outs);
+    if (nouts < 0)
+        goto done;
+    if (ntan != nwrt) {
+        PyErr_Format(PyExc_ValueError, "Trace.jvp: %zd inputs but %zd tangents", nwrt, ntan);
+        goto done;
+    }
+    res = PyMem_Malloc((size_t)(nouts > 0 ? nouts : 1) * sizeof(int));
+    if (res == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    cj_error err = {0};
+    if (cj_jvp(tr->graph, first, wrt, tans, (int)nwrt, outs, (int)nouts, res, &err) != CJ_OK) {
+        cj_py_raise(&err);
+        goto done;
+    }
+    result = tracer_list(tr, res, nouts);
+done:
+    PyMem_Free(wrt);
+    PyMem_Free(tans);
+    PyMem_Free(outs);
+    PyMem_Free(res);
+    return result;
+}
+
+/* Trace.batch(placeholders, batched, size, outputs, first) -> list of
+ * Tracers (None for an output that does not depend on the batched inputs):
+ * appends a copy of the nodes since `first` with a leading batch dimension
+ * of `size`, where placeholders[i] (a per-example node) stands for
+ * batched[i] (its batch dimension in front); csrc/batching.c. */
+static PyObject *trace_batch(cj_py_trace *tr, PyObject *args)
+{
+    PyObject *ph_obj, *bat_obj, *outs_obj;
+    long long size;
+    int first;
+    if (!PyArg_ParseTuple(args, "OOLOi:batch", &ph_obj, &bat_obj, &size, &outs_obj, &first))
+        return NULL;
+    if (trace_check_live(tr, "batch") < 0)
+        return NULL;
+    int *ph = NULL, *bat = NULL, *outs = NULL, *res = NULL;
+    PyObject *result = NULL;
+    Py_ssize_t nph = tracer_ids(tr, ph_obj, "placeholder", &ph);
+    Py_ssize_t nbat = nph < 0 ? -1 : tracer_ids(tr, bat_obj, "batched input", &bat);
+    Py_ssize_t nouts = nbat < 0 ? -1 : tracer_ids(tr, outs_obj, "output", &outs);
+    if (nouts < 0)
+        goto done;
+    if (nph != nbat) {
+        PyErr_Format(PyExc_ValueError, "Trace.batch: %zd placeholders but %zd batched inputs", nph, nbat);
+        goto done;
+    }
+    res = PyMem_Malloc((size_t)(nouts > 0 ? nouts : 1) * sizeof(int));
+    if (res == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    cj_error err = {0};
+    if (cj_batch(tr->graph, first, ph, bat, (int)nph, (int64_t)size, outs, (int)nouts, res, &err) != CJ_OK) {
+        cj_py_raise(&err);
+        goto done;
+    }
+    result = tracer_list(tr, res, nouts);
+done:
+    PyMem_Free(ph);
+    PyMem_Free(bat);
+    PyMem_Free(outs);
+    PyMem_Free(res);
     return result;
 }
 
@@ -1209,6 +1310,10 @@ static PyMethodDef trace_methods[] = {
      "mark($self, /)\n--\n\nThe id the next node will get."},
     {"vjp", (PyCFunction)trace_vjp, METH_VARARGS,
      "vjp($self, outputs, cotangents, wrt, first, /)\n--\n\nAppends the reverse-mode gradient."},
+    {"jvp", (PyCFunction)trace_jvp, METH_VARARGS,
+     "jvp($self, wrt, tangents, outputs, first, /)\n--\n\nAppends the forward-mode tangents."},
+    {"batch", (PyCFunction)trace_batch, METH_VARARGS,
+     "batch($self, placeholders, batched, size, outputs, first, /)\n--\n\nAppends a batched copy."},
     {"finish_error", (PyCFunction)trace_finish_error, METH_NOARGS,
      "finish_error($self, /)\n--\n\nEnds the trace without outputs."},
     {NULL, NULL, 0, NULL},

@@ -9,6 +9,11 @@
  *   - autodiff has a rule for it, unless it is a source or its gradient is
  *     zero (CJ_OPF_ZERO_GRAD), and the rule reads exactly the forward
  *     values its table entry declares (X, Y, OUT), no more and no fewer;
+ *   - forward mode (jvp.c) has a rule exactly where autodiff has one, and it
+ *     gives a tangent of the op's shape and dtype; batching (batching.c) has
+ *     a rule for every op that is not a source, and the batched node has the
+ *     op's shape with the batch dimension in front, for every operand batched
+ *     and for each operand batched alone;
  *   - CSE compares exactly the attributes the op uses: two copies merge,
  *     copies differing in an unused field merge, copies differing in a used
  *     one do not;
@@ -19,6 +24,8 @@
  *
  *   make -C tests/c check     (or: make -C tests/c build/test_ops) */
 #include "autodiff.h"
+#include "batching.h"
+#include "jvp.h"
 #include "codegen.h"
 #include "graph.h"
 #include "group.h"
@@ -96,6 +103,9 @@ static void test_table(void) {
         int reads = cj_autodiff_rule_reads(op);
         bool no_rule = kind == CJ_OPKIND_SOURCE || (flags & CJ_OPF_ZERO_GRAD);
         CHECK_MSG(no_rule == (reads < 0), "%s: gradient rule %s", name, reads < 0 ? "missing" : "for a zero gradient");
+        CHECK_MSG(no_rule == !cj_jvp_has_rule(op), "%s: jvp rule %s", name, no_rule ? "for a zero tangent" : "missing");
+        CHECK_MSG((kind == CJ_OPKIND_SOURCE) == (cj_batch_rule_of(op) == CJ_BATCH_NONE), "%s: batching rule %s", name,
+                  kind == CJ_OPKIND_SOURCE ? "for a source" : "missing");
         if (reads >= 0 && kind_arity(kind) >= 0) {
             if (reads & CJ_VJP_READS_X) CHECK_MSG(kind_arity(kind) >= 1, "%s reads a missing x", name);
             if (reads & CJ_VJP_READS_Y) CHECK_MSG(kind_arity(kind) >= 2, "%s reads a missing y", name);
@@ -206,6 +216,66 @@ static void test_builders(void) {
         int id = build_op(g, op, CJ_FLOAT64, false, &err);
         CHECK_MSG(id >= 0 && g->nodes[id].op == op, "builder of %s: %s", cj_op_name(op), err.message);
         cj_graph_free(g);
+    }
+}
+
+/* ---- forward mode and batching rules ------------------------------------------ */
+
+static void test_jvp_and_batching(void) {
+    for (int i = 0; i < CJ_NUM_OPS; i++) {
+        cj_op op = (cj_op)i;
+        if (cj_op_kind(op) == CJ_OPKIND_SOURCE) continue;
+        /* jvp: a tangent parameter per float parameter */
+        if (cj_jvp_has_rule(op)) {
+            cj_graph *g = cj_graph_new();
+            cj_error err = {0};
+            int id = build_op(g, op, CJ_FLOAT64, true, &err);
+            int wrt[16], tans[16], nwrt = 0, last = g->nnodes, tout = -1;
+            for (int k = 0; id >= 0 && k < last && nwrt < 16; k++)
+                if (g->nodes[k].op == CJ_OP_PARAM && g->nodes[k].dtype == CJ_FLOAT64) {
+                    wrt[nwrt] = k;
+                    tans[nwrt++] = cj_build_param(g, &g->nodes[k].shape, CJ_FLOAT64, false, -1, &err);
+                }
+            cj_status st = id < 0 ? CJ_ERR_INTERNAL : cj_jvp(g, 0, wrt, tans, nwrt, &id, 1, &tout, &err);
+            CHECK_MSG(st == CJ_OK && tout >= 0, "jvp of %s: %s", cj_op_name(op), err.message);
+            if (st == CJ_OK && tout >= 0)
+                CHECK_MSG(cj_shape_equal(&g->nodes[tout].shape, &g->nodes[id].shape) &&
+                              g->nodes[tout].dtype == g->nodes[id].dtype,
+                          "jvp of %s: the tangent's shape or dtype differs from the value's", cj_op_name(op));
+            cj_graph_free(g);
+        }
+        /* batching: every parameter batched (mask all ones), then each alone */
+        for (unsigned mask = 0; mask < 8; mask++) {
+            cj_graph *g = cj_graph_new();
+            cj_error err = {0};
+            int id = build_op(g, op, CJ_FLOAT64, true, &err);
+            int ph[16], bat[16], n = 0, params = 0, last = g->nnodes, out = -1;
+            for (int k = 0; id >= 0 && k < last && n < 16; k++) {
+                if (g->nodes[k].op != CJ_OP_PARAM) continue;
+                bool batched = mask == 0 ? true : (mask & (1u << params)) != 0;
+                params++;
+                if (!batched) continue;
+                cj_shape s = g->nodes[k].shape;
+                for (int d = s.rank; d > 0; d--) s.dims[d] = s.dims[d - 1];
+                s.dims[0] = 3;
+                s.rank++;
+                ph[n] = k;
+                bat[n++] = cj_build_param(g, &s, g->nodes[k].dtype, false, -1, &err);
+            }
+            if (mask != 0 && (n == 0 || (mask >> params) != 0)) {
+                cj_graph_free(g);
+                continue; /* no parameter of that number */
+            }
+            cj_status st = id < 0 ? CJ_ERR_INTERNAL : cj_batch(g, 0, ph, bat, n, 3, &id, 1, &out, &err);
+            CHECK_MSG(st == CJ_OK && out >= 0, "batching %s (mask %u): %s", cj_op_name(op), mask, err.message);
+            if (st == CJ_OK && out >= 0) {
+                cj_shape want = g->nodes[id].shape, got = g->nodes[out].shape;
+                bool ok = got.rank == want.rank + 1 && got.dims[0] == 3 && g->nodes[out].dtype == g->nodes[id].dtype;
+                for (int d = 0; ok && d < want.rank; d++) ok = got.dims[d + 1] == want.dims[d];
+                CHECK_MSG(ok, "batching %s (mask %u): wrong shape or dtype", cj_op_name(op), mask);
+            }
+            cj_graph_free(g);
+        }
     }
 }
 
@@ -597,6 +667,7 @@ int main(void) {
     test_table();
     test_builders();
     test_gradients();
+    test_jvp_and_batching();
     test_cse();
     test_identities();
     test_codegen();

@@ -1,0 +1,236 @@
+/* batching.c - vmap: a batched copy of the nodes traced on one example.
+ *
+ * The Python side traces the function once into the caller's own graph,
+ * on placeholder nodes of the per-example shapes, then calls cj_batch,
+ * which walks those nodes in order and appends, for each one that depends
+ * on a placeholder, the same computation with a batch dimension in front.
+ * The rule of each op is a kind in the table below:
+ *
+ *   ELEMENTWISE  operands that are not batched are broadcast over the batch
+ *                dimension (a stride-0 view: no copy), then the op is
+ *                applied to the batched shapes;
+ *   SHIFT        the same, with the attributes that name dims moved up by
+ *                one (axis + 1, axes << 1, perm and slice bounds gain a
+ *                leading entry, a shape gains the batch size);
+ *   BROADCAST    NumPy aligns trailing dims, so the batched input first
+ *                gets the new leading dims as 1s after the batch dim;
+ *   MATMUL       a batched left operand against an unbatched matrix is one
+ *                product with the batch folded into the rows (a gemm, not
+ *                `size` small ones); a product over K == 1 (an outer
+ *                product) a broadcast multiplication; otherwise both
+ *                operands batched.
+ *
+ * Nodes that do not depend on a placeholder (closed-over values, constants,
+ * values of the enclosing trace) are shared, not copied. */
+#include <stdlib.h>
+
+#include "batching.h"
+
+static const cj_batch_rule rules[CJ_NUM_OPS] = {
+    [CJ_OP_PARAM] = CJ_BATCH_NONE,
+    [CJ_OP_ARRAY] = CJ_BATCH_NONE,
+    [CJ_OP_CONSTANT] = CJ_BATCH_NONE,
+    [CJ_OP_IOTA] = CJ_BATCH_NONE,
+    [CJ_OP_NEG] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_ABS] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_SIGN] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_EXP] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_EXPM1] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_LOG] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_LOG1P] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_SQRT] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_RECIPROCAL] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_TANH] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_SIN] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_COS] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_FLOOR] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_CEIL] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_LOGICAL_NOT] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_ISNAN] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_ISFINITE] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_CAST] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_NAME] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_STOP_GRADIENT] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_ADD] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_SUB] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_MUL] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_DIV] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_FLOORDIV] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_POW] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_MAXIMUM] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_MINIMUM] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_LOGICAL_AND] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_LOGICAL_OR] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_EQ] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_NE] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_LT] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_LE] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_GT] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_GE] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_SELECT] = CJ_BATCH_ELEMENTWISE,
+    [CJ_OP_BROADCAST] = CJ_BATCH_BROADCAST,
+    [CJ_OP_RESHAPE] = CJ_BATCH_SHIFT,
+    [CJ_OP_TRANSPOSE] = CJ_BATCH_SHIFT,
+    [CJ_OP_SLICE] = CJ_BATCH_SHIFT,
+    [CJ_OP_CONCATENATE] = CJ_BATCH_SHIFT,
+    [CJ_OP_REDUCE_SUM] = CJ_BATCH_SHIFT,
+    [CJ_OP_REDUCE_PROD] = CJ_BATCH_SHIFT,
+    [CJ_OP_REDUCE_MAX] = CJ_BATCH_SHIFT,
+    [CJ_OP_REDUCE_MIN] = CJ_BATCH_SHIFT,
+    [CJ_OP_MATMUL] = CJ_BATCH_MATMUL,
+};
+
+/* See batching.h.  Sources are NONE (0), so a new op without an entry
+ * reads as "never batched", which tests/c/test_ops.c refuses for every
+ * op that is not a source. */
+cj_batch_rule cj_batch_rule_of(cj_op op) { return (int)op >= 0 && op < CJ_NUM_OPS ? rules[op] : CJ_BATCH_NONE; }
+
+typedef struct {
+    cj_graph *g;
+    cj_error *err;
+    int *bat;     /* batched copy of each node, -1: not batched */
+    int64_t size; /* the batch size */
+    int loc;
+} batch_ctx;
+
+/* s with the batch dimension in front; false (err set) past the rank limit. */
+static bool prefixed(batch_ctx *c, const cj_shape *s, cj_shape *out, cj_op op) {
+    if (s->rank + 1 > CJ_MAX_RANK) {
+        cj_error_set(c->err, CJ_ERR_VALUE,
+                     "vmap: %s of a rank-%d value gets a batch dimension, past cjit's limit of rank %d (at %s)",
+                     cj_op_name(op), s->rank, CJ_MAX_RANK, cj_graph_loc_str(c->g, c->loc));
+        return false;
+    }
+    out->rank = s->rank + 1;
+    out->dims[0] = c->size;
+    for (int d = 0; d < s->rank; d++) out->dims[d + 1] = s->dims[d];
+    return true;
+}
+
+/* Node x with the batch dimension: its batched copy, or x broadcast. */
+static int lift(batch_ctx *c, int x) {
+    if (c->bat[x] >= 0) return c->bat[x];
+    cj_node n = c->g->nodes[x];
+    cj_shape s;
+    if (!prefixed(c, &n.shape, &s, n.op)) return -1;
+    return cj_build_broadcast(c->g, x, &s, c->loc, c->err);
+}
+
+/* ELEMENTWISE and SHIFT: the node again on lifted operands, with every
+ * attribute that names a dim (those the op uses, ops.def's attrs column)
+ * moved up by one. */
+static int shift(batch_ctx *c, const cj_node *n) {
+    cj_node p = *n;
+    int small[8];
+    int *ins = n->ninputs <= 8 ? small : malloc(sizeof(int) * (size_t)n->ninputs);
+    if (!ins) return cj_error_set(c->err, CJ_ERR_MEMORY, "vmap: out of memory"), -1;
+    bool ok = prefixed(c, &n->shape, &p.shape, n->op);
+    for (int i = 0; ok && i < n->ninputs; i++) ok = (ins[i] = lift(c, n->inputs[i])) >= 0;
+    unsigned attrs = cj_op_attrs(n->op);
+    if (ok && (attrs & CJ_ATTR_AXIS)) p.attrs.axis = n->attrs.axis + 1;
+    if (ok && (attrs & CJ_ATTR_AXES)) p.attrs.axes = n->attrs.axes << 1;
+    for (int d = n->shape.rank; ok && d >= 0; d--) {
+        if (attrs & CJ_ATTR_PERM) p.attrs.perm[d] = d == 0 ? 0 : n->attrs.perm[d - 1] + 1;
+        if (attrs & CJ_ATTR_START) p.attrs.start[d] = d == 0 ? 0 : n->attrs.start[d - 1];
+        if (attrs & CJ_ATTR_STEP) p.attrs.step[d] = d == 0 ? 1 : n->attrs.step[d - 1];
+    }
+    int r = -1;
+    if (ok) {
+        p.inputs = ins;
+        p.remat = false;
+        r = cj_graph_append(c->g, &p, c->err);
+    }
+    if (ins != small) free(ins);
+    return r;
+}
+
+/* BROADCAST: [B, in...] -> [B, 1 (new leading dims)..., in...] -> [B, out...] */
+static int broadcast(batch_ctx *c, const cj_node *n) {
+    int x = c->bat[n->inputs[0]];
+    cj_shape in = c->g->nodes[n->inputs[0]].shape, mid, out;
+    if (!prefixed(c, &n->shape, &out, n->op)) return -1;
+    int lead = n->shape.rank - in.rank;
+    mid.rank = out.rank;
+    mid.dims[0] = c->size;
+    for (int d = 0; d < n->shape.rank; d++) mid.dims[d + 1] = d < lead ? 1 : in.dims[d - lead];
+    int r = cj_build_reshape(c->g, x, &mid, c->loc, c->err);
+    return r < 0 ? -1 : cj_build_broadcast(c->g, r, &out, c->loc, c->err);
+}
+
+/* MATMUL: (B, M, K) @ (K, N) as (B M, K) @ (K, N); anything else batched. */
+static int matmul(batch_ctx *c, const cj_node *n) {
+    int x = n->inputs[0], y = n->inputs[1];
+    cj_node a = c->g->nodes[x];
+    if (c->bat[x] >= 0 && c->bat[y] < 0 && a.shape.rank == 2) {
+        cj_shape rows = {2, {c->size * a.shape.dims[0], a.shape.dims[1]}}, out;
+        if (!prefixed(c, &n->shape, &out, n->op)) return -1;
+        int r = cj_build_reshape(c->g, c->bat[x], &rows, c->loc, c->err);
+        r = r < 0 ? -1 : cj_build_matmul(c->g, r, y, c->loc, c->err);
+        return r < 0 ? -1 : cj_build_reshape(c->g, r, &out, c->loc, c->err);
+    }
+    /* K == 1, the per-example outer products of a weight gradient (x^T g):
+     * a broadcast product, one pass writing the result, where a gemm per
+     * example packs its operands for a single term */
+    if (a.shape.dims[a.shape.rank - 1] == 1 && n->dtype != CJ_BOOL) {
+        int lx = lift(c, x), ly = lx < 0 ? -1 : lift(c, y);
+        return ly < 0 ? -1 : cj_build_binary(c->g, CJ_OP_MUL, lx, ly, c->loc, c->err);
+    }
+    return shift(c, n);
+}
+
+/* See batching.h. */
+cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *batched, int n, int64_t size,
+                   const int *outs, int nouts, int *out_batched, cj_error *err) {
+    int last = g->nnodes; /* rules run on the nodes that existed before we started */
+    batch_ctx c = {.g = g, .err = err, .size = size, .loc = -1};
+    c.bat = malloc(sizeof(int) * ((size_t)last + 1));
+    if (!c.bat) return cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory");
+    for (int i = 0; i < last; i++) c.bat[i] = -1;
+    bool ok = size >= 0;
+    if (!ok) cj_error_set(err, CJ_ERR_VALUE, "vmap: negative batch size %lld", (long long)size);
+    for (int i = 0; ok && i < n; i++) {
+        int p = placeholders[i], b = batched[i];
+        cj_shape want;
+        if (p < first || p >= last || b < 0 || b >= last) {
+            cj_error_set(err, CJ_ERR_INTERNAL, "vmap: bad node id");
+            ok = false;
+        } else if (!prefixed(&c, &g->nodes[p].shape, &want, g->nodes[p].op)) {
+            ok = false;
+        } else if (!cj_shape_equal(&want, &g->nodes[b].shape) || g->nodes[p].dtype != g->nodes[b].dtype) {
+            cj_error_set(err, CJ_ERR_INTERNAL, "vmap: a batched input does not match its placeholder");
+            ok = false;
+        } else {
+            c.bat[p] = b;
+        }
+    }
+    for (int id = first < 0 ? 0 : first; ok && id < last; id++) {
+        cj_node nd = g->nodes[id]; /* appending may move the node array */
+        if (c.bat[id] >= 0) continue;
+        bool any = false;
+        for (int a = 0; a < nd.ninputs; a++) any |= c.bat[nd.inputs[a]] >= 0;
+        if (!any) continue;
+        c.loc = nd.loc;
+        int r = -1;
+        switch (rules[nd.op]) {
+        case CJ_BATCH_ELEMENTWISE:
+        case CJ_BATCH_SHIFT: r = shift(&c, &nd); break;
+        case CJ_BATCH_BROADCAST: r = broadcast(&c, &nd); break;
+        case CJ_BATCH_MATMUL: r = matmul(&c, &nd); break;
+        case CJ_BATCH_NONE:
+            cj_error_set(err, CJ_ERR_INTERNAL, "vmap: no batching rule for %s", cj_op_name(nd.op));
+            break;
+        }
+        ok = (c.bat[id] = r) >= 0;
+    }
+    for (int j = 0; ok && j < nouts; j++) {
+        if (outs[j] < 0 || outs[j] >= last) {
+            cj_error_set(err, CJ_ERR_INTERNAL, "vmap: bad node id");
+            ok = false;
+        } else {
+            out_batched[j] = c.bat[outs[j]];
+        }
+    }
+    free(c.bat);
+    if (!ok && err->status == CJ_OK) cj_error_set(err, CJ_ERR_INTERNAL, "vmap failed");
+    return err->status;
+}

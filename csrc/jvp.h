@@ -1,0 +1,22 @@
+/* jvp.h - forward-mode differentiation on the graph. */
+#ifndef CJ_JVP_H
+#define CJ_JVP_H
+
+#include "graph.h"
+
+/* Appends to g the Jacobian-vector product: given the tangent tangents[i]
+ * of node wrt[i] (same shape and dtype), computes out_tangents[j], the
+ * tangent of node outs[j].  Only nodes with ids >= `first` carry tangents
+ * (older ones belong to an enclosing computation and are constants); an
+ * output that does not depend on any wrt node, or whose dtype is not a
+ * float, gets -1 (a zero tangent the caller materializes).  Returns CJ_OK
+ * or an error with err set (unused nodes may remain; dead-code elimination
+ * drops them). */
+cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, int nwrt, const int *outs,
+                 int nouts, int *out_tangents, cj_error *err);
+
+/* Whether op has a JVP rule (every op that is neither a source nor
+ * flagged CJ_OPF_ZERO_GRAD must have one: tests/c/test_ops.c). */
+bool cj_jvp_has_rule(cj_op op);
+
+#endif
