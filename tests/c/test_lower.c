@@ -451,6 +451,7 @@ static void test_matmul(void) {
         const cj_op roots[5] = {CJ_OP_EXP, CJ_OP_MATMUL, CJ_OP_MAXIMUM, CJ_OP_MATMUL, CJ_OP_MAXIMUM};
         for (int k = 0; k < p->nkernels && k < 5; k++)
             CHECK_MSG(l.graph->nodes[p->kernels[k].root_node].op == roots[k], "kernel %d: %s", k, p->kernels[k].label);
+        CHECK(p->buffers[p->kernels[0].out_buffer].kind == CJ_BUF_TEMP);
         const cj_kernel *mm = &p->kernels[1];
         CHECK(mm->rank == 3 && mm->dims[0] == B && mm->dims[1] == D && mm->dims[2] == H && mm->reduced == (1u << 1));
         CHECK(mm->reduce_op == CJ_OP_REDUCE_SUM && count_ops(mm, CJ_OP_MUL) == 1);
@@ -461,7 +462,6 @@ static void test_matmul(void) {
         if (p->ngroups == 3) {
             CHECK(p->groups[0].count == 1 && p->groups[1].first == 1 && p->groups[1].count == 2);
             CHECK(p->groups[2].first == 3 && p->groups[2].count == 2);
-            /* a gemm call takes all the rows at once */
             /* (a gemm call takes all the rows at once; else a block is
              * about 128 KiB of the widest row, exp(x)'s 4 KiB) */
             CHECK_MSG(p->groups[1].block == (marked ? B : 128 * 1024 / (D * 4)), "block %lld",
