@@ -32,13 +32,9 @@
 
 /* ---- allocation counting and failure injection ------------------------- */
 
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
+void *__real_malloc(size_t n), *__real_calloc(size_t n, size_t size), *__real_realloc(void *p, size_t n);
 void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
+void *__wrap_malloc(size_t n), *__wrap_calloc(size_t n, size_t size), *__wrap_realloc(void *p, size_t n);
 void __wrap_free(void *p);
 char *__wrap_strdup(const char *s);
 
@@ -118,10 +114,7 @@ typedef struct {
 
 static builder start(void) {
     builder b = {.g = cj_graph_new()};
-    if (!b.g) {
-        fprintf(stderr, "out of memory\n");
-        exit(2);
-    }
+    if (!b.g) fprintf(stderr, "out of memory\n"), exit(2);
     return b;
 }
 
