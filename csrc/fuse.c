@@ -105,6 +105,7 @@ static bool end_kernel(fuser *f, int value_expr) {
     k->label = strdup(f->label);
     f->plan->nkernels++;
     f->k = NULL;
+    if (!k->label) cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
     return k->label != NULL;
 }
 
@@ -303,6 +304,10 @@ static int fuse_attempt(fuser *f) {
     const cj_graph *g = f->g;
     cj_plan *p = f->plan;
     plan_reset(p);
+    /* no node to materialize yet: a kernel failing for want of memory
+     * before its first expression must not read as one (a stale id, or
+     * node 0, would be made a root and the memory error dropped) */
+    f->must_materialize = -1;
     for (int i = 0; i < g->nnodes; i++) f->node_buf[i] = -1;
     for (int i = 0; i < g->nnodes; i++) {
         const cj_node *n = &g->nodes[i];

@@ -1,38 +1,14 @@
 /* pipeline.h - from a traced graph to something that runs.
  *
- * cj_compile runs the passes listed in pipeline.c (simplify, fuse, memplan,
- * codegen, jit) and returns an executable, or NULL with err set.  Nothing
+ * cj_compile runs cj_lower (lower.h: simplify, fuse, group, memplan), then
+ * codegen and the JIT, and returns an executable, or NULL with err set.  Nothing
  * is cached here: the caller fills its cache only once this succeeded. */
 #ifndef CJ_PIPELINE_H
 #define CJ_PIPELINE_H
 
-#include "kernel.h"
-#include "stats.h"
+#include "lower.h"
 
 typedef struct cj_executable cj_executable;
-
-/* What lowering produced: the simplified graph and the plan (kernels,
- * groups, buffers and their bytes), before any code exists. */
-typedef struct {
-    const cj_graph *source; /* during cj_lower only */
-    cj_graph *graph;        /* owned */
-    cj_plan plan;           /* owned; plan.graph borrows graph */
-    bool fused;             /* the fuse pass ran (not switched off) */
-} cj_lowered;
-
-typedef struct {
-    const bool *donated;    /* donated[i], i < ndonated: parameter i's bytes may be reused */
-    int ndonated;
-    const cj_cancel *cancel;/* checked between passes */
-    /* the target's step after fusion: marks the kernels a library call
-     * runs (cj_blas_plan on the CPU); NULL for none */
-    void (*mark_library_calls)(cj_plan *plan);
-} cj_lower_options;
-
-/* Runs the lowering passes (pipeline.c's table: simplify, fuse, group,
- * memplan) on a copy of g; `o` may be NULL.  On failure *out is empty. */
-cj_status cj_lower(const cj_graph *g, const cj_lower_options *o, cj_lowered *out, cj_error *err);
-void cj_lowered_free(cj_lowered *l);
 
 /* Compiles a copy of `g` (which stays the caller's).  Returns a new
  * executable owned by the caller (free with cj_executable_free). */
