@@ -56,8 +56,10 @@ static bool stores_row_local(const cj_plan *p, const cj_kernel *k) {
     return row_local(p, k, k->out_buffer, &k->out_index);
 }
 
-/* Can kernel k run inside a group whose stages are kernels [first, k)? */
-static bool joins_group(const cj_plan *p, int first, int k) {
+/* Can kernel k run inside a group whose stages are kernels [first, k)?
+ * written_by[b] is the first stage of the group whose stages wrote buffer
+ * b last (so the question costs a look per load, not one per stage). */
+static bool joins_group(const cj_plan *p, int first, int k, const int *written_by) {
     const cj_kernel *kern = &p->kernels[k];
     const cj_kernel *head = &p->kernels[first];
     if (kern->rank < 1 || kern->dims[0] != head->dims[0] || (kern->reduced & 1u) || kern->dims[0] < 2)
@@ -72,11 +74,15 @@ static bool joins_group(const cj_plan *p, int first, int k) {
     for (int e = 0; e < kern->nexprs; e++) {
         const cj_expr *x = &kern->exprs[e];
         if (x->kind != CJ_EX_LOAD) continue;
-        for (int s = first; s < k; s++)
-            if (cj_kernel_writes(&p->kernels[s], x->buffer) && !row_local(p, kern, x->buffer, &x->index))
-                return false;
+        if (written_by[x->buffer] == first && !row_local(p, kern, x->buffer, &x->index)) return false;
     }
     return true;
+}
+
+/* Records that the group led by kernel `first` writes what kernel k stores. */
+static void note_writes(const cj_kernel *k, int first, int *written_by) {
+    written_by[k->out_buffer] = first;
+    for (int i = 0; i < k->nalso; i++) written_by[k->also[i].buffer] = first;
 }
 
 static int64_t row_bytes(const cj_plan *p, const cj_kernel *k) {
@@ -99,6 +105,9 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
     free(p->groups);
     p->groups = calloc((size_t)p->nkernels + 1, sizeof(cj_group));
     if (!p->groups) return cj_error_set(err, CJ_ERR_MEMORY, "group: out of memory");
+    int *written_by = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
+    if (!written_by) return cj_error_set(err, CJ_ERR_MEMORY, "group: out of memory");
+    for (int b = 0; b < p->nbuffers; b++) written_by[b] = -1;
     p->ngroups = 0;
     for (int k = 0; k < p->nkernels;) {
         cj_group *g = &p->groups[p->ngroups++];
@@ -107,7 +116,9 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         const cj_kernel *head = &p->kernels[k];
         bool can_lead = enabled && head->rank >= 1 && !(head->reduced & 1u) && head->dims[0] >= 2 &&
                         stores_row_local(p, head);
-        while (can_lead && k + g->count < p->nkernels && joins_group(p, k, k + g->count)) g->count++;
+        note_writes(&p->kernels[k], k, written_by);
+        while (can_lead && k + g->count < p->nkernels && joins_group(p, k, k + g->count, written_by))
+            note_writes(&p->kernels[k + g->count++], k, written_by);
         g->rows = head->rank >= 1 ? head->dims[0] : 1;
         int64_t widest = 1;
         for (int s = k; s < k + g->count; s++) {
@@ -123,5 +134,6 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         if (g->count == 1 && !head->gemm.on) cj_kernel_collapse(&p->kernels[k]);
         k += g->count;
     }
+    free(written_by);
     return CJ_OK;
 }
