@@ -355,6 +355,103 @@ static bool place_in_donor(cj_plan *p, int t, const int *donor_end) {
     return false;
 }
 
+/* ---- placement in time order, for plans with many temporaries -------------
+ * Greedy by size checks each temporary against every placed one live at
+ * the same time, and in a long gradient the saved forward values are all
+ * live at once: quadratic.  Past CJ_PLACE_BY_SIZE_MAX temporaries they
+ * are placed in order of first use instead, each in the smallest hole
+ * that the ones already dead left (or at the end), with holes merged as
+ * they free.  The plan stays exact (the arena is what this placed); it
+ * may be a little larger than greedy by size would make it. */
+#define CJ_PLACE_BY_SIZE_MAX 2048
+
+typedef struct {
+    int64_t offset, size;
+} hole;
+
+static int by_first_use(const void *x, const void *y, void *ctx) {
+    const cj_buffer *bufs = ctx;
+    const cj_buffer *a = &bufs[*(const int *)x], *b = &bufs[*(const int *)y];
+    if (a->first_use != b->first_use) return a->first_use < b->first_use ? -1 : 1;
+    return by_size_desc(x, y, ctx);
+}
+
+static int by_last_use(const void *x, const void *y, void *ctx) {
+    const cj_buffer *bufs = ctx;
+    int a = bufs[*(const int *)x].last_use, b = bufs[*(const int *)y].last_use;
+    if (a != b) return a < b ? -1 : 1;
+    return *(const int *)x - *(const int *)y;
+}
+
+/* Gives [offset, offset + size) back: a hole, merged with its neighbours;
+ * one that reaches *end lowers it instead. */
+static void release(hole *holes, int *nholes, int64_t *end, int64_t offset, int64_t size) {
+    int i = 0;
+    while (i < *nholes && holes[i].offset < offset) i++;
+    memmove(&holes[i + 1], &holes[i], sizeof(hole) * (size_t)(*nholes - i));
+    holes[i] = (hole){offset, size};
+    (*nholes)++;
+    if (i + 1 < *nholes && holes[i].offset + holes[i].size == holes[i + 1].offset) {
+        holes[i].size += holes[i + 1].size;
+        memmove(&holes[i + 1], &holes[i + 2], sizeof(hole) * (size_t)(*nholes - i - 2));
+        (*nholes)--;
+    }
+    if (i > 0 && holes[i - 1].offset + holes[i - 1].size == holes[i].offset) {
+        holes[i - 1].size += holes[i].size;
+        memmove(&holes[i], &holes[i + 1], sizeof(hole) * (size_t)(*nholes - i - 1));
+        (*nholes)--;
+        i--;
+    }
+    if (holes[i].offset + holes[i].size == *end) {
+        *end = holes[i].offset;
+        (*nholes)--;
+    }
+}
+
+/* Places temporaries temps[0..n) (in the arena) in order of first use;
+ * returns the arena's size, or -1 when out of memory. */
+static int64_t place_in_time_order(cj_plan *p, int *temps, int n) {
+    int *ends = malloc(sizeof(int) * ((size_t)n + 1));
+    hole *holes = malloc(sizeof(hole) * ((size_t)n + 1));
+    if (!ends || !holes) {
+        free(ends);
+        free(holes);
+        return -1;
+    }
+    memcpy(ends, temps, sizeof(int) * (size_t)n);
+    qsort_r(temps, (size_t)n, sizeof(int), by_first_use, p->buffers);
+    qsort_r(ends, (size_t)n, sizeof(int), by_last_use, p->buffers);
+    int nholes = 0, j = 0;
+    int64_t end = 0, arena = 0;
+    for (int i = 0; i < n; i++) {
+        cj_buffer *b = &p->buffers[temps[i]];
+        for (; j < n && p->buffers[ends[j]].last_use < b->first_use; j++) {
+            const cj_buffer *d = &p->buffers[ends[j]];
+            release(holes, &nholes, &end, d->offset, align_up(d->nbytes));
+        }
+        int64_t size = align_up(b->nbytes);
+        int best = -1;
+        for (int h = 0; h < nholes; h++)
+            if (holes[h].size >= size && (best < 0 || holes[h].size < holes[best].size)) best = h;
+        if (best >= 0) {
+            b->offset = holes[best].offset;
+            holes[best].offset += size;
+            holes[best].size -= size;
+            if (holes[best].size == 0) {
+                memmove(&holes[best], &holes[best + 1], sizeof(hole) * (size_t)(nholes - best - 1));
+                nholes--;
+            }
+        } else {
+            b->offset = end;
+            end += size;
+            if (end > arena) arena = end;
+        }
+    }
+    free(ends);
+    free(holes);
+    return arena;
+}
+
 /* Plans the memory of the kernels in their current order. */
 static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
     int n = 0;
@@ -396,6 +493,21 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
 
     int64_t arena = 0;
     int nplaced = 0;
+    if (enabled && n > CJ_PLACE_BY_SIZE_MAX) {
+        /* donors first, as below; the rest in time order */
+        int rest = 0;
+        for (int i = 0; i < n; i++)
+            if (!(ndonors && !hosts[order[i]] && place_in_donor(p, order[i], donor_end))) order[rest++] = order[i];
+        arena = place_in_time_order(p, order, rest);
+        n = 0; /* nothing left for the loop below */
+        if (arena < 0) {
+            free(order);
+            free(placed);
+            free(hosts);
+            free(donor_end);
+            return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
+        }
+    }
     for (int i = 0; i < n; i++) {
         cj_buffer *b = &p->buffers[order[i]];
         int64_t size = align_up(b->nbytes);
