@@ -447,6 +447,11 @@ static LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype 
     case CJ_OP_BITWISE_XOR: return LLVMBuildXor(c->b, x, y, "bxor");
     case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC:
         return emit_shift(c, op, x, y, t);
+    case CJ_OP_ROTATE_LEFT: {
+        if (dt == CJ_BOOL) return x; /* a one-bit value rotates onto itself */
+        LLVMValueRef args[3] = {x, x, y}; /* a funnel shift of x with itself; the count is taken modulo the width */
+        return call_intrinsic(c, "llvm.fshl", t, args, 3, "rotl");
+    }
     case CJ_OP_EQ: return f ? LLVMBuildFCmp(c->b, LLVMRealOEQ, x, y, "eq") : LLVMBuildICmp(c->b, LLVMIntEQ, x, y, "eq");
     case CJ_OP_NE: return f ? LLVMBuildFCmp(c->b, LLVMRealUNE, x, y, "ne") : LLVMBuildICmp(c->b, LLVMIntNE, x, y, "ne");
     case CJ_OP_LT: return f ? LLVMBuildFCmp(c->b, LLVMRealOLT, x, y, "lt") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSLT), x, y, "lt");
@@ -538,7 +543,7 @@ static LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueR
     case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL:
     case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST: case CJ_OP_NAME:
     case CJ_OP_BITWISE_NOT: case CJ_OP_BITCAST: case CJ_OP_BITWISE_AND: case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR:
-    case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC:
+    case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT:
     case CJ_OP_STOP_GRADIENT: case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
     case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR:
     case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT:

@@ -1003,7 +1003,7 @@ int cj_build_binary(cj_graph *g, cj_op op, int x, int y, int loc, cj_error *err)
                     "is only supported for integer and bool operands (operands %s and %s)",
                     describe(&a, da, sizeof da), describe(&b, db, sizeof db));
     else if ((op == CJ_OP_FLOORDIV || op == CJ_OP_POW || op == CJ_OP_SHIFT_LEFT || op == CJ_OP_SHIFT_RIGHT_LOGICAL ||
-              op == CJ_OP_SHIFT_RIGHT_ARITHMETIC) && dt == CJ_BOOL)
+              op == CJ_OP_SHIFT_RIGHT_ARITHMETIC || op == CJ_OP_ROTATE_LEFT) && dt == CJ_BOOL)
         operand_dt = CJ_INT64;
     else if (op == CJ_OP_SUB && dt == CJ_BOOL)
         return fail(g, err, CJ_ERR_TYPE, opname, loc,

@@ -174,7 +174,7 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
     case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR: case CJ_OP_EQ:
     case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_BITWISE_AND:
     case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR: case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL:
-    case CJ_OP_SHIFT_RIGHT_ARITHMETIC: {
+    case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT: {
         int x = IN(2, 3);
         return cj_build_binary(g, op, x, IN(2, 3), -1, err);
     }
