@@ -376,30 +376,51 @@ def normal(key, shape=(), dtype=None):
     return _normal_impl(data, _shape(shape, "normal"), _float_dtype(dtype, "normal"))
 
 
-@_op("data", "lower", "upper")
-def _truncated_normal_impl(data, shape, dtype, lower, upper):
-    from .scipy import special
-    if not hasattr(special, "erf"):
-        raise NotImplementedError("cjit.random.truncated_normal needs cjit.scipy.special.erf, which this "
-                                  "build of cjit lacks")
+@_op("data", "lower", "upper", "a", "b")
+def _truncated_normal_impl(data, shape, dtype, lower, upper, a, b):
     sqrt2 = np.array(np.sqrt(2), dtype)
     lower, upper = _lift(lower).astype(dtype), _lift(upper).astype(dtype)
-    a, b = special.erf(lower / sqrt2).astype(dtype), special.erf(upper / sqrt2).astype(dtype)
+    if a is None:   # traced bounds: erf in the graph
+        from .scipy import special
+        if not hasattr(special, "erf"):
+            raise NotImplementedError("cjit.random.truncated_normal with traced bounds needs "
+                                      "cjit.scipy.special.erf, which this build of cjit lacks")
+        a, b = special.erf(lower / sqrt2), special.erf(upper / sqrt2)
     u = _scale(_unit(data, shape, dtype), a, b, dtype)
     out = sqrt2 * _erfinv(u, "truncated_normal")
     # rounding may reach a bound: keep to the open interval, as JAX
-    inf = np.array(np.inf, dtype)
-    return cnp.clip(out, cnp.nextafter(lower, inf), cnp.nextafter(upper, -inf))
+    return cnp.clip(out, _next(lower, 1), _next(upper, -1))
+
+
+def _next(x, direction):
+    """nextafter(x, direction * inf) through the bits: one step of the
+    integer image of x (0 steps to the smallest subnormal, infinities stay)."""
+    t = x.trace
+    it = "int32" if x.dtype == np.float32 else "int64"
+    b = t.apply("bitcast", x, dtype=it)
+    away = x > 0 if direction > 0 else x < 0       # the magnitude grows
+    r = t.apply("bitcast", cnp.where(away, b + 1, b - 1), dtype=x.dtype.name)
+    tiny = np.array(direction * np.finfo(x.dtype).smallest_subnormal, x.dtype)
+    return cnp.where(x == 0, tiny, cnp.where(cnp.isinf(x), x, r))
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
-    """Normal values conditioned on lower < x < upper."""
+    """Normal values conditioned on lower < x < upper: sqrt(2) erfinv(u) of
+    u uniform in [erf(lower / sqrt 2), erf(upper / sqrt 2)).  Bounds that are
+    not traced have their erf computed here, in float64."""
     data, _ = _unwrap(key, "truncated_normal")
     lower, upper = _arg(lower), _arg(upper)
     if shape is None:
         shape = np.broadcast_shapes(tuple(lower.shape), tuple(upper.shape))
-    return _truncated_normal_impl(data, _shape(shape, "truncated_normal"),
-                                  _float_dtype(dtype, "truncated_normal"), lower, upper)
+    dt = _float_dtype(dtype, "truncated_normal")
+    a = b = None
+    if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+        a = _erf(lower.astype(dt) / np.sqrt(2, dtype=dt)).astype(dt)
+        b = _erf(upper.astype(dt) / np.sqrt(2, dtype=dt)).astype(dt)
+    return _truncated_normal_impl(data, _shape(shape, "truncated_normal"), dt, lower, upper, a, b)
 
 
 @_op("data", "p")
