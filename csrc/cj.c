@@ -39,6 +39,7 @@ static const struct {
     [CJ_INT64] = {"int64", 8, CJ_KIND_INT},
     [CJ_FLOAT32] = {"float32", 4, CJ_KIND_FLOAT},
     [CJ_FLOAT64] = {"float64", 8, CJ_KIND_FLOAT},
+    [CJ_UINT32] = {"uint32", 4, CJ_KIND_INT},
 };
 
 static bool dtype_valid(cj_dtype dt)
@@ -52,7 +53,7 @@ const char *cj_dtype_name(cj_dtype dt)
     return dtype_valid(dt) ? dtype_info[dt].name : "?";
 }
 
-/* Parses one of the five dtype names; returns false (out untouched) for
+/* Parses one of the dtype names; returns false (out untouched) for
  * anything else, including NULL. */
 bool cj_dtype_from_name(const char *name, cj_dtype *out)
 {
@@ -72,6 +73,12 @@ bool cj_dtype_from_name(const char *name, cj_dtype *out)
 int cj_dtype_size(cj_dtype dt)
 {
     return dtype_valid(dt) ? dtype_info[dt].size : 0;
+}
+
+/* True for the dtypes whose integer bits are read without a sign. */
+bool cj_dtype_unsigned(cj_dtype dt)
+{
+    return dt == CJ_BOOL || dt == CJ_UINT32;
 }
 
 /* Returns the kind (bool < int < float); an invalid dtype reads as bool. */

@@ -42,13 +42,15 @@ static inline bool cj_cancelled(const cj_cancel *c) { return c && *c; }
 cj_status cj_error_set(cj_error *err, cj_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Dtypes, ordered so that promotion within a kind goes up. */
+/* Dtypes.  Promotion is a table (graph.c), not this order; uint32 comes
+ * last so that the numbers of the others (in plan_io.c's bytes) stay. */
 typedef enum {
     CJ_BOOL = 0,
     CJ_INT32,
     CJ_INT64,
     CJ_FLOAT32,
     CJ_FLOAT64,
+    CJ_UINT32,
     CJ_NUM_DTYPES
 } cj_dtype;
 
@@ -57,7 +59,8 @@ typedef enum { CJ_KIND_BOOL, CJ_KIND_INT, CJ_KIND_FLOAT } cj_kind;
 const char *cj_dtype_name(cj_dtype dt);             /* "float32", ... */
 bool cj_dtype_from_name(const char *name, cj_dtype *out);
 int cj_dtype_size(cj_dtype dt);                     /* bytes; bool is 1 */
-cj_kind cj_dtype_kind(cj_dtype dt);
+cj_kind cj_dtype_kind(cj_dtype dt);                 /* uint32 is of kind int */
+bool cj_dtype_unsigned(cj_dtype dt);                /* uint32 (and bool): unsigned compares, shifts, casts */
 
 typedef struct {
     int rank;

@@ -50,6 +50,7 @@ static LLVMTypeRef reg_type(cg *c, cj_dtype dt) {
     switch (dt) {
     case CJ_BOOL: return c->i1;
     case CJ_INT32: return c->i32;
+    case CJ_UINT32: return c->i32;
     case CJ_INT64: return c->i64;
     case CJ_FLOAT32: return c->f32;
     case CJ_FLOAT64: return c->f64;
@@ -61,6 +62,20 @@ static LLVMTypeRef reg_type(cg *c, cj_dtype dt) {
 static LLVMTypeRef mem_type(cg *c, cj_dtype dt) { return dt == CJ_BOOL ? c->i8 : reg_type(c, dt); }
 
 static bool is_float(cj_dtype dt) { return dt == CJ_FLOAT32 || dt == CJ_FLOAT64; }
+
+/* The integer compare predicate of a signed one, for dtype dt (bool and
+ * uint32 compare without a sign). */
+static LLVMIntPredicate int_pred(cj_dtype dt, LLVMIntPredicate signed_pred) {
+    if (!cj_dtype_unsigned(dt)) return signed_pred;
+    switch (signed_pred) {
+    case LLVMIntSLT: return LLVMIntULT;
+    case LLVMIntSLE: return LLVMIntULE;
+    case LLVMIntSGT: return LLVMIntUGT;
+    case LLVMIntSGE: return LLVMIntUGE;
+    case LLVMIntEQ: case LLVMIntNE: case LLVMIntUGT: case LLVMIntUGE: case LLVMIntULT: case LLVMIntULE: break;
+    }
+    return signed_pred;
+}
 
 static LLVMValueRef const_of(cg *c, cj_dtype dt, double f, int64_t i) {
     if (is_float(dt)) return LLVMConstReal(reg_type(c, dt), f);
@@ -192,13 +207,17 @@ static LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to)
     }
     if (is_float(to)) {
         if (is_float(from)) return from == CJ_FLOAT32 ? LLVMBuildFPExt(c->b, v, t, "fext") : LLVMBuildFPTrunc(c->b, v, t, "ftrunc");
-        if (from == CJ_BOOL) return LLVMBuildUIToFP(c->b, v, t, "btof");
+        if (cj_dtype_unsigned(from)) return LLVMBuildUIToFP(c->b, v, t, "utof");
         return LLVMBuildSIToFP(c->b, v, t, "itof");
     }
-    /* integer target */
+    /* integer target; a float reaches uint32 through int64, so that -1.0
+     * wraps to 2**32 - 1 as NumPy's astype does on x86 */
+    if (is_float(from) && to == CJ_UINT32)
+        return LLVMBuildTrunc(c->b, emit_cast(c, v, from, CJ_INT64), t, "ftou");
     if (is_float(from)) return LLVMBuildFreeze(c->b, LLVMBuildFPToSI(c->b, v, t, "ftoi"), "ftoi.frozen");
-    if (from == CJ_BOOL) return LLVMBuildZExt(c->b, v, t, "btoi");
-    if (cj_dtype_size(from) < cj_dtype_size(to)) return LLVMBuildSExt(c->b, v, t, "sext");
+    if (cj_dtype_size(from) == cj_dtype_size(to)) return v; /* int32 <-> uint32: the same bits */
+    if (cj_dtype_size(from) < cj_dtype_size(to))
+        return cj_dtype_unsigned(from) ? LLVMBuildZExt(c->b, v, t, "zext") : LLVMBuildSExt(c->b, v, t, "sext");
     return LLVMBuildTrunc(c->b, v, t, "trunc");
 }
 
@@ -218,6 +237,30 @@ static LLVMValueRef emit_int_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, LLV
     q = LLVMBuildSub(c->b, q, LLVMBuildZExt(c->b, adjust, t, "adjz"), "qf");
     q = LLVMBuildSelect(c->b, y_m1, LLVMBuildSub(c->b, zero, x, "negx"), q, "q1");
     return LLVMBuildSelect(c->b, y_zero, zero, q, "fdiv");
+}
+
+/* Floor division of unsigned integers (truncation is the floor); x // 0
+ * gives 0. */
+static LLVMValueRef emit_uint_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, LLVMTypeRef t) {
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0);
+    LLVMValueRef y_zero = LLVMBuildICmp(c->b, LLVMIntEQ, y, zero, "y0");
+    LLVMValueRef safe = LLVMBuildSelect(c->b, y_zero, LLVMConstInt(t, 1, 0), y, "ysafe");
+    return LLVMBuildSelect(c->b, y_zero, zero, LLVMBuildUDiv(c->b, x, safe, "q"), "fdiv");
+}
+
+/* x << y, x >> y (logical or arithmetic) with NumPy's and XLA's answer for
+ * a count that is negative or at least the width, where LLVM's shifts are
+ * poison: 0, or the sign bits for an arithmetic right shift. */
+static LLVMValueRef emit_shift(cg *c, cj_op op, LLVMValueRef x, LLVMValueRef y, LLVMTypeRef t) {
+    LLVMValueRef width = LLVMConstInt(t, LLVMGetIntTypeWidth(t), 0);
+    LLVMValueRef out_of_range = LLVMBuildICmp(c->b, LLVMIntUGE, y, width, "oob");
+    if (op == CJ_OP_SHIFT_RIGHT_ARITHMETIC) {
+        LLVMValueRef last = LLVMConstInt(t, LLVMGetIntTypeWidth(t) - 1, 0);
+        return LLVMBuildAShr(c->b, x, LLVMBuildSelect(c->b, out_of_range, last, y, "cnt"), "sra");
+    }
+    LLVMValueRef safe = LLVMBuildSelect(c->b, out_of_range, LLVMConstInt(t, 0, 0), y, "cnt");
+    LLVMValueRef r = op == CJ_OP_SHIFT_LEFT ? LLVMBuildShl(c->b, x, safe, "shl") : LLVMBuildLShr(c->b, x, safe, "srl");
+    return LLVMBuildSelect(c->b, out_of_range, LLVMConstInt(t, 0, 0), r, "shift");
 }
 
 /* NumPy's float floor division: from fmod, so that 1 // 0.1 == 9. */
@@ -318,8 +361,8 @@ static LLVMValueRef emit_float_pow(cg *c, LLVMValueRef x, LLVMValueRef y) {
 static LLVMValueRef emit_minmax(cg *c, bool is_max, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
     if (dt == CJ_BOOL) return is_max ? LLVMBuildOr(c->b, x, y, "max") : LLVMBuildAnd(c->b, x, y, "min");
     if (!is_float(dt))
-        return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, is_max ? LLVMIntSGT : LLVMIntSLT, x, y, "cmp"), x, y,
-                               is_max ? "max" : "min");
+        return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, int_pred(dt, is_max ? LLVMIntSGT : LLVMIntSLT), x, y, "cmp"),
+                               x, y, is_max ? "max" : "min");
     LLVMValueRef better = LLVMBuildFCmp(c->b, is_max ? LLVMRealOGT : LLVMRealOLT, x, y, "cmp");
     LLVMValueRef x_nan = LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "xnan");
     return LLVMBuildSelect(c->b, LLVMBuildOr(c->b, better, x_nan, "pick"), x, y, is_max ? "max" : "min");
@@ -340,7 +383,7 @@ static LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype 
         return f ? LLVMBuildFNeg(c->b, x, "neg") : LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "neg");
     case CJ_OP_ABS:
         if (f) return call_intrinsic(c, "llvm.fabs", t, &x, 1, "abs");
-        if (dt == CJ_BOOL) return x;
+        if (cj_dtype_unsigned(dt)) return x;
         return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "isneg"),
                                LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "negx"), x, "abs");
     case CJ_OP_SIGN:
@@ -354,6 +397,7 @@ static LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype 
             return LLVMBuildSelect(c->b, pos, LLVMConstReal(t, 1), r, "sign");
         }
         if (dt == CJ_BOOL) return x;
+        if (dt == CJ_UINT32) return LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(t, 0, 0), "nz"), t, "sign");
         {
             LLVMValueRef pos = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, x, LLVMConstInt(t, 0, 0), "p"), t, "pz");
             LLVMValueRef neg = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "n"), t, "nz");
@@ -365,11 +409,13 @@ static LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype 
     case CJ_OP_SQRT: return call_intrinsic(c, "llvm.sqrt", t, &x, 1, "sqrt");
     case CJ_OP_RECIPROCAL:
         if (f) return LLVMBuildFDiv(c->b, LLVMConstReal(t, 1), x, "recip");
+        if (cj_dtype_unsigned(dt)) return emit_uint_floordiv(c, LLVMConstInt(t, 1, 0), x, t);
         return emit_int_floordiv(c, LLVMConstInt(t, 1, 0), x, t);
     case CJ_OP_FLOOR: return f ? call_intrinsic(c, "llvm.floor", t, &x, 1, "floor") : x;
     case CJ_OP_CEIL: return f ? call_intrinsic(c, "llvm.ceil", t, &x, 1, "ceil") : x;
     case CJ_OP_LOGICAL_NOT:
         return LLVMBuildXor(c->b, emit_cast(c, x, dt, CJ_BOOL), LLVMConstInt(c->i1, 1, 0), "not");
+    case CJ_OP_BITWISE_NOT: return LLVMBuildXor(c->b, x, LLVMConstAllOnes(t), "bnot");
     case CJ_OP_ISNAN:
         return f ? LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "isnan") : LLVMConstInt(c->i1, 0, 0);
     case CJ_OP_ISFINITE:
@@ -379,6 +425,7 @@ static LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype 
     case CJ_OP_NAME:
     case CJ_OP_STOP_GRADIENT: return x;
     case CJ_OP_CAST: return emit_cast(c, x, in_dt, out_dt);
+    case CJ_OP_BITCAST: return LLVMBuildBitCast(c->b, x, reg_type(c, out_dt), "bitcast");
 
     /* two inputs */
     case CJ_OP_ADD: return f ? LLVMBuildFAdd(c->b, x, y, "add") : dt == CJ_BOOL ? LLVMBuildOr(c->b, x, y, "or") : LLVMBuildAdd(c->b, x, y, "add");
@@ -386,19 +433,31 @@ static LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype 
     case CJ_OP_MUL: return f ? LLVMBuildFMul(c->b, x, y, "mul") : dt == CJ_BOOL ? LLVMBuildAnd(c->b, x, y, "and") : LLVMBuildMul(c->b, x, y, "mul");
     case CJ_OP_DIV:
         if (f) return LLVMBuildFDiv(c->b, x, y, "div");
-        return emit_int_floordiv(c, x, y, t);
-    case CJ_OP_FLOORDIV: return f ? emit_float_floordiv(c, x, y, t) : emit_int_floordiv(c, x, y, t);
+        return cj_dtype_unsigned(dt) ? emit_uint_floordiv(c, x, y, t) : emit_int_floordiv(c, x, y, t);
+    case CJ_OP_FLOORDIV:
+        if (f) return emit_float_floordiv(c, x, y, t);
+        return cj_dtype_unsigned(dt) ? emit_uint_floordiv(c, x, y, t) : emit_int_floordiv(c, x, y, t);
     case CJ_OP_POW: return f ? emit_float_pow(c, x, y) : emit_int_pow(c, x, y, dt);
     case CJ_OP_MAXIMUM: return emit_minmax(c, true, x, y, dt);
     case CJ_OP_MINIMUM: return emit_minmax(c, false, x, y, dt);
     case CJ_OP_LOGICAL_AND: return LLVMBuildAnd(c->b, emit_cast(c, x, dt, CJ_BOOL), emit_cast(c, y, dt, CJ_BOOL), "and");
     case CJ_OP_LOGICAL_OR: return LLVMBuildOr(c->b, emit_cast(c, x, dt, CJ_BOOL), emit_cast(c, y, dt, CJ_BOOL), "or");
+    case CJ_OP_BITWISE_AND: return LLVMBuildAnd(c->b, x, y, "band");
+    case CJ_OP_BITWISE_OR: return LLVMBuildOr(c->b, x, y, "bor");
+    case CJ_OP_BITWISE_XOR: return LLVMBuildXor(c->b, x, y, "bxor");
+    case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC:
+        return emit_shift(c, op, x, y, t);
+    case CJ_OP_ROTATE_LEFT: {
+        if (dt == CJ_BOOL) return x; /* a one-bit value rotates onto itself */
+        LLVMValueRef args[3] = {x, x, y}; /* a funnel shift of x with itself; the count is taken modulo the width */
+        return call_intrinsic(c, "llvm.fshl", t, args, 3, "rotl");
+    }
     case CJ_OP_EQ: return f ? LLVMBuildFCmp(c->b, LLVMRealOEQ, x, y, "eq") : LLVMBuildICmp(c->b, LLVMIntEQ, x, y, "eq");
     case CJ_OP_NE: return f ? LLVMBuildFCmp(c->b, LLVMRealUNE, x, y, "ne") : LLVMBuildICmp(c->b, LLVMIntNE, x, y, "ne");
-    case CJ_OP_LT: return f ? LLVMBuildFCmp(c->b, LLVMRealOLT, x, y, "lt") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntULT : LLVMIntSLT, x, y, "lt");
-    case CJ_OP_LE: return f ? LLVMBuildFCmp(c->b, LLVMRealOLE, x, y, "le") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntULE : LLVMIntSLE, x, y, "le");
-    case CJ_OP_GT: return f ? LLVMBuildFCmp(c->b, LLVMRealOGT, x, y, "gt") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntUGT : LLVMIntSGT, x, y, "gt");
-    case CJ_OP_GE: return f ? LLVMBuildFCmp(c->b, LLVMRealOGE, x, y, "ge") : LLVMBuildICmp(c->b, dt == CJ_BOOL ? LLVMIntUGE : LLVMIntSGE, x, y, "ge");
+    case CJ_OP_LT: return f ? LLVMBuildFCmp(c->b, LLVMRealOLT, x, y, "lt") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSLT), x, y, "lt");
+    case CJ_OP_LE: return f ? LLVMBuildFCmp(c->b, LLVMRealOLE, x, y, "le") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSLE), x, y, "le");
+    case CJ_OP_GT: return f ? LLVMBuildFCmp(c->b, LLVMRealOGT, x, y, "gt") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSGT), x, y, "gt");
+    case CJ_OP_GE: return f ? LLVMBuildFCmp(c->b, LLVMRealOGE, x, y, "ge") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSGE), x, y, "ge");
     case CJ_OP_SELECT: return LLVMBuildSelect(c->b, x, y, args[2], "sel");
 
     /* never inside a kernel's expression (loads, constants, indices and
@@ -483,6 +542,8 @@ static LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueR
     case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_SQRT:
     case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL:
     case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST: case CJ_OP_NAME:
+    case CJ_OP_BITWISE_NOT: case CJ_OP_BITCAST: case CJ_OP_BITWISE_AND: case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR:
+    case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT:
     case CJ_OP_STOP_GRADIENT: case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
     case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR:
     case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT:

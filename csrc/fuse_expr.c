@@ -207,7 +207,9 @@ static expr_step expr_visit(fuser *f, expr_frame *fr, int *out, int *in, node_vi
     case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
     case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND:
     case CJ_OP_LOGICAL_OR: case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE:
-    case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: {
+    case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: case CJ_OP_BITWISE_NOT: case CJ_OP_BITCAST:
+    case CJ_OP_BITWISE_AND: case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR: case CJ_OP_SHIFT_LEFT:
+    case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT: {
         if (cj_op_has_flag(n->op, CJ_OPF_IDENTITY)) {
             if (fr->next) break; /* the input's expression is this node's */
             *in = n->inputs[0];

@@ -85,7 +85,7 @@ unsigned cj_op_attrs(cj_op op)
 /* See graph.h. */
 bool cj_reduce_identity(cj_op op, cj_dtype dt, double *fvalue, int64_t *ivalue)
 {
-    bool int32 = dt == CJ_INT32, is_bool = dt == CJ_BOOL;
+    bool int32 = dt == CJ_INT32, is_bool = dt == CJ_BOOL, uint32 = dt == CJ_UINT32;
     *fvalue = 0;
     *ivalue = 0;
     switch (cj_op_identity(op)) {
@@ -99,11 +99,11 @@ bool cj_reduce_identity(cj_op op, cj_dtype dt, double *fvalue, int64_t *ivalue)
         return true;
     case CJ_IDENTITY_LOWEST:
         *fvalue = -INFINITY;
-        *ivalue = is_bool ? 0 : int32 ? INT32_MIN : INT64_MIN;
+        *ivalue = is_bool || uint32 ? 0 : int32 ? INT32_MIN : INT64_MIN;
         return true;
     case CJ_IDENTITY_HIGHEST:
         *fvalue = INFINITY;
-        *ivalue = is_bool ? 1 : int32 ? INT32_MAX : INT64_MAX;
+        *ivalue = is_bool ? 1 : uint32 ? (int64_t)UINT32_MAX : int32 ? INT32_MAX : INT64_MAX;
         return true;
     }
     return false;
@@ -394,9 +394,16 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
             return "float math on a non-float dtype";
         if ((op == CJ_OP_NEG || op == CJ_OP_SIGN) && n->dtype == CJ_BOOL)
             return "neg/sign of bool";
+        if (cj_op_has_flag(op, CJ_OPF_BITS) && is_float(n->dtype))
+            return "bitwise op on a float dtype";
         return NULL;
     case CJ_OPKIND_CAST:
-        return cj_shape_equal(&in[0]->shape, s) ? NULL : "input shape differs from the node's";
+        if (!cj_shape_equal(&in[0]->shape, s))
+            return "input shape differs from the node's";
+        if (op == CJ_OP_BITCAST && (cj_dtype_size(in[0]->dtype) != cj_dtype_size(n->dtype) || n->dtype == CJ_BOOL ||
+                                    in[0]->dtype == CJ_BOOL))
+            return "bitcast between dtypes of different widths";
+        return NULL;
     case CJ_OPKIND_BINARY:
     case CJ_OPKIND_COMPARE:
         if (!cj_shape_equal(&in[0]->shape, s) || !cj_shape_equal(&in[1]->shape, s))
@@ -413,6 +420,11 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
             return "logical ops need bool";
         if ((op == CJ_OP_SUB || op == CJ_OP_FLOORDIV || op == CJ_OP_POW) && n->dtype == CJ_BOOL)
             return "sub/floordiv/pow of bool";
+        if (cj_op_has_flag(op, CJ_OPF_BITS) && is_float(n->dtype))
+            return "bitwise op on a float dtype";
+        if (cj_op_has_flag(op, CJ_OPF_BITS) && n->dtype == CJ_BOOL && op != CJ_OP_BITWISE_AND &&
+            op != CJ_OP_BITWISE_OR && op != CJ_OP_BITWISE_XOR)
+            return "shift of bool";
         return NULL;
     case CJ_OPKIND_SELECT:
         for (int i = 0; i < 3; i++)
@@ -620,14 +632,16 @@ static int emit(cj_graph *g, cj_op op, cj_dtype dt, bool weak, const cj_shape *s
 
 /* NumPy's result type for two strong dtypes (np.result_type).  Mixing any
  * integer with float32 gives float64 because float32 cannot hold every
- * int32/int64 value exactly. */
+ * int32/int64 value exactly; uint32 with a signed int needs int64, the
+ * smallest signed type holding both ranges. */
 static const cj_dtype strong_table[CJ_NUM_DTYPES][CJ_NUM_DTYPES] = {
-    /*              bool        int32       int64       float32     float64 */
-    [CJ_BOOL]    = {CJ_BOOL,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64},
-    [CJ_INT32]   = {CJ_INT32,   CJ_INT32,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64},
-    [CJ_INT64]   = {CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64},
-    [CJ_FLOAT32] = {CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT64},
-    [CJ_FLOAT64] = {CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64},
+    /*              bool        int32       int64       float32     float64     uint32 */
+    [CJ_BOOL]    = {CJ_BOOL,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32},
+    [CJ_INT32]   = {CJ_INT32,   CJ_INT32,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64},
+    [CJ_INT64]   = {CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64},
+    [CJ_FLOAT32] = {CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64},
+    [CJ_FLOAT64] = {CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64},
+    [CJ_UINT32]  = {CJ_UINT32,  CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_UINT32},
 };
 
 /* Returns the NumPy 2 (NEP 50) result dtype of a op b.  A weak operand (a
@@ -694,6 +708,8 @@ static void const_normalize(cj_dtype dt, double *f, int64_t *i)
     case CJ_KIND_INT:
         if (dt == CJ_INT32)
             *i = (int32_t)(uint32_t)(uint64_t)*i; /* wraps like NumPy's astype */
+        else if (dt == CJ_UINT32)
+            *i = (int64_t)(uint32_t)(uint64_t)*i;
         *f = (double)*i;
         break;
     case CJ_KIND_BOOL:
@@ -721,6 +737,7 @@ static bool const_convert(const cj_node *c, cj_dtype dt, double *f, int64_t *i)
     case CJ_KIND_INT:
         if (from_float) {
             double v = c->attrs.fvalue;
+            /* uint32 goes through int64 (as codegen's cast does), so -1.0 wraps to 2**32 - 1 */
             double lo = dt == CJ_INT32 ? -2147483649.0 : -9223372036854777856.0;
             double hi = dt == CJ_INT32 ? 2147483648.0 : 9223372036854775808.0;
             if (!(v > lo && v < hi))
@@ -761,10 +778,11 @@ static int coerce(cj_graph *g, const char *opname, int x, cj_dtype dt, const cj_
         return x;
     /* NumPy 2 refuses a Python int that the array's dtype cannot hold
      * (int32_array + 2**40 is an OverflowError there) rather than wrap it. */
-    if (n.op == CJ_OP_CONSTANT && n.weak && cj_dtype_kind(n.dtype) == CJ_KIND_INT && dt == CJ_INT32 &&
-        (n.attrs.ivalue < INT32_MIN || n.attrs.ivalue > INT32_MAX))
-        return fail(g, err, CJ_ERR_VALUE, opname, loc, "Python integer %lld out of bounds for int32",
-                    (long long)n.attrs.ivalue);
+    if (n.op == CJ_OP_CONSTANT && n.weak && cj_dtype_kind(n.dtype) == CJ_KIND_INT &&
+        ((dt == CJ_INT32 && (n.attrs.ivalue < INT32_MIN || n.attrs.ivalue > INT32_MAX)) ||
+         (dt == CJ_UINT32 && (n.attrs.ivalue < 0 || n.attrs.ivalue > (int64_t)UINT32_MAX))))
+        return fail(g, err, CJ_ERR_VALUE, opname, loc, "Python integer %lld out of bounds for %s",
+                    (long long)n.attrs.ivalue, cj_dtype_name(dt));
     if (n.op == CJ_OP_CONSTANT) {
         double f = 0;
         int64_t i = 0;
@@ -873,6 +891,9 @@ int cj_build_unary(cj_graph *g, cj_op op, int x, int loc, cj_error *err)
     if (op == CJ_OP_SIGN && n.dtype == CJ_BOOL)
         return fail(g, err, CJ_ERR_TYPE, opname, loc, "sign is not supported for bool (operand %s)",
                     describe(&n, d, sizeof d));
+    if (cj_op_has_flag(op, CJ_OPF_BITS) && k == CJ_KIND_FLOAT)
+        return fail(g, err, CJ_ERR_TYPE, opname, loc, "is only supported for integer and bool operands (operand %s)",
+                    describe(&n, d, sizeof d));
     if ((op == CJ_OP_FLOOR || op == CJ_OP_CEIL) && k != CJ_KIND_FLOAT)
         return x;
     if ((op == CJ_OP_ISNAN || op == CJ_OP_ISFINITE) && k != CJ_KIND_FLOAT) {
@@ -916,6 +937,29 @@ int cj_build_cast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err)
     return emit(g, CJ_OP_CAST, dt, false, &n.shape, &x, 1, NULL, loc, err);
 }
 
+/* Appends the bits of x read as dtype dt (lax.bitcast_convert_type for
+ * equal widths): float32 <-> int32/uint32, float64 <-> int64.  The result
+ * is strong; x itself when it already has dtype dt. */
+int cj_build_bitcast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err)
+{
+    if (g == NULL)
+        return cj_error_set(err, CJ_ERR_INTERNAL, "bitcast: graph is NULL"), -1;
+    CHECK_ID(g, x, "bitcast", loc, err);
+    if (!dtype_ok(dt))
+        return fail(g, err, CJ_ERR_TYPE, "bitcast", loc, "unsupported dtype %d", (int)dt);
+    cj_node n = g->nodes[x];
+    char d[300];
+    if (n.dtype == CJ_BOOL || dt == CJ_BOOL || cj_dtype_size(n.dtype) != cj_dtype_size(dt))
+        return fail(g, err, CJ_ERR_TYPE, "bitcast", loc,
+                    "needs a dtype of the operand's width other than bool: %s to %s", describe(&n, d, sizeof d),
+                    cj_dtype_name(dt));
+    if (n.dtype == dt && !n.weak)
+        return x;
+    if (n.dtype == dt)
+        return emit(g, CJ_OP_CAST, dt, false, &n.shape, &x, 1, NULL, loc, err);
+    return emit(g, CJ_OP_BITCAST, dt, false, &n.shape, &x, 1, NULL, loc, err);
+}
+
 /* Appends a binary or compare op with NumPy broadcasting and NEP 50
  * promotion, after inserting the BROADCAST/CAST nodes that make both
  * operands equal in shape and dtype.  Op-specific dtype rules:
@@ -924,6 +968,8 @@ int cj_build_cast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err)
  *  - floordiv and pow of bools compute in int64 (NumPy gives int8, which
  *    cjit does not have); maximum/minimum of bools stay bool;
  *  - sub of bools is a TypeError, as in NumPy;
+ *  - bitwise and shift ops (CJ_OPF_BITS) refuse floats with a TypeError;
+ *    shifts of bools compute in int64 (NumPy: int8);
  *  - comparisons give bool.
  * The result is weak only when both operands are.  Returns the node id. */
 int cj_build_binary(cj_graph *g, cj_op op, int x, int y, int loc, cj_error *err)
@@ -952,7 +998,12 @@ int cj_build_binary(cj_graph *g, cj_op op, int x, int y, int loc, cj_error *err)
         operand_dt = CJ_BOOL;
     else if (op == CJ_OP_DIV && !is_float(dt))
         operand_dt = CJ_FLOAT64;
-    else if ((op == CJ_OP_FLOORDIV || op == CJ_OP_POW) && dt == CJ_BOOL)
+    else if (cj_op_has_flag(op, CJ_OPF_BITS) && is_float(dt))
+        return fail(g, err, CJ_ERR_TYPE, opname, loc,
+                    "is only supported for integer and bool operands (operands %s and %s)",
+                    describe(&a, da, sizeof da), describe(&b, db, sizeof db));
+    else if ((op == CJ_OP_FLOORDIV || op == CJ_OP_POW || op == CJ_OP_SHIFT_LEFT || op == CJ_OP_SHIFT_RIGHT_LOGICAL ||
+              op == CJ_OP_SHIFT_RIGHT_ARITHMETIC || op == CJ_OP_ROTATE_LEFT) && dt == CJ_BOOL)
         operand_dt = CJ_INT64;
     else if (op == CJ_OP_SUB && dt == CJ_BOOL)
         return fail(g, err, CJ_ERR_TYPE, opname, loc,
@@ -1238,7 +1289,9 @@ int cj_build_reduce(cj_graph *g, cj_op op, int x, uint32_t axes, int loc, cj_err
         }
     }
     cj_dtype dt = n.dtype;
-    if ((op == CJ_OP_REDUCE_SUM || op == CJ_OP_REDUCE_PROD) && (dt == CJ_BOOL || dt == CJ_INT32))
+    /* NumPy sums small integers in the platform integer; uint32's would be
+     * uint64, which cjit lacks: int64 holds the same sums up to 2**63 */
+    if ((op == CJ_OP_REDUCE_SUM || op == CJ_OP_REDUCE_PROD) && (dt == CJ_BOOL || dt == CJ_INT32 || dt == CJ_UINT32))
         dt = CJ_INT64;
     int xi = coerce(g, opname, x, dt, &n.shape, loc, err);
     if (xi < 0 || axes == 0)

@@ -28,6 +28,7 @@ enum {
     CJ_OPF_FLOAT_MATH = 1 << 1,
     CJ_OPF_IDENTITY = 1 << 2,
     CJ_OPF_ZERO_GRAD = 1 << 3,
+    CJ_OPF_BITS = 1 << 4,
 };
 
 /* What a reduction's output starts from (the identity column of ops.def). */
@@ -172,6 +173,8 @@ int cj_build_iota(cj_graph *g, const cj_shape *s, int axis, cj_dtype dt, int loc
 /* Unary elementwise; promotes ints/bools to float64 for the float math ops. */
 int cj_build_unary(cj_graph *g, cj_op op, int x, int loc, cj_error *err);
 int cj_build_cast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err);
+/* The bits of x read as dt, which must have x's width (not bool). */
+int cj_build_bitcast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err);
 /* Binary and compare ops with NumPy broadcasting and NEP 50 promotion. */
 int cj_build_binary(cj_graph *g, cj_op op, int x, int y, int loc, cj_error *err);
 int cj_build_select(cj_graph *g, int cond, int x, int y, int loc, cj_error *err);

@@ -90,6 +90,8 @@ int cj_py_npy_type(cj_dtype dt)
         return NPY_INT32;
     case CJ_INT64:
         return NPY_INT64;
+    case CJ_UINT32:
+        return NPY_UINT32;
     case CJ_FLOAT32:
         return NPY_FLOAT32;
     case CJ_FLOAT64:
@@ -100,7 +102,7 @@ int cj_py_npy_type(cj_dtype dt)
     return NPY_NOTYPE;
 }
 
-/* True, with *out set, when d is one of the five dtypes in native byte
+/* True, with *out set, when d is one of cjit's dtypes in native byte
  * order.  Integer dtypes are matched by kind and size, so both C long and
  * long long map to int64. */
 bool cj_py_dtype_from_descr(PyArray_Descr *d, cj_dtype *out)
@@ -122,6 +124,16 @@ bool cj_py_dtype_from_descr(PyArray_Descr *d, cj_dtype *out)
         }
         if (PyDataType_ELSIZE(d) == 8) {
             *out = CJ_INT64;
+            return true;
+        }
+        return false;
+    case NPY_UBYTE:
+    case NPY_USHORT:
+    case NPY_UINT:
+    case NPY_ULONG:
+    case NPY_ULONGLONG:
+        if (PyDataType_ELSIZE(d) == 4) {
+            *out = CJ_UINT32;
             return true;
         }
         return false;
@@ -156,7 +168,7 @@ int cj_py_dtype_from_obj(PyObject *obj, cj_dtype *out, const char *what)
     PyErr_Clear();   /* the converter's own message is less helpful */
     PyErr_Format(PyExc_TypeError,
                  "%s: unsupported dtype %R; cjit supports bool, int32, int64, "
-                 "float32 and float64", what, obj);
+                 "float32, float64 and uint32", what, obj);
     return -1;
 }
 

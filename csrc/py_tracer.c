@@ -133,7 +133,7 @@ static int numpy_scalar_node(cj_py_trace *tr, PyObject *obj, const char *opname,
     if (!cj_py_dtype_from_descr(descr, &dt)) {
         PyErr_Format(PyExc_TypeError,
                      "%s: unsupported NumPy scalar of dtype %S; cjit supports bool, int32, int64, "
-                     "float32 and float64",
+                     "float32, float64 and uint32",
                      opname, (PyObject *)descr);
         Py_DECREF(descr);
         return -1;
@@ -143,6 +143,7 @@ static int numpy_scalar_node(cj_py_trace *tr, PyObject *obj, const char *opname,
         npy_bool b;
         npy_int32 i32;
         npy_int64 i64;
+        npy_uint32 u32;
         npy_float32 f32;
         npy_float64 f64;
         char raw[16];
@@ -156,6 +157,8 @@ static int numpy_scalar_node(cj_py_trace *tr, PyObject *obj, const char *opname,
         return scalar_node(tr, dt, (double)v.i32, v.i32, false, loc);
     case CJ_INT64:
         return scalar_node(tr, dt, (double)v.i64, v.i64, false, loc);
+    case CJ_UINT32:
+        return scalar_node(tr, dt, (double)v.u32, (int64_t)v.u32, false, loc);
     case CJ_FLOAT32:
         return scalar_node(tr, dt, (double)v.f32, 0, false, loc);
     case CJ_FLOAT64:
@@ -658,9 +661,10 @@ static int build_constant_attr(cj_py_trace *tr, apply_attrs *at, int loc)
         } else if (attr_int64(value, &i, "constant", "value") < 0) {
             return -1;
         }
-        if (dt == CJ_INT32 && (i < INT32_MIN || i > INT32_MAX)) {
+        if ((dt == CJ_INT32 && (i < INT32_MIN || i > INT32_MAX)) ||
+            (dt == CJ_UINT32 && (i < 0 || i > (int64_t)UINT32_MAX))) {
             PyErr_Format(PyExc_OverflowError, "apply('constant'): Python integer %R out of bounds "
-                         "for int32", value);
+                         "for %s", value, cj_dtype_name(dt));
             return -1;
         }
         f = (double)i;
@@ -737,7 +741,7 @@ static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs
         }
         if (cj_py_dtype_from_obj(ATTR(at, A_DTYPE), &dt, "apply('cast')") < 0)
             return -1;
-        id = cj_build_cast(g, xs[0], dt, loc, &err);
+        id = op == CJ_OP_BITCAST ? cj_build_bitcast(g, xs[0], dt, loc, &err) : cj_build_cast(g, xs[0], dt, loc, &err);
         break;
     }
     case CJ_OPKIND_BINARY:
@@ -1382,8 +1386,11 @@ static PyObject *tracer_binop(PyObject *a, PyObject *b, cj_op op)
     return tracer_wrap(tr, id);
 }
 
-/* & | ^ on bools (logical_and, logical_or, ne); other dtypes TypeError. */
-static PyObject *tracer_boolop(PyObject *a, PyObject *b, cj_op op, const char *sym)
+/* & | ^ << >>: on two bools & | ^ are logical_and, logical_or and ne (the
+ * ops autodiff and fusion know best); otherwise the bitwise op `int_op`,
+ * whose builder refuses floats.  >> shifts in zeros for unsigned dtypes
+ * and the sign bit for signed ones, as NumPy's right_shift. */
+static PyObject *tracer_boolop(PyObject *a, PyObject *b, cj_op op, cj_op int_op, const char *sym)
 {
     cj_py_tracer *t = pick_tracer(a, b);
     if (!Tracer_Check((PyObject *)t))
@@ -1400,14 +1407,11 @@ static PyObject *tracer_boolop(PyObject *a, PyObject *b, cj_op op, const char *s
     int y = operand_node(tr, b, sym, loc);
     if (y < 0)
         return NULL;
-    cj_dtype dx = tr->graph->nodes[x].dtype, dy = tr->graph->nodes[y].dtype;
-    if (dx != CJ_BOOL || dy != CJ_BOOL) {
-        PyErr_Format(PyExc_TypeError,
-                     "the operator %s is only supported on bool traced values (got %s and %s); "
-                     "bitwise operations on integers are not supported",
-                     sym, cj_dtype_name(dx), cj_dtype_name(dy));
-        return NULL;
-    }
+    const cj_node *nx = &tr->graph->nodes[x], *ny = &tr->graph->nodes[y];
+    if (nx->dtype != CJ_BOOL || ny->dtype != CJ_BOOL)
+        op = int_op;
+    if (op == CJ_OP_SHIFT_RIGHT_ARITHMETIC && cj_promote(nx->dtype, nx->weak, ny->dtype, ny->weak, NULL) == CJ_UINT32)
+        op = CJ_OP_SHIFT_RIGHT_LOGICAL;
     cj_error err = {0};
     int id = cj_build_binary(tr->graph, op, x, y, loc, &err);
     if (id < 0)
@@ -1448,9 +1452,23 @@ static PyObject *tracer_pow(PyObject *a, PyObject *b, PyObject *mod)
     return tracer_binop(a, b, CJ_OP_POW);
 }
 
-static PyObject *tracer_and(PyObject *a, PyObject *b) { return tracer_boolop(a, b, CJ_OP_LOGICAL_AND, "&"); }
-static PyObject *tracer_or(PyObject *a, PyObject *b) { return tracer_boolop(a, b, CJ_OP_LOGICAL_OR, "|"); }
-static PyObject *tracer_xor(PyObject *a, PyObject *b) { return tracer_boolop(a, b, CJ_OP_NE, "^"); }
+static PyObject *tracer_and(PyObject *a, PyObject *b)
+{
+    return tracer_boolop(a, b, CJ_OP_LOGICAL_AND, CJ_OP_BITWISE_AND, "&");
+}
+static PyObject *tracer_or(PyObject *a, PyObject *b)
+{
+    return tracer_boolop(a, b, CJ_OP_LOGICAL_OR, CJ_OP_BITWISE_OR, "|");
+}
+static PyObject *tracer_xor(PyObject *a, PyObject *b) { return tracer_boolop(a, b, CJ_OP_NE, CJ_OP_BITWISE_XOR, "^"); }
+static PyObject *tracer_lshift(PyObject *a, PyObject *b)
+{
+    return tracer_boolop(a, b, CJ_OP_SHIFT_LEFT, CJ_OP_SHIFT_LEFT, "<<");
+}
+static PyObject *tracer_rshift(PyObject *a, PyObject *b)
+{
+    return tracer_boolop(a, b, CJ_OP_SHIFT_RIGHT_ARITHMETIC, CJ_OP_SHIFT_RIGHT_ARITHMETIC, ">>");
+}
 
 static PyObject *tracer_neg(PyObject *self) { return tracer_unop(self, CJ_OP_NEG); }
 static PyObject *tracer_abs(PyObject *self) { return tracer_unop(self, CJ_OP_ABS); }
@@ -1466,13 +1484,7 @@ static PyObject *tracer_pos(PyObject *self)
 static PyObject *tracer_invert(PyObject *self)
 {
     cj_py_tracer *t = (cj_py_tracer *)self;
-    if (!t->trace->finished && t->dtype != CJ_BOOL) {
-        PyErr_Format(PyExc_TypeError, "the operator ~ is only supported on bool traced values "
-                     "(got %s); bitwise operations on integers are not supported",
-                     cj_dtype_name(t->dtype));
-        return NULL;
-    }
-    return tracer_unop(self, CJ_OP_LOGICAL_NOT);
+    return tracer_unop(self, t->dtype == CJ_BOOL ? CJ_OP_LOGICAL_NOT : CJ_OP_BITWISE_NOT);
 }
 
 static int tracer_bool(PyObject *self)
@@ -1523,6 +1535,8 @@ static PyNumberMethods tracer_as_number = {
     .nb_and = tracer_and,
     .nb_or = tracer_or,
     .nb_xor = tracer_xor,
+    .nb_lshift = tracer_lshift,
+    .nb_rshift = tracer_rshift,
     .nb_bool = tracer_bool,
     .nb_int = tracer_int,
     .nb_float = tracer_float,

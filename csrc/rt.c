@@ -46,6 +46,7 @@ void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, i
     case CJ_BOOL: FILL(uint8_t, (uint8_t)i); break;
     case CJ_INT32: FILL(int32_t, (int32_t)i); break;
     case CJ_INT64: FILL(int64_t, i); break;
+    case CJ_UINT32: FILL(uint32_t, (uint32_t)i); break;
     case CJ_FLOAT32: FILL(float, (float)f); break;
     case CJ_FLOAT64: FILL(double, f); break;
     case CJ_NUM_DTYPES: break;

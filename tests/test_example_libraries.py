@@ -272,13 +272,8 @@ def test_dropout():
     x = np.arange(6.0)
     np.testing.assert_array_equal(apply_fun((), x), x)
     train = stax.Dropout(0.75)
-    try:
-        from cjit import random  # noqa: F401
-    except ImportError:
-        with pytest.raises(NotImplementedError, match="cjit.random"):
-            train[1]((), x, rng=0)
-        return
-    # with cjit.random: kept inputs are scaled by 1/rate, the rest are 0
+    from cjit import random
+    # kept inputs are scaled by 1/rate, the rest are 0
     key = random.PRNGKey(0)
     y = np.asarray(train[1]((), np.ones(100000), rng=key))
     kept = y != 0
@@ -422,3 +417,48 @@ def test_same_results_as_jax_example_libraries_when_installed():
         for a, b in zip(got, ref):
             np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-10, atol=1e-12,
                                        err_msg=key)
+
+
+# ---- a dropout MLP's train step with cjit.random keys -------------------------------------------
+
+def test_dropout_mlp_train_step_with_cjit_random_keys():
+    from cjit import random
+    # float32, JAX's default (and float64 draws need cjit.scipy.special.erfinv)
+    f32 = dict(W_init=stax.glorot_normal(dtype=np.float32), b_init=stax.normal(dtype=np.float32))
+    init_fun, predict = stax.serial(stax.Dense(16, **f32), stax.Relu, stax.Dropout(0.5), stax.Dense(3, **f32),
+                                    stax.LogSoftmax)
+    _, params = init_fun(random.key(0), (-1, 4))
+    # the initializers draw with cjit.random: the same key gives the same parameters
+    again = init_fun(random.key(0), (-1, 4))[1]
+    for u, v in zip(tree_util.tree_leaves(params), tree_util.tree_leaves(again)):
+        np.testing.assert_array_equal(u, v)
+    (w1, b1), (w2, b2) = params[0], params[3]
+    assert w1.dtype == np.float32 and np.abs(w1).max() <= 2 * math.sqrt(2 / 20) / 0.87962566103423978
+    x, y = (a.astype(np.float32) for a in _data())
+
+    def loss(p, x, y, key):
+        return -cnp.mean(cnp.sum(predict(p, x, rng=key) * y, axis=1))
+
+    step = cjit.jit(lambda p, x, y, key: cjit.value_and_grad(loss)(p, x, y, key))
+    key = random.key(7)
+    value, grads = step(params, x, y, key)
+    # the same step in NumPy, with the mask serial gives Dropout (layer 2's key)
+    mask = np.asarray(random.bernoulli(random.split(key, 5)[2], 0.5, (x.shape[0], 16)))
+    assert 0.3 < mask.mean() < 0.7
+    x, y, w1, b1, w2, b2 = (np.asarray(a, np.float64) for a in (x, y, w1, b1, w2, b2))
+    pre = x @ w1 + b1
+    h = np.where(mask, np.maximum(pre, 0) / 0.5, 0.0)
+    z = h @ w2 + b2
+    logp = z - z.max(1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(1, keepdims=True))
+    want = -np.mean(np.sum(logp * y, 1))
+    dz = (np.exp(logp) * y.sum(1, keepdims=True) - y) / x.shape[0]
+    dh = dz @ w2.T
+    dpre = np.where(mask, dh / 0.5, 0.0) * (pre > 0)
+    np.testing.assert_allclose(value, want, rtol=1e-5)
+    for got, ref in [(grads[3][0], h.T @ dz), (grads[3][1], dz.sum(0)), (grads[0][0], x.T @ dpre),
+                     (grads[0][1], dpre.sum(0))]:
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-6)
+    # another key, another mask: another gradient
+    assert not np.allclose(step(params, x, y, random.key(8))[1][0][0], grads[0][0])

@@ -219,8 +219,10 @@ def test_bool_and_shift_functions(mode):
     assert np.array_equal(run(mode, cnp.bitwise_right_shift, i, n), np.right_shift(i, n))
     small = np.array([0, 1, -1, 5, -6, 7, 3], dtype=np.int64)
     assert np.array_equal(run(mode, cnp.bitwise_left_shift, small, n), np.left_shift(small, n))
-    with pytest.raises(NotImplementedError, match="bitwise primitive"):
-        cnp.bitwise_and(i, i)
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        assert np.array_equal(run(mode, getattr(cnp, name), i, small), getattr(np, name)(i, small)), name
+    with pytest.raises(TypeError, match="integer and bool"):
+        cnp.bitwise_and(i, 1.5)
 
 
 # ---------------------------------------------------------------------------
@@ -474,7 +476,7 @@ def test_array_api_introspection():
     assert cnp.__array_api_version__ == "2023.12"
     info = cnp.__array_namespace_info__()
     assert info.default_dtypes()["real floating"] == np.float64
-    assert set(info.dtypes()) == {"bool", "int32", "int64", "float32", "float64"}
+    assert set(info.dtypes()) == {"bool", "int32", "int64", "uint32", "float32", "float64"}
     assert cnp.isdtype(cnp.float32, "real floating") and not cnp.isdtype(cnp.int32, "bool")
     assert cnp.isdtype(cnp.int64, ("bool", "integral"))
     assert cnp.result_type(cnp.int32, 1.0) == np.float64

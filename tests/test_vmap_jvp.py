@@ -31,6 +31,28 @@ def _name(m, x):
     return cjit.checkpoint_name(x, "v") * 2.0 if m is cnp else x * 2.0
 
 
+def _i32(x):
+    return (x * 8.0).astype("int32")
+
+
+def _u32(x):
+    return (abs(x) * 1000.0).astype("uint32")
+
+
+def _rotl7(m, u):
+    """u rotated left by 7 bits (uint32): cjit's rotate_left op, NumPy's shifts."""
+    if m is cnp:
+        return cnp._core._apply("rotate_left", u, np.uint32(7))
+    return (u << np.uint32(7)) | (u >> np.uint32(25))
+
+
+def _f32_bits(m, x):
+    """The bits of float32(x) as int32: cjit's bitcast op, NumPy's view."""
+    if m is cnp:
+        return cnp._core._apply("bitcast", x.astype("float32"), dtype="int32")
+    return x.astype(np.float32).view(np.int32)
+
+
 # name: (function of (module, *args), shapes of the args, domain fix, differentiable)
 OPS = {
     "neg": (lambda m, x: -x, [(3, 4)], None, True),
@@ -86,6 +108,16 @@ OPS = {
     "matmul_batched": (lambda m, x, y: x @ y, [(2, 3, 4), (2, 4, 5)], None, True),
     "iota": (lambda m, x: x * m.arange(4.0), [(3, 4)], None, True),
     "constant": (lambda m, x: x + m.ones((3, 4)), [(3, 4)], None, True),
+    # integer bit ops, their results choosing between float values
+    "bitwise_and": (lambda m, x, y: m.where(m.bitwise_and(_i32(x), _i32(y)) % 2 == 1, x, y), [(3, 4), (3, 4)], None, False),
+    "bitwise_or": (lambda m, x, y: m.where(m.bitwise_or(_i32(x), _i32(y)) % 4 == 1, x, y), [(3, 4), (3, 4)], None, False),
+    "bitwise_xor": (lambda m, x, y: m.where(m.bitwise_xor(_i32(x), _i32(y)) % 2 == 1, x, y), [(3, 4), (3, 4)], None, False),
+    "bitwise_not": (lambda m, x: m.where(m.bitwise_not(_i32(x)) % 2 == 1, x, -x), [(3, 4)], None, False),
+    "shift_left": (lambda m, x, y: m.where(m.left_shift(_i32(x), 3) % 16 == 8, x, y), [(3, 4), (3, 4)], None, False),
+    "shift_right_arithmetic": (lambda m, x: m.where(m.right_shift(_i32(x), 2) % 2 == 1, x, -x), [(3, 4)], None, False),
+    "shift_right_logical": (lambda m, x: m.where(m.right_shift(_u32(x), 2) % 2 == 1, x, -x), [(3, 4)], None, False),
+    "rotate_left": (lambda m, x: m.where(_rotl7(m, _u32(x)) % 2 == 1, x, -x), [(3, 4)], None, False),
+    "bitcast": (lambda m, x: m.where(_f32_bits(m, x) % 2 == 1, x, -x), [(3, 4)], None, False),
 }
 
 

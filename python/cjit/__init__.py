@@ -51,6 +51,7 @@ from .numpy import stop_gradient  # noqa: E402
 from . import nn  # noqa: E402
 from . import tree_util  # noqa: E402
 from . import scipy  # noqa: E402
+from . import random  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -59,5 +60,5 @@ __all__ = [
     "checkpoint_policies", "saved_residuals", "stop_gradient", "clear_caches", "cache_info", "set_cache_limits",
     "memory_stats", "plot_memory",
     "reset_peak_memory_stats", "devices", "device_put", "ShapeDtypeStruct", "Array", "Device",
-    "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn", "tree_util", "scipy",
+    "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn", "tree_util", "scipy", "random",
 ]

@@ -134,9 +134,9 @@ static void test_basics(void)
     CHECK(err.status == CJ_ERR_VALUE && strcmp(err.message, "first 1") == 0);
     CHECK(cj_error_set(NULL, CJ_ERR_MEMORY, "x") == CJ_ERR_MEMORY);
 
-    const char *names[] = {"bool", "int32", "int64", "float32", "float64"};
-    const int sizes[] = {1, 4, 4 + 4, 4, 8};
-    const cj_kind kinds[] = {CJ_KIND_BOOL, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_FLOAT, CJ_KIND_FLOAT};
+    const char *names[] = {"bool", "int32", "int64", "float32", "float64", "uint32"};
+    const int sizes[] = {1, 4, 4 + 4, 4, 8, 4};
+    const cj_kind kinds[] = {CJ_KIND_BOOL, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_FLOAT, CJ_KIND_FLOAT, CJ_KIND_INT};
     for (int i = 0; i < CJ_NUM_DTYPES; i++) {
         cj_dtype dt = CJ_NUM_DTYPES;
         CHECK(strcmp(cj_dtype_name((cj_dtype)i), names[i]) == 0);
@@ -246,6 +246,19 @@ static void test_promote(void)
     CHECK(cj_promote(CJ_FLOAT32, true, CJ_INT32, false, &w) == CJ_FLOAT64 && !w);
     CHECK(cj_promote(CJ_INT32, true, CJ_INT32, true, &w) == CJ_INT64 && w);
     CHECK(cj_promote(CJ_FLOAT32, false, CJ_FLOAT64, true, NULL) == CJ_FLOAT32);
+    /* uint32 with each of the others, either order (np.result_type, NumPy 2.4.6) */
+    static const struct {
+        cj_dtype other;
+        bool weak;
+        cj_dtype want;
+    } u32[] = {{CJ_BOOL, false, CJ_UINT32},    {CJ_INT32, false, CJ_INT64},   {CJ_INT64, false, CJ_INT64},
+               {CJ_FLOAT32, false, CJ_FLOAT64}, {CJ_FLOAT64, false, CJ_FLOAT64}, {CJ_UINT32, false, CJ_UINT32},
+               {CJ_BOOL, true, CJ_UINT32},     {CJ_INT64, true, CJ_UINT32},   {CJ_FLOAT64, true, CJ_FLOAT64}};
+    for (size_t k = 0; k < sizeof u32 / sizeof *u32; k++) {
+        CHECK_MSG(cj_promote(CJ_UINT32, false, u32[k].other, u32[k].weak, NULL) == u32[k].want &&
+                      cj_promote(u32[k].other, u32[k].weak, CJ_UINT32, false, NULL) == u32[k].want,
+                  "promote uint32 with %s%s", u32[k].weak ? "weak " : "", cj_dtype_name(u32[k].other));
+    }
 }
 
 /* NumPy 2.4.6 result dtypes of every binary op for the 8 x 8 operand pairs

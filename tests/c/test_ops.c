@@ -55,7 +55,7 @@ static int checks, failures;
         }                                                                            \
     } while (0)
 
-static const cj_dtype all_dtypes[] = {CJ_BOOL, CJ_INT32, CJ_INT64, CJ_FLOAT32, CJ_FLOAT64};
+static const cj_dtype all_dtypes[] = {CJ_BOOL, CJ_INT32, CJ_INT64, CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32};
 #define NDTYPES ((int)(sizeof all_dtypes / sizeof all_dtypes[0]))
 
 static cj_shape shape2(int64_t a, int64_t b) { return (cj_shape){2, {a, b}}; }
@@ -81,6 +81,9 @@ static void test_table(void) {
         unsigned flags = cj_op_flags(op), attrs = cj_op_attrs(op);
         int cost = cj_op_cost(op);
         CHECK_MSG(strcmp(name, "?") != 0 && cj_op_from_name(name, &back) && back == op, "op %d's name", i);
+        if (flags & CJ_OPF_BITS)
+            CHECK_MSG((flags & CJ_OPF_ZERO_GRAD) && (kind == CJ_OPKIND_UNARY || kind == CJ_OPKIND_BINARY),
+                      "%s: a bitwise op is elementwise on integers, with a zero gradient", name);
         CHECK_MSG(cj_op_arity(op) == kind_arity(kind), "%s: arity %d, its kind says %d", name, cj_op_arity(op),
                   kind_arity(kind));
         /* a reduction starts from its identity; nothing else has one */
@@ -127,6 +130,7 @@ static void test_table(void) {
         {CJ_OP_REDUCE_MAX, CJ_INT64, -INFINITY, INT64_MIN}, {CJ_OP_REDUCE_MAX, CJ_BOOL, -INFINITY, 0},
         {CJ_OP_REDUCE_MIN, CJ_FLOAT32, INFINITY, 0},   {CJ_OP_REDUCE_MIN, CJ_INT32, INFINITY, INT32_MAX},
         {CJ_OP_REDUCE_MIN, CJ_INT64, INFINITY, INT64_MAX}, {CJ_OP_REDUCE_MIN, CJ_BOOL, INFINITY, 1},
+        {CJ_OP_REDUCE_MAX, CJ_UINT32, -INFINITY, 0},   {CJ_OP_REDUCE_MIN, CJ_UINT32, INFINITY, UINT32_MAX},
     };
     for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
         double f;
@@ -152,9 +156,12 @@ static int input(cj_graph *g, cj_shape s, cj_dtype dt, bool computed, cj_error *
 }
 
 /* Builds op with its own builder on inputs of dtype dt; returns the node,
- * or -1 with err set when the builder refuses that dtype. */
+ * or -1 with err set when the builder refuses that dtype.  Bitwise ops
+ * refuse floats: asked for a float dtype they are built on uint32 (the
+ * generic "build every op" case) or, for bitcast, from dt's own width. */
 static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error *err) {
     cj_shape s = shape2(2, 3);
+    if (cj_op_has_flag(op, CJ_OPF_BITS) && (dt == CJ_FLOAT64 || dt == CJ_FLOAT32)) dt = CJ_UINT32;
 #define IN(a, b) input(g, shape2(a, b), dt, computed, err)
     switch (op) {
     case CJ_OP_PARAM: return cj_build_param(g, &s, dt, false, -1, err);
@@ -164,13 +171,20 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
     case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG:
     case CJ_OP_LOG1P: case CJ_OP_SQRT: case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS:
     case CJ_OP_FLOOR: case CJ_OP_CEIL: case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE:
-    case CJ_OP_STOP_GRADIENT:
+    case CJ_OP_STOP_GRADIENT: case CJ_OP_BITWISE_NOT:
         return cj_build_unary(g, op, IN(2, 3), -1, err);
+    case CJ_OP_BITCAST: {
+        /* float32 -> uint32, float64 -> int64, an integer -> the float of its width */
+        cj_dtype to = dt == CJ_FLOAT32 ? CJ_UINT32 : dt == CJ_FLOAT64 ? CJ_INT64 : cj_dtype_size(dt) == 8 ? CJ_FLOAT64 : CJ_FLOAT32;
+        return cj_build_bitcast(g, IN(2, 3), to, -1, err);
+    }
     case CJ_OP_CAST: return cj_build_cast(g, IN(2, 3), dt == CJ_FLOAT64 ? CJ_FLOAT32 : CJ_FLOAT64, -1, err);
     case CJ_OP_NAME: return cj_build_name(g, IN(2, 3), "tag", -1, err);
     case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV: case CJ_OP_POW:
     case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR: case CJ_OP_EQ:
-    case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: {
+    case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_BITWISE_AND:
+    case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR: case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL:
+    case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT: {
         int x = IN(2, 3);
         return cj_build_binary(g, op, x, IN(2, 3), -1, err);
     }

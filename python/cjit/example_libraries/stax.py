@@ -11,16 +11,16 @@ and combinators (``serial``, ``parallel``) build layers out of layers::
     out_shape, params = init_fun(0, (-1, 784))     # rng: see "Random keys" below
     logits = predict(params, x)
 
-Random keys.  Until ``cjit.random`` exists, the ``rng`` given to an
-``init_fun`` is a NumPy random source: an ``int`` seed or a
-``numpy.random.Generator``.  Splitting it (``serial`` gives each layer its
-own) spawns independent NumPy generators (``SeedSequence.spawn``): an int
-seed gives the same parameters every time; a Generator gives fresh ones at
-each ``init_fun`` call, as drawing from it does.  The values are NumPy's,
-not ``jax.random``'s.  When ``cjit.random`` is present, its keys are
-accepted as well and split with ``cjit.random.split``.  ``Dropout`` in
-training mode needs a key evaluated inside the traced function, so it
-needs ``cjit.random`` (a NotImplementedError names it until then).
+Random keys.  The ``rng`` given to an ``init_fun`` or, as ``rng=``, to an
+``apply_fun`` is a ``cjit.random`` key (``random.key(0)`` or
+``random.PRNGKey(0)``), as in JAX: it is split with ``cjit.random.split``
+(``serial`` gives each layer its own), the initializers draw with
+``cjit.random`` (JAX's bits), and ``Dropout`` draws its mask inside the
+traced function, fused into the layer that reads it.  ``init_fun`` also
+takes a NumPy random source, an ``int`` seed or a
+``numpy.random.Generator``: splitting it spawns independent NumPy
+generators (``SeedSequence.spawn``); an int seed gives the same parameters
+every time, a Generator fresh ones at each call; the values are NumPy's.
 """
 import functools
 import operator
@@ -39,15 +39,21 @@ __all__ = [
 ]
 
 
-# ---- random keys (NumPy until cjit.random lands) -------------------------------------
+# ---- random keys: cjit.random's, or NumPy's for init_fun --------------------------------
 
 def _cjit_random():
-    """cjit.random when it exists, else None."""
-    try:
-        from .. import random
-    except ImportError:
-        return None
+    """cjit.random (kept as a function: the initializers ask it lazily)."""
+    from .. import random
     return random
+
+
+def _is_cjit_key(rng):
+    random = _cjit_random()
+    if isinstance(rng, random.PRNGKeyArray):
+        return True
+    dt = getattr(rng, "dtype", None)
+    shape = getattr(rng, "shape", None)
+    return dt == np.uint32 and shape is not None and len(shape) >= 1 and shape[-1] == 2
 
 
 def _is_numpy_key(rng):
@@ -57,8 +63,8 @@ def _is_numpy_key(rng):
 
 def _bad_key(rng):
     return TypeError(
-        f"stax: rng must be an int seed or a numpy.random.Generator (cjit.random keys once "
-        f"cjit.random exists), got {type(rng).__name__}")
+        f"stax: rng must be a cjit.random key, or for init_fun an int seed or a "
+        f"numpy.random.Generator, got {type(rng).__name__}")
 
 
 def split(rng, num=2):
@@ -67,10 +73,9 @@ def split(rng, num=2):
         return rng.spawn(num)
     if _is_numpy_key(rng):
         return [np.random.default_rng(s) for s in np.random.SeedSequence(int(rng)).spawn(num)]
-    random = _cjit_random()
-    if random is None:
+    if not _is_cjit_key(rng):
         raise _bad_key(rng)
-    return list(random.split(rng, num))
+    return list(_cjit_random().split(rng, num))
 
 
 def _generator(rng):
@@ -108,10 +113,9 @@ def glorot_normal(in_axis=-2, out_axis=-1, dtype=np.float64):
         std = np.sqrt(2.0 / (fan_in + fan_out)) / trunc_std
         if _is_numpy_key(key):
             return (_truncated_normal_np(_generator(key), shape) * std).astype(dtype)
-        random = _cjit_random()
-        if random is None:
+        if not _is_cjit_key(key):
             raise _bad_key(key)
-        return random.truncated_normal(key, -2.0, 2.0, shape, dtype) * std
+        return _cjit_random().truncated_normal(key, -2.0, 2.0, shape, dtype) * np.array(std, dtype)
     return init
 
 
@@ -121,10 +125,9 @@ def normal(stddev=1e-2, dtype=np.float64):
         shape = tuple(int(d) for d in shape)
         if _is_numpy_key(key):
             return (_generator(key).standard_normal(shape) * stddev).astype(dtype)
-        random = _cjit_random()
-        if random is None:
+        if not _is_cjit_key(key):
             raise _bad_key(key)
-        return random.normal(key, shape, dtype) * stddev
+        return _cjit_random().normal(key, shape, dtype) * np.array(stddev, dtype)
     return init
 
 
@@ -280,17 +283,11 @@ def Dropout(rate, mode="train"):
     def apply_fun(params, inputs, **kwargs):
         if mode != "train":
             return inputs
-        random = _cjit_random()
-        if random is None:
-            raise NotImplementedError(
-                "stax.Dropout in mode='train' needs cjit.random (a key evaluated inside the "
-                "traced function), which this cjit does not have yet; use mode='test' (the "
-                "identity) or leave Dropout out")
         rng = kwargs.get("rng", None)
         if rng is None:
             raise ValueError("stax.Dropout in mode='train' needs a key: apply_fun(params, "
                              "inputs, rng=key), as in JAX")
-        keep = random.bernoulli(rng, rate, inputs.shape)
+        keep = _cjit_random().bernoulli(rng, rate, inputs.shape)
         return cnp.where(keep, inputs / rate, 0.0)
 
     return init_fun, apply_fun

@@ -640,84 +640,75 @@ def logical_xor(x1, x2):
     return _apply("ne", a, b)
 
 
-def _bitwise_bool(who, prim, x1, x2):
+def _bitwise(who, bool_prim, int_prim, x1, x2):
+    """x1 <op> x2 on bools and integers (NumPy's promotion); floats are a
+    TypeError, as in NumPy.  Two bools use the logical op (bool_prim)."""
     a, b = _operand(x1, who), _operand(x2, who)
     dt, _ = _result_type(_info(a), _info(b))
-    if dt != _BOOL:
-        raise NotImplementedError(
-            f"cjit.numpy.{who}: on integers this needs a bitwise primitive the C core does not "
-            f"have yet; only bool operands are supported")
+    if _is_float(dt):
+        raise TypeError(f"cjit.numpy.{who}: not supported for the input types ({dt}), only integer "
+                        f"and bool (as NumPy)")
     a, b = _common([a, b], who)
-    return a.trace.apply(prim, a, b)
+    return a.trace.apply(bool_prim if dt == _BOOL else int_prim, a, b)
 
 
 @_op("x1", "x2")
 def bitwise_and(x1, x2):
-    """x1 & x2 on bools (ints: NotImplementedError, no bitwise primitive yet)."""
-    return _bitwise_bool("bitwise_and", "logical_and", x1, x2)
+    """x1 & x2 on bools and integers."""
+    return _bitwise("bitwise_and", "logical_and", "bitwise_and", x1, x2)
 
 
 @_op("x1", "x2")
 def bitwise_or(x1, x2):
-    """x1 | x2 on bools (ints: NotImplementedError, no bitwise primitive yet)."""
-    return _bitwise_bool("bitwise_or", "logical_or", x1, x2)
+    """x1 | x2 on bools and integers."""
+    return _bitwise("bitwise_or", "logical_or", "bitwise_or", x1, x2)
 
 
 @_op("x1", "x2")
 def bitwise_xor(x1, x2):
-    """x1 ^ x2 on bools (ints: NotImplementedError, no bitwise primitive yet)."""
-    return _bitwise_bool("bitwise_xor", "ne", x1, x2)
+    """x1 ^ x2 on bools and integers."""
+    return _bitwise("bitwise_xor", "ne", "bitwise_xor", x1, x2)
 
 
 @_op("x")
 def bitwise_invert(x):
-    """~x: logical not on bools, -1 - x on ints (two's complement)."""
+    """~x: logical not on bools, every bit flipped on integers."""
     x = _lift(_operand(x, "bitwise_invert"))
     t = x.trace
     if x.dtype == _BOOL:
         return t.apply("logical_not", x)
     if _is_float(x.dtype):
         raise TypeError("cjit.numpy.bitwise_invert: not defined for floats (as NumPy)")
-    return t.apply("sub", t.apply("neg", x), 1)
+    return t.apply("bitwise_not", x)
 
 
 bitwise_not = invert = bitwise_invert
 
 
 def _shift(who, x1, x2, left):
+    """x1 << x2 or x1 >> x2 (arithmetic for signed dtypes, logical for
+    unsigned); a count that is negative or at least the width shifts
+    everything out, as NumPy's."""
     a, b = _operand(x1, who), _operand(x2, who)
     dt, _ = _result_type(_info(a), _info(b))
-    if dt.kind != "i":
+    if _is_float(dt):
         raise TypeError(f"cjit.numpy.{who}: needs integer operands, got {dt}")
+    # two bools shift in int64 (NumPy: int8, which cjit lacks), as floordiv
     a, b = _common([a, b], who)
-    t = a.trace
-    bits = dt.itemsize * 8
-    inrange = t.apply("logical_and", t.apply("ge", b, 0), t.apply("lt", b, bits - 1))
-    p = t.apply("pow", 2, t.apply("select", inrange, b, 0))
-    if left:
-        # x * 2**n wraps as the shift does; n >= bits shifts everything out
-        r = t.apply("mul", a, p)
-        # n == bits - 1: only the lowest bit survives, into the sign bit
-        top = t.apply("mul", t.apply("sub", a, t.apply("mul", t.apply("floordiv", a, 2), 2)),
-                      -(2 ** (bits - 1)))
-        r = t.apply("select", t.apply("eq", b, bits - 1), top, r)
-        return t.apply("select", t.apply("ge", b, bits), 0, r)
-    # arithmetic right shift is floor division by 2**n
-    r = t.apply("floordiv", a, p)
-    r = t.apply("select", t.apply("ge", b, bits - 1),
-                t.apply("select", t.apply("lt", a, 0), -1, 0), r)
-    return r
+    prim = "shift_left" if left else (
+        "shift_right_logical" if a.dtype.kind == "u" else "shift_right_arithmetic")
+    return a.trace.apply(prim, a, b)
 
 
 @_op("x1", "x2")
 def bitwise_left_shift(x1, x2):
-    """x1 << x2 on ints, as x1 * 2**x2 (wrapping as the shift)."""
+    """x1 << x2 on integers."""
     return _shift("bitwise_left_shift", x1, x2, True)
 
 
 @_op("x1", "x2")
 def bitwise_right_shift(x1, x2):
-    """x1 >> x2 on ints (arithmetic), as floor(x1 / 2**x2)."""
+    """x1 >> x2 on integers: arithmetic for signed dtypes, logical for uint32."""
     return _shift("bitwise_right_shift", x1, x2, False)
 
 

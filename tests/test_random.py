@@ -1,0 +1,268 @@
+"""cjit.random: JAX's bits for the same keys (when JAX is installed),
+distributions against their exact CDFs, keys through jit, and the
+generator fused into its consumer."""
+import math
+
+import numpy as np
+import pytest
+
+import cjit
+import cjit.numpy as cnp
+import cjit.random as cr
+from cjit.scipy import special
+
+# ---------------------------------------------------------------------------
+# keys
+
+
+def test_keys_from_seeds():
+    assert np.array_equal(cr.PRNGKey(0), [0, 0]) and cr.PRNGKey(0).dtype == np.uint32
+    assert np.array_equal(cr.PRNGKey(42), [0, 42])
+    # a Python int is a 64-bit seed (JAX with x64); a 32-bit NumPy seed has a high word of 0
+    assert np.array_equal(cr.PRNGKey(2 ** 40 + 5), [256, 5])
+    assert np.array_equal(cr.PRNGKey(-1), [2 ** 32 - 1, 2 ** 32 - 1])
+    assert np.array_equal(cr.PRNGKey(np.int32(-1)), [0, 2 ** 32 - 1])
+    k = cr.key(7)
+    assert isinstance(k, cr.PRNGKeyArray) and k.shape == () and np.array_equal(cr.key_data(k), [0, 7])
+    ks = cr.split(k, 3)
+    assert isinstance(ks, cr.PRNGKeyArray) and ks.shape == (3,) and len(list(ks)) == 3
+    assert np.array_equal(cr.key_data(ks[1]), cr.key_data(ks)[1])
+    raw = cr.split(cr.PRNGKey(7), (2, 2))
+    assert raw.shape == (2, 2, 2) and np.array_equal(raw.reshape(4, 2), cr.key_data(cr.split(k, 4)))
+
+
+def test_bad_keys_and_arguments():
+    with pytest.raises(TypeError, match="uint32 array of shape"):
+        cr.uniform(np.zeros(2, np.int32))
+    with pytest.raises(TypeError, match="single key"):
+        cr.normal(cr.split(cr.key(0)))
+    with pytest.raises(TypeError, match="seed must be an integer"):
+        cr.key(1.5)
+    with pytest.raises(TypeError, match="int32 or uint32"):
+        cr.randint(cr.key(0), (2,), 0, 5, dtype=np.int64)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        cr.uniform(cr.key(0), (2,), dtype=np.int32)
+    with pytest.raises(NotImplementedError, match="sort primitive"):
+        cjit.jit(lambda k: cr.permutation(k, 5))(cr.key(0))
+
+
+def test_keys_are_jit_arguments_and_accept_traced_integers():
+    k = cr.key(3)
+    f = cjit.jit(lambda k, x: x + cr.uniform(k, x.shape))
+    x = np.zeros((4, 5))
+    assert np.array_equal(f(k, x), cr.uniform(k, (4, 5)))
+    raw = cr.PRNGKey(3)
+    assert np.array_equal(f(raw, x), cr.uniform(raw, (4, 5)))
+    # split inside jit returns typed keys out of it
+    out = cjit.jit(lambda k: cr.split(k, 4))(k)
+    assert isinstance(out, cr.PRNGKeyArray) and np.array_equal(cr.key_data(out), cr.key_data(cr.split(k, 4)))
+    for seed in (np.int64(2 ** 40 + 9), np.int32(-5), np.uint32(2 ** 32 - 2)):
+        got = cjit.jit(lambda s: cr.key_data(cr.key(s)))(seed)
+        assert np.array_equal(got, cr.PRNGKey(seed)), seed
+    for d in (np.int32(0), np.int32(-3), np.int64(2 ** 33 + 1), np.uint32(7)):
+        got = cjit.jit(lambda k, d: cr.fold_in(k, d))(k, d)
+        assert np.array_equal(cr.key_data(got), cr.key_data(cr.fold_in(k, int(d)))), d
+
+
+def test_dropout_is_one_kernel_with_its_consumer():
+    def layer(key, x):
+        keep = cr.bernoulli(key, np.float32(0.9), x.shape)
+        return cnp.maximum(cnp.where(keep, x / np.float32(0.9), np.float32(0)), 0) * 2
+    x = np.random.default_rng(0).random((64, 128), dtype=np.float32)
+    m = cjit.jit(layer).lower(cr.key(1), x).compile().memory_analysis()
+    assert m.num_kernels == 1 and m.temp_size_in_bytes == 0
+    got = cjit.jit(layer)(cr.key(1), x)
+    keep = cr.bernoulli(cr.key(1), np.float32(0.9), x.shape)
+    assert np.array_equal(got, np.maximum(np.where(keep, x / np.float32(0.9), 0), 0) * 2)
+    # about 10% dropped (5 sigma)
+    assert abs((~keep).mean() - 0.1) < 5 * math.sqrt(0.09 / x.size)
+
+
+def test_random_ops_leave_gradients_alone():
+    def loss(w, key):
+        mask = cr.bernoulli(key, 0.5, w.shape)
+        return cnp.sum(cnp.where(mask, w * w, 0.0))
+    w = np.linspace(-1, 1, 12)
+    k = cr.key(5)
+    mask = cr.bernoulli(k, 0.5, w.shape)
+    assert np.array_equal(cjit.jit(cjit.grad(loss))(w, k), np.where(mask, 2 * w, 0.0))
+
+
+def test_permutation_outside_jit():
+    p = cr.permutation(cr.key(0), 100)
+    assert sorted(p.tolist()) == list(range(100))
+    x = np.arange(12).reshape(4, 3)
+    q = cr.permutation(cr.key(0), x, axis=1)
+    assert np.array_equal(np.sort(q, axis=1), x)
+
+
+# ---------------------------------------------------------------------------
+# distributions: fixed keys, bounds from the sample size (no flakiness)
+
+N = 200_000
+KS_999 = 1.95     # Kolmogorov's distribution: P(sqrt(n) D > 1.95) = 0.001
+
+
+def _ks(sample, cdf):
+    x = np.sort(np.asarray(sample, np.float64))
+    f = cdf(x)
+    n = x.size
+    return max(np.max(np.arange(1, n + 1) / n - f), np.max(f - np.arange(n) / n))
+
+
+_phi = np.vectorize(lambda v: 0.5 * math.erfc(-v / math.sqrt(2)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_uniform_distribution(dtype):
+    u = np.asarray(cr.uniform(cr.key(11), (N,), dtype))
+    assert u.dtype == dtype and u.min() >= 0 and u.max() < 1
+    assert abs(u.mean() - 0.5) < 5 * math.sqrt(1 / 12 / N)
+    assert abs(u.var() - 1 / 12) < 5 * math.sqrt(1 / 180 / N)
+    assert _ks(u, lambda x: x) < KS_999 / math.sqrt(N)
+    v = np.asarray(cr.uniform(cr.key(12), (N,), dtype, minval=-3.0, maxval=5.0))
+    assert v.min() >= -3 and v.max() < 5 and _ks(v, lambda x: (x + 3) / 8) < KS_999 / math.sqrt(N)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_normal_distribution(dtype):
+    if dtype == "float64" and not hasattr(special, "erfinv"):
+        with pytest.raises(NotImplementedError, match="erfinv"):
+            cr.normal(cr.key(13), (4,), dtype)
+        return
+    z = np.asarray(cr.normal(cr.key(13), (N,), dtype))
+    assert z.dtype == dtype and np.all(np.isfinite(z))
+    assert abs(z.mean()) < 5 / math.sqrt(N)
+    assert abs(z.var() - 1) < 5 * math.sqrt(2 / N)
+    assert abs(np.mean(z ** 3)) < 5 * math.sqrt(15 / N)          # skewness 0
+    assert _ks(z, _phi) < KS_999 / math.sqrt(N)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_truncated_normal_distribution(dtype):
+    if dtype == "float64" and not hasattr(special, "erfinv"):
+        with pytest.raises(NotImplementedError, match="erfinv"):
+            cr.truncated_normal(cr.key(0), -1.0, 2.0, (4,), dtype)
+        return
+    z = np.asarray(cr.truncated_normal(cr.key(14), -1.0, 2.0, (N,), dtype))
+    assert z.min() > -1 and z.max() < 2
+    lo, hi = _phi(-1.0), _phi(2.0)
+    assert _ks(z, lambda x: (_phi(x) - lo) / (hi - lo)) < KS_999 / math.sqrt(N)
+
+
+@pytest.mark.parametrize("p", [0.05, 0.5, 0.9])
+def test_bernoulli_frequency(p):
+    b = np.asarray(cr.bernoulli(cr.key(15), p, (N,)))
+    assert b.dtype == bool and abs(b.mean() - p) < 5 * math.sqrt(p * (1 - p) / N)
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 10), (-7, 3), (-2 ** 31, 2 ** 31 - 1), (5, 6)])
+def test_randint_frequencies(lo, hi):
+    r = np.asarray(cr.randint(cr.key(16), (N,), lo, hi))
+    assert r.dtype == np.int32 and r.min() >= lo and r.max() < hi
+    if hi - lo <= 10:
+        counts = np.bincount(r - lo, minlength=hi - lo)
+        q = 1 / (hi - lo)
+        assert np.all(np.abs(counts / N - q) <= 5 * math.sqrt(q * (1 - q) / N)), counts
+    else:   # a KS test on the (discrete, fine-grained) uniform
+        assert _ks(r, lambda x: (np.floor(x) - lo + 1) / (hi - lo)) < KS_999 / math.sqrt(N)
+
+
+def test_categorical_frequencies():
+    probs = np.array([0.1, 0.2, 0.3, 0.4])
+    c = np.asarray(cr.categorical(cr.key(17), np.log(probs), shape=(N,)))
+    freq = np.bincount(c, minlength=4) / N
+    assert np.all(np.abs(freq - probs) < 5 * np.sqrt(probs * (1 - probs) / N)), freq
+
+
+def test_gumbel_distribution():
+    g = np.asarray(cr.gumbel(cr.key(18), (N,)))
+    assert _ks(g, lambda x: np.exp(-np.exp(-x))) < KS_999 / math.sqrt(N)
+
+
+def test_split_keys_are_independent_streams():
+    a, b = cr.split(cr.key(19))
+    u, v = np.asarray(cr.uniform(a, (N,))), np.asarray(cr.uniform(b, (N,)))
+    # correlation of independent streams: |r| below 5 / sqrt(N)
+    assert abs(np.corrcoef(u, v)[0, 1]) < 5 / math.sqrt(N)
+
+
+# ---------------------------------------------------------------------------
+# the same bits as jax.random (optional: JAX installed)
+
+SEEDS = [0, 1, 42, 2 ** 31 + 7, 2 ** 40 + 5]
+SHAPES = [(), (5,), (3, 4), (2, 3, 5)]
+
+
+@pytest.fixture(scope="module")
+def jax_x64():
+    jax = pytest.importorskip("jax")
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)    # float64 draws, 64-bit seeds
+    try:
+        yield jax
+    finally:
+        jax.config.update("jax_enable_x64", before)
+
+
+def _ulps(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    it = np.int32 if a.dtype == np.float32 else np.int64
+    ia, ib = a.view(it).astype(np.int64), b.view(it).astype(np.int64)
+    ia = np.where(ia < 0, np.iinfo(it).min - ia, ia)
+    ib = np.where(ib < 0, np.iinfo(it).min - ib, ib)
+    return int(np.max(np.abs(ia - ib), initial=0))
+
+
+def test_same_bits_as_jax(jax_x64):
+    jr = jax_x64.random
+    assert jax_x64.config.jax_threefry_partitionable
+    checked = 0
+    for seed in SEEDS:
+        k, jk = cr.key(seed), jr.key(seed)
+        assert np.array_equal(cr.key_data(k), jr.key_data(jk)), seed
+        assert np.array_equal(cr.key_data(cr.split(k, 3)), jr.key_data(jr.split(jk, 3)))
+        for d in (0, 7, 2 ** 31 + 3):
+            assert np.array_equal(cr.key_data(cr.fold_in(k, d)), jr.key_data(jr.fold_in(jk, d)))
+        for shape in SHAPES:
+            assert np.array_equal(cr.bits(k, shape), jr.bits(jk, shape, dtype=np.uint32))
+            for dt in ("float32", "float64"):
+                assert np.array_equal(cr.uniform(k, shape, dt), jr.uniform(jk, shape, dtype=dt)), (seed, shape, dt)
+                # JAX's CPU backend fuses u * (maxval - minval) + minval into one
+                # FMA where the processor has one; cjit rounds the product too, by
+                # at most half an ulp of the product (< span * eps / 2)
+                got = cr.uniform(k, shape, dt, minval=-2.5, maxval=4.0)
+                want = np.asarray(jr.uniform(jk, shape, dtype=dt, minval=-2.5, maxval=4.0))
+                assert np.all(np.abs(got - want) <= 6.5 * np.finfo(dt).eps / 2)
+                p = np.linspace(0.05, 0.95, int(np.prod(shape))).reshape(shape).astype(dt)
+                assert np.array_equal(cr.bernoulli(k, p), jr.bernoulli(jk, p))
+            for lo, hi in ((0, 10), (-100, 1000), (-2 ** 31, 2 ** 31 - 1), (3, 3)):
+                assert np.array_equal(cr.randint(k, shape, lo, hi), jr.randint(jk, shape, lo, hi, dtype=np.int32))
+            assert np.array_equal(cr.randint(k, shape, 0, 2 ** 32 - 1, np.uint32),
+                                  jr.randint(jk, shape, 0, 2 ** 32 - 1, dtype=np.uint32))
+            assert _ulps(cr.normal(k, shape, "float32"), jr.normal(jk, shape, dtype="float32")) <= 4
+            if hasattr(special, "erfinv"):
+                # float64 normal is sqrt(2) * erfinv(u): cjit.scipy.special's erfinv
+                # (within 4 ulp of scipy's) against XLA's float64 polynomial,
+                # which differ by up to about 20 ulp at the same u (the same u: the
+                # uniform draws above are bit-equal)
+                assert _ulps(cr.normal(k, shape, "float64"), jr.normal(jk, shape, dtype="float64")) <= 32
+            checked += 1
+        logits = np.log(np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]))
+        assert np.array_equal(cr.categorical(k, logits), jr.categorical(jk, logits))
+        assert np.array_equal(cr.categorical(k, logits, axis=0, shape=(4, 3)),
+                              jr.categorical(jk, logits, axis=0, shape=(4, 3)))
+        assert np.array_equal(cr.permutation(k, 50), jr.permutation(jk, 50))
+    assert checked == len(SEEDS) * len(SHAPES)
+
+
+def test_same_bits_as_jax_inside_jit(jax_x64):
+    jr = jax_x64.random
+    f = cjit.jit(lambda k: (cr.uniform(k, (6, 7), "float32"), cr.randint(k, (9,), -5, 5),
+                            cr.bits(cr.fold_in(k, 3), (4,))))
+    for seed in SEEDS:
+        jk = jr.key(seed)
+        u, r, b = f(cr.key(seed))
+        assert np.array_equal(u, jr.uniform(jk, (6, 7), dtype="float32"))
+        assert np.array_equal(r, jr.randint(jk, (9,), -5, 5, dtype=np.int32))
+        assert np.array_equal(b, jr.bits(jr.fold_in(jk, 3), (4,), dtype=np.uint32))
