@@ -219,10 +219,19 @@ static bool chain_enter(vjp_ctx *c, int i) {
     return true;
 }
 
+/* Marks the weights among nodes 0..n-1: sources, and identities of them
+ * (grad's NAME nodes); a chain never recomputes them. */
+static void mark_weights(const cj_graph *g, int n, bool *weight) {
+    for (int i = 0; i < n; i++) {
+        const cj_node *nd = &g->nodes[i];
+        weight[i] = cj_op_kind(nd->op) == CJ_OPKIND_SOURCE || (nd->op == CJ_OP_NAME && weight[nd->inputs[0]]);
+    }
+}
+
 /* Checks a schedule against the graph and sets up c->layer and c->held. */
 static bool chain_setup(vjp_ctx *c, const cj_chain_schedule *s, int first, int last) {
     int n = s->nlayers;
-    bool ok = n >= 1 && s->bound[0] >= first && s->bound[n] < last && s->keep[0] && s->keep[n];
+    bool ok = n >= 1 && s->bound[0] >= 0 && s->bound[1] >= first && s->bound[n] < last && s->keep[0] && s->keep[n];
     for (int i = 1; ok && i <= n; i++) ok = s->bound[i - 1] < s->bound[i];
     for (int k = 0; ok && k < s->nstores; k++)
         ok = s->store_before[k] >= 1 && s->store_before[k] <= n && s->store_at[k] >= 1 &&
@@ -233,13 +242,17 @@ static bool chain_setup(vjp_ctx *c, const cj_chain_schedule *s, int first, int l
     }
     c->layer = calloc((size_t)last + 1, sizeof(int));
     c->held = calloc((size_t)n + 1, sizeof(bool));
-    if (!c->layer || !c->held) {
+    bool *weight = calloc((size_t)last + 1, sizeof(bool));
+    if (!c->layer || !c->held || !weight) {
+        free(weight);
         cj_error_set(c->err, CJ_ERR_MEMORY, "autodiff: out of memory");
         return false;
     }
+    mark_weights(c->g, s->bound[n] + 1, weight);
     for (int i = 1; i <= n; i++)
         for (int id = s->bound[i - 1] + 1; id <= s->bound[i]; id++)
-            if (cj_op_kind(c->g->nodes[id].op) != CJ_OPKIND_SOURCE) c->layer[id] = i;
+            if (!weight[id] && id >= first) c->layer[id] = i;
+    free(weight);
     for (int i = 0; i <= n; i++) c->held[i] = s->keep[i];
     c->chain = s;
     return true;
@@ -260,11 +273,10 @@ int cj_autodiff_chain(const cj_graph *g, int *out) {
     int nres = cj_autodiff_residuals(g, res);
     if (nres < 0) goto done;
     for (int k = 0; k < nres; k++) read_back[res[k]] = true;
-    /* weights: sources and identities of them (grad's NAME nodes) */
+    mark_weights(g, end, weight);
     for (int i = 0; i < end; i++) {
         const cj_node *nd = &g->nodes[i];
         last_read[i] = i;
-        weight[i] = cj_op_kind(nd->op) == CJ_OPKIND_SOURCE || (nd->op == CJ_OP_NAME && weight[nd->inputs[0]]);
         for (int a = 0; a < nd->ninputs; a++) last_read[nd->inputs[a]] = i;
     }
     for (int i = 0; i < end; i++)
@@ -275,6 +287,22 @@ int cj_autodiff_chain(const cj_graph *g, int *out) {
         live += opened[p];
         if (live == 1 && opened[p] == 1 && read_back[p]) out[n++] = p;
         live -= closed[p];
+    }
+    /* the chain may start at an argument: the one input of the first
+     * stretch shaped like its end and read by nothing after it (an MLP's
+     * batch), so that the chain's first layer is recomputed too */
+    if (n > 0) {
+        int start = -1, candidates = 0;
+        const cj_node *head = &g->nodes[out[0]];
+        for (int i = 0; i < out[0]; i++)
+            if (weight[i] && last_read[i] > i && last_read[i] <= out[0] && g->nodes[i].dtype == head->dtype &&
+                cj_shape_equal(&g->nodes[i].shape, &head->shape))
+                start = i, candidates++;
+        if (candidates == 1) {
+            memmove(out + 1, out, sizeof(int) * (size_t)n);
+            out[0] = start;
+            n++;
+        }
     }
 done:
     free(last_read);

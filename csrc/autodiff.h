@@ -36,9 +36,10 @@ typedef struct {
     const int *store_at;     /* position, < store_before[k] */
 } cj_chain_schedule;
 
-/* cj_autodiff_vjp following `chain` (NULL: as cj_autodiff_vjp); a chain whose
- * bounds are not forward nodes of this differentiation (at or after `first`,
- * before the vjp starts) is refused with CJ_ERR_VALUE. */
+/* cj_autodiff_vjp following `chain` (NULL: as cj_autodiff_vjp).  A chain
+ * whose layers are not forward nodes of this differentiation (bound[1] at
+ * or after `first`, bound[nlayers] before the vjp starts) is refused with
+ * CJ_ERR_VALUE; bound[0] may be older (an argument). */
 cj_status cj_autodiff_vjp_scheduled(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
                                     const int *wrt, int nwrt, int *grads, const cj_chain_schedule *chain,
                                     cj_error *err);

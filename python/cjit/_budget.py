@@ -49,7 +49,7 @@ def take_forced_chain(first):
     Trace.vjp takes it, or None; given to one vjp only (the first whose
     differentiated nodes start at or before the chain)."""
     chain = getattr(_remat_tls, "chain", None)
-    if chain is None or first > chain[0][0]:
+    if chain is None or first > chain[0][1]:
         return None
     _remat_tls.chain = None
     return chain
