@@ -257,8 +257,8 @@ def main():
         params = [((rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32),
                    np.zeros(WIDTH, np.float32)) for _ in range(depth)]
         jax_runs = jax_policies(params, x)
-        floor, peak, rows = budget_sweep(depth, params, x, jax_runs)
-        sweeps[depth] = (floor, peak, rows, jax_runs)
+        floor, peak, sweep_rows = budget_sweep(depth, params, x, jax_runs)
+        sweeps[depth] = (floor, peak, sweep_rows, jax_runs)
 
     here = os.path.dirname(os.path.abspath(__file__))
     params = [((rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32),

@@ -1049,6 +1049,11 @@ static PyObject *trace_mark(cj_py_trace *tr, PyObject *unused)
 static int chain_schedule_from(PyObject *obj, cj_chain_schedule *s)
 {
     PyObject *bounds_obj, *keep_obj, *stores_obj;
+    if (!PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "Trace.vjp: chain must be a tuple (bounds, keep, stores), got %s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
     if (!PyArg_ParseTuple(obj, "OOO;Trace.vjp: chain must be (bounds, keep, stores)",
                           &bounds_obj, &keep_obj, &stores_obj))
         return -1;
@@ -1081,8 +1086,12 @@ static int chain_schedule_from(PyObject *obj, cj_chain_schedule *s)
     }
     for (Py_ssize_t k = 0; k < ns; k++) {
         int layer, pos;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(stores, k), "ii;Trace.vjp: a chain store is (layer, position)",
-                              &layer, &pos))
+        PyObject *item = PySequence_Fast_GET_ITEM(stores, k);
+        if (!PyTuple_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "Trace.vjp: a chain store is a tuple (layer, position)");
+            goto bad;
+        }
+        if (!PyArg_ParseTuple(item, "ii;Trace.vjp: a chain store is (layer, position)", &layer, &pos))
             goto bad;
         ints[nb + k] = layer;
         ints[nb + ns + k] = pos;

@@ -210,3 +210,27 @@ def test_identity_of_a_shared_weight_is_not_copied():
     x = rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
     text = cjit.jit(cjit.grad(loss)).lower(w, x).compile().as_text()
     assert ": copy " not in text
+
+
+def test_trace_vjp_refuses_a_chain_that_does_not_fit():
+    from cjit.api import current_trace
+
+    def f(x):
+        tr = current_trace()
+        first = tr.mark()
+        y = cnp.tanh(cnp.tanh(x * 2.0))
+        s = (y * y).sum()
+        one = tr.apply("constant", value=1.0, dtype="float64", shape=())
+        end = tr.mark()
+        for bad in [([first, end + 5], [True, True], []),            # past the forward pass
+                    ([first, first + 2, first + 1], [True] * 3, []),  # not increasing
+                    ([first, first + 1, first + 2], [True] * 3, [(2, 2)])]:   # a store not below its layer
+            with pytest.raises(ValueError, match="chain schedule does not fit"):
+                tr.vjp([s], [one], [x], first, bad)
+        for bad in ["nope", ([first], [True], []), ([first, end - 1], [True], []),
+                    ([first, end - 1], [True, True], [(1,)])]:
+            with pytest.raises((TypeError, ValueError)):
+                tr.vjp([s], [one], [x], first, bad)
+        return s
+
+    assert cjit.jit(f)(np.ones(3)) == pytest.approx(3 * np.tanh(np.tanh(2.0)) ** 2)
