@@ -8,12 +8,22 @@ model when JAX is installed:
   budget    memory_budget = half of the un-checkpointed peak
 
 cjit's peaks are its exact plans (memory_analysis); JAX's are its own
-memory_analysis of the compiled gradient (an estimate by XLA).  Writes
+memory_analysis of the compiled gradient (an estimate by XLA).
+
+Then the budget sweep: at each depth, ten budgets from the floor (the least
+peak memory_budget can reach: weights, their gradients and the batch, plus
+four activations) to the unconstrained peak; for each, the peak measured
+with memory_stats() around one call, the recompute factor (layer
+evaluations per layer: 1 + recomputed layers / depth) and the step time,
+with JAX's best policy for that budget: the fastest of no checkpoint,
+jax.checkpoint per layer (nothing_saveable, dots_saveable) and per
+sqrt(depth) layers whose XLA peak fits.  Writes
 benchmarks/results_checkpoint.md and benchmarks/results_checkpoint.png,
 and benchmarks/results_checkpoint_timeline.png: the memory timeline of one
 depth's gradient (cjit.plot_memory) under each schedule side by side.
 
     python benchmarks/bench_checkpoint.py [--depths 8,16,32,64,128] [--timeline-depth 16]
+                                          [--sweep-depths 8,16,32,64,128]
 """
 import argparse
 import functools
@@ -115,12 +125,12 @@ def plot_schedules(params, x, path):
         print(f"  no timeline picture: {e}")
 
 
-def run_jax(params, x, mode):
+def run_jax(params, x, mode, checkpoint=None):
     if jax is None or mode == "budget":
         return None, None
     jp = [(jnp.asarray(w), jnp.asarray(b)) for w, b in params]
     jx = jnp.asarray(x)
-    f = jax.jit(jax.grad(make_loss(jnp, mode, jax.checkpoint)))
+    f = jax.jit(jax.grad(make_loss(jnp, mode, checkpoint or jax.checkpoint)))
     compiled = f.lower(jp, jx).compile()
     try:
         m = compiled.memory_analysis()
@@ -130,12 +140,99 @@ def run_jax(params, x, mode):
     return peak, median_ms(lambda: jax.block_until_ready(f(jp, jx)))
 
 
+def floor_of(params, x):
+    """The least peak memory_budget reaches, as its refusal names it."""
+    try:
+        cjit.jit(cjit.grad(make_loss(cnp, "none"), memory_budget=1)).lower(params, x)
+    except cjit.errors.MemoryBudgetError as e:
+        return int(str(e).split("floor of ")[1].split()[0])
+    raise AssertionError("a 1-byte budget was met")
+
+
+def measured_peak(f, *args):
+    f(*args)
+    base = cjit.memory_stats()["bytes_in_use"]
+    cjit.reset_peak_memory_stats()
+    out = f(*args)
+    peak = cjit.memory_stats()["peak_bytes_in_use"] - base
+    del out
+    return peak
+
+
+def jax_policies(params, x):
+    """{policy: (XLA peak, ms)} of JAX's checkpointing choices."""
+    if jax is None:
+        return {}
+    pol = jax.checkpoint_policies
+    choices = {
+        "no checkpoint": ("none", None),
+        "per layer, nothing_saveable": ("layer", jax.checkpoint),
+        "per layer, dots_saveable": ("layer", functools.partial(jax.checkpoint, policy=pol.dots_saveable)),
+        "per sqrt(depth) layers": ("sqrt", jax.checkpoint),
+    }
+    return {name: run_jax(params, x, mode, ck) for name, (mode, ck) in choices.items()}
+
+
+def budget_sweep(depth, params, x, jax_runs):
+    """Rows (budget, planned, measured, recompute factor, ms, JAX's best)."""
+    loss = make_loss(cnp, "none")
+    peak = cjit.jit(cjit.grad(loss)).lower(params, x).compile().memory_analysis().peak_memory_in_bytes
+    floor = floor_of(params, x)
+    rows = []
+    for k in range(10):
+        budget = floor + (peak - floor) * k // 9
+        f = cjit.jit(cjit.grad(loss, memory_budget=budget))
+        try:
+            lowered = f.lower(params, x)
+        except cjit.errors.MemoryBudgetError:
+            rows.append((budget, None, None, None, None, None))
+            continue
+        planned = lowered.compile().memory_analysis().peak_memory_in_bytes
+        recomputed = sum(1 for line in lowered.as_text().splitlines()
+                         if "= tanh(" in line and "recomputed" in line)
+        measured = measured_peak(f, params, x)
+        ms = median_ms(lambda: f(params, x), repeats=3 if depth >= 64 else 7)
+        fits = [(t, name) for name, (p, t) in jax_runs.items() if p is not None and p <= budget]
+        best = min(fits) if fits else None
+        rows.append((budget, planned, measured, 1 + recomputed / depth, ms, best))
+        print(f"  depth {depth:4d} budget {budget:>11,} B: planned {planned:>11,} measured {measured:>11,} "
+              f"recompute x{1 + recomputed / depth:5.2f} {ms:8.2f} ms   JAX best: {best}", flush=True)
+    return floor, peak, rows
+
+
+def write_sweep(f, sweeps):
+    f.write("\n## memory_budget sweep: ten budgets from the floor to the unconstrained peak\n\n"
+            "Binomial checkpointing (Revolve) over the layers. *measured* is memory_stats()'s peak "
+            "around one call (equal to the plan's); *recompute* is layer evaluations per layer; "
+            "*JAX best* is the fastest JAX policy whose XLA peak fits the budget.\n\n")
+    for depth, (floor, peak, rows, jax_runs) in sweeps.items():
+        f.write(f"\n### depth {depth}: floor {floor / 2**20:.3f} MiB, unconstrained peak "
+                f"{peak / 2**20:.3f} MiB\n\n")
+        if jax_runs:
+            f.write("JAX: " + "; ".join(f"{name} {p / 2**20:.2f} MiB {t:.2f} ms"
+                                        for name, (p, t) in jax_runs.items() if p) + "\n\n")
+        f.write("| budget | cjit measured peak | recompute | cjit step | JAX best (step, policy) |\n"
+                "|---|---|---|---|---|\n")
+        runs = [(p, t, name) for name, (p, t) in jax_runs.items() if p]
+        least = min(runs) if runs else None
+        for budget, planned, measured, factor, ms, best in rows:
+            if planned is None:
+                f.write(f"| {budget / 2**20:.3f} MiB | refused (MemoryBudgetError) | | | |\n")
+                continue
+            jb = f"{best[0]:.2f} ms, {best[1]}" if best else (
+                f"none fits (least: {least[0] / 2**20:.3f} MiB, {least[2]})" if least else "absent")
+            f.write(f"| {budget / 2**20:.3f} MiB | {measured / 2**20:.3f} MiB | x{factor:.2f} | "
+                    f"{ms:.2f} ms | {jb} |\n")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--depths", default="8,16,32,64,128")
     ap.add_argument("--timeline-depth", type=int, default=16)
+    ap.add_argument("--sweep-depths", default="8,16,32,64,128")
     args = ap.parse_args()
     depths = [int(d) for d in args.depths.split(",")]
+    sweep_depths = [int(d) for d in args.sweep_depths.split(",") if d]
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, WIDTH)).astype(np.float32)
     rows = []
@@ -155,6 +252,14 @@ def main():
             return "infeasible (MemoryBudgetError)"
         return "absent" if v is None else (f"{v / 2**20:.2f} MiB" if unit == "B" else f"{v:.2f} ms")
 
+    sweeps = {}
+    for depth in sweep_depths:
+        params = [((rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32),
+                   np.zeros(WIDTH, np.float32)) for _ in range(depth)]
+        jax_runs = jax_policies(params, x)
+        floor, peak, sweep_rows = budget_sweep(depth, params, x, jax_runs)
+        sweeps[depth] = (floor, peak, sweep_rows, jax_runs)
+
     here = os.path.dirname(os.path.abspath(__file__))
     params = [((rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32),
                np.zeros(WIDTH, np.float32)) for _ in range(args.timeline_depth)]
@@ -164,6 +269,7 @@ def main():
         f.write("| depth | strategy | cjit peak | cjit step | JAX peak | JAX step |\n|---|---|---|---|---|---|\n")
         for depth, mode, cp, ct, jp, jt in rows:
             f.write(f"| {depth} | {mode} | {fmt(cp, 'B')} | {fmt(ct, 'ms')} | {fmt(jp, 'B')} | {fmt(jt, 'ms')} |\n")
+        write_sweep(f, sweeps)
     try:
         import matplotlib
         matplotlib.use("Agg")

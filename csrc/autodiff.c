@@ -25,6 +25,13 @@ typedef struct {
                     * which is the next region's input and so is kept */
     const char **tag; /* the checkpoint_name a value was given (by a NAME node reading it) */
     int loc;   /* location of the node whose rule is running */
+    int gen;   /* the copy generation new copies get (cj_node.remat) */
+    /* a chain schedule (binomial checkpointing), see chain_* below */
+    const cj_chain_schedule *chain;
+    int *layer;      /* per forward node: its layer of the chain, 0: outside */
+    bool *held;      /* per position: its value is held (kept or recomputed) */
+    int cur;         /* the layer whose backward pass is being built, 0: none yet */
+    int next_store;  /* the first entry of chain->store_* not done yet */
 } vjp_ctx;
 
 static bool is_float(cj_dtype dt) { return dt == CJ_FLOAT32 || dt == CJ_FLOAT64; }
@@ -70,9 +77,12 @@ static bool name_listed(const vjp_ctx *c, const cj_region *r, int id) {
     return false;
 }
 
+static bool chain_kept(const vjp_ctx *c, int id);
+
 static bool saved(const vjp_ctx *c, int id) {
     const cj_node *n = &c->g->nodes[id];
     if (cj_op_kind(n->op) == CJ_OPKIND_SOURCE || n->remat) return true;
+    if (c->layer && c->layer[id] > 0) return chain_kept(c, id);
     if (id < c->g->nforce_remat && c->g->force_remat[id]) return false;
     if (n->region <= 0 || n->region >= c->g->nregions || c->escapes[id]) return true;
     const cj_region *r = &c->g->regions[n->region];
@@ -137,7 +147,7 @@ static int fwd(vjp_ctx *c, int id) {
         if (!ins) return cj_error_set(c->err, CJ_ERR_MEMORY, "autodiff: out of memory"), -1;
         for (int a = 0; a < n.ninputs; a++) ins[a] = saved(c, n.inputs[a]) ? n.inputs[a] : c->copy[n.inputs[a]];
         n.inputs = ins;
-        n.remat = true;
+        n.remat = c->gen;
         n.region = 0;
         c->copy[top] = cj_graph_append(c->g, &n, c->err);
         if (ins != small) free(ins);
@@ -145,6 +155,163 @@ static int fwd(vjp_ctx *c, int id) {
         depth--;
     }
     return c->copy[id];
+}
+
+/* ---- binomial checkpointing: following a chain schedule --------------------
+ * The schedule (autodiff.h) says which positions of the chain the forward
+ * pass keeps and which ones the backward pass recomputes, and when; the
+ * mechanism is fwd()'s: a value is copied, recursively from held values,
+ * when something asks for it.  The schedule only decides what copy[] holds:
+ * between two layers' backward passes, the copies of the held positions and
+ * nothing else.  So a copy feeds one stretch of the backward pass and dies
+ * after it (the plan frees a value after its last reader), a value may be
+ * recomputed several times, and each recomputation is a generation of its
+ * own, which CSE keeps apart. */
+
+static bool chain_kept(const vjp_ctx *c, int id) {
+    int i = c->layer[id];
+    return c->chain->bound[i] == id && c->chain->keep[i];
+}
+
+/* The highest held position below i (position 0 always is). */
+static int chain_base(const vjp_ctx *c, int i) {
+    int p = i - 1;
+    while (p > 0 && !c->held[p]) p--;
+    return p;
+}
+
+/* Forgets the copies of the chain's values above position `base`, but for
+ * the held positions. */
+static void chain_forget(vjp_ctx *c, int base) {
+    const cj_chain_schedule *s = c->chain;
+    for (int id = s->bound[base] + 1; id <= s->bound[s->nlayers]; id++) {
+        int i = c->layer[id];
+        if (i > 0 && !(c->held[i] && s->bound[i] == id)) c->copy[id] = -1;
+    }
+}
+
+/* Called when the rule loop reaches the first node of layer i: lets go of
+ * the positions above i, recomputes the positions the schedule stores
+ * before layer i (each from the highest held position below it), and opens
+ * the generation of the layer's own copies, made from position i-1. */
+static bool chain_enter(vjp_ctx *c, int i) {
+    const cj_chain_schedule *s = c->chain;
+    for (int p = i + 1; p <= s->nlayers; p++)
+        if (c->held[p]) {
+            c->held[p] = false;
+            if (!s->keep[p]) c->copy[s->bound[p]] = -1;
+        }
+    /* position i recomputed by layer i+1's own copies (no store asked) */
+    if (!c->held[i] && c->copy[s->bound[i]] >= 0) c->held[i] = true;
+    chain_forget(c, chain_base(c, i));
+    while (c->next_store < s->nstores && s->store_before[c->next_store] > i) c->next_store++;
+    for (; c->next_store < s->nstores && s->store_before[c->next_store] == i; c->next_store++) {
+        int m = s->store_at[c->next_store];
+        if (c->held[m]) continue;
+        int base = chain_base(c, m);
+        c->gen++;
+        if (fwd(c, s->bound[m]) < 0) return false;
+        c->held[m] = true;
+        chain_forget(c, base); /* the values on the way from base to m */
+    }
+    c->gen++;
+    c->cur = i;
+    return true;
+}
+
+/* Marks the weights among nodes 0..n-1: sources, and identities of them
+ * (grad's NAME nodes); a chain never recomputes them. */
+static void mark_weights(const cj_graph *g, int n, bool *weight) {
+    for (int i = 0; i < n; i++) {
+        const cj_node *nd = &g->nodes[i];
+        weight[i] = cj_op_kind(nd->op) == CJ_OPKIND_SOURCE || (nd->op == CJ_OP_NAME && weight[nd->inputs[0]]);
+    }
+}
+
+/* Checks a schedule against the graph and sets up c->layer and c->held. */
+static bool chain_setup(vjp_ctx *c, const cj_chain_schedule *s, int first, int last) {
+    int n = s->nlayers;
+    bool ok = n >= 1 && s->bound[0] >= 0 && s->bound[1] >= first && s->bound[n] < last && s->keep[0] && s->keep[n];
+    for (int i = 1; ok && i <= n; i++) ok = s->bound[i - 1] < s->bound[i];
+    for (int k = 0; ok && k < s->nstores; k++)
+        ok = s->store_before[k] >= 1 && s->store_before[k] <= n && s->store_at[k] >= 1 &&
+             s->store_at[k] < s->store_before[k] && (k == 0 || s->store_before[k] <= s->store_before[k - 1]);
+    if (!ok) {
+        cj_error_set(c->err, CJ_ERR_VALUE, "autodiff: the chain schedule does not fit this differentiation");
+        return false;
+    }
+    c->layer = calloc((size_t)last + 1, sizeof(int));
+    c->held = calloc((size_t)n + 1, sizeof(bool));
+    bool *weight = calloc((size_t)last + 1, sizeof(bool));
+    if (!c->layer || !c->held || !weight) {
+        free(weight);
+        cj_error_set(c->err, CJ_ERR_MEMORY, "autodiff: out of memory");
+        return false;
+    }
+    mark_weights(c->g, s->bound[n] + 1, weight);
+    for (int i = 1; i <= n; i++)
+        for (int id = s->bound[i - 1] + 1; id <= s->bound[i]; id++)
+            if (!weight[id] && id >= first) c->layer[id] = i;
+    free(weight);
+    for (int i = 0; i <= n; i++) c->held[i] = s->keep[i];
+    c->chain = s;
+    return true;
+}
+
+/* See autodiff.h. */
+int cj_autodiff_chain(const cj_graph *g, int *out) {
+    int end = g->backward_start;
+    if (end < 0) return 0;
+    int *last_read = malloc(sizeof(int) * ((size_t)end + 1));
+    int *opened = calloc((size_t)end + 1, sizeof(int));  /* values first live at p */
+    int *closed = calloc((size_t)end + 1, sizeof(int));  /* values last live at p */
+    bool *weight = calloc((size_t)end + 1, sizeof(bool));
+    int *res = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+    bool *read_back = calloc((size_t)end + 1, sizeof(bool));
+    int n = -1;
+    if (!last_read || !opened || !closed || !weight || !res || !read_back) goto done;
+    int nres = cj_autodiff_residuals(g, res);
+    if (nres < 0) goto done;
+    for (int k = 0; k < nres; k++) read_back[res[k]] = true;
+    mark_weights(g, end, weight);
+    for (int i = 0; i < end; i++) {
+        const cj_node *nd = &g->nodes[i];
+        last_read[i] = i;
+        for (int a = 0; a < nd->ninputs; a++) last_read[nd->inputs[a]] = i;
+    }
+    for (int i = 0; i < end; i++)
+        if (!weight[i] && last_read[i] > i) opened[i]++, closed[last_read[i] - 1]++;
+    /* a value v is live across p when v <= p < last_read[v] */
+    n = 0;
+    for (int p = 0, live = 0; p < end; p++) {
+        live += opened[p];
+        if (live == 1 && opened[p] == 1 && read_back[p]) out[n++] = p;
+        live -= closed[p];
+    }
+    /* the chain may start at an argument: the one input of the first
+     * stretch shaped like its end and read by nothing after it (an MLP's
+     * batch), so that the chain's first layer is recomputed too */
+    if (n > 0) {
+        int start = -1, candidates = 0;
+        const cj_node *head = &g->nodes[out[0]];
+        for (int i = 0; i < out[0]; i++)
+            if (weight[i] && last_read[i] > i && last_read[i] <= out[0] && g->nodes[i].dtype == head->dtype &&
+                cj_shape_equal(&g->nodes[i].shape, &head->shape))
+                start = i, candidates++;
+        if (candidates == 1) {
+            memmove(out + 1, out, sizeof(int) * (size_t)n);
+            out[0] = start;
+            n++;
+        }
+    }
+done:
+    free(last_read);
+    free(opened);
+    free(closed);
+    free(weight);
+    free(res);
+    free(read_back);
+    return n;
 }
 
 /* adds `contribution` to the cotangent of node `to` */
@@ -540,8 +707,15 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
 /* See autodiff.h. */
 cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
                           const int *wrt, int nwrt, int *grads, cj_error *err) {
+    return cj_autodiff_vjp_scheduled(g, first, outs, cts, nouts, wrt, nwrt, grads, NULL, err);
+}
+
+/* See autodiff.h. */
+cj_status cj_autodiff_vjp_scheduled(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
+                                    const int *wrt, int nwrt, int *grads, const cj_chain_schedule *chain,
+                                    cj_error *err) {
     int last = g->nnodes; /* rules only run on nodes that existed before we started */
-    vjp_ctx c = {.g = g, .err = err, .loc = -1};
+    vjp_ctx c = {.g = g, .err = err, .loc = -1, .gen = 1};
     c.ct = malloc(sizeof(int) * ((size_t)last + 1));
     c.copy = malloc(sizeof(int) * ((size_t)last + 1));
     c.stack = malloc(sizeof(int) * ((size_t)last + 1));
@@ -558,6 +732,18 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
         return cj_error_set(err, CJ_ERR_MEMORY, "autodiff: out of memory");
     }
     for (int i = 0; i < last; i++) c.ct[i] = c.copy[i] = -1;
+    int forward_end = g->backward_start >= 0 && g->backward_start < last ? g->backward_start : last;
+    if (chain && !chain_setup(&c, chain, first, forward_end)) {
+        free(c.ct);
+        free(c.copy);
+        free(c.stack);
+        free(c.next_input);
+        free(c.escapes);
+        free(c.tag);
+        free(c.layer);
+        free(c.held);
+        return err->status;
+    }
     find_escapes(&c, last);
     /* the outputs themselves are kept: they are returned anyway */
     for (int i = 0; i < nouts; i++)
@@ -578,7 +764,8 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
         bool is_wrt = false;
         for (int w = 0; w < nwrt; w++) is_wrt |= wrt[w] == id;
         if (is_wrt && g->nodes[id].op == CJ_OP_PARAM) continue;
-        ok = apply_rule(&c, id, first);
+        if (c.layer && c.layer[id] > 0 && c.layer[id] != c.cur) ok = chain_enter(&c, c.layer[id]);
+        ok = ok && apply_rule(&c, id, first);
     }
     for (int w = 0; ok && w < nwrt; w++) {
         int id = wrt[w];
@@ -591,6 +778,8 @@ cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *ct
     free(c.next_input);
     free(c.escapes);
     free(c.tag);
+    free(c.layer);
+    free(c.held);
     if (!ok && err->status == CJ_OK) cj_error_set(err, CJ_ERR_INTERNAL, "autodiff failed");
     return err->status;
 }

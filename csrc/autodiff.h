@@ -14,6 +14,44 @@
 cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
                           const int *wrt, int nwrt, int *grads, cj_error *err);
 
+/* A checkpoint schedule over a chain of layers (binomial checkpointing,
+ * python/cjit/_budget.py chooses it).  Position i (0..nlayers) is the value
+ * of node bound[i]; layer i is the forward nodes with ids in
+ * (bound[i-1], bound[i]], each reading only its own layer, bound[i-1] and
+ * values outside the chain (cj_autodiff_chain finds such bounds).  The
+ * forward pass keeps the positions with keep[i] set (0 and nlayers always);
+ * every other value of the chain is recomputed.  Before the backward pass
+ * of layer i, the positions store_at[k] of the entries with
+ * store_before[k] == i are recomputed in that (increasing) order, each from
+ * the highest position then held, and held until the backward pass is
+ * below them; the layer's own values are recomputed from position i-1.
+ * Each recomputation is a copy generation of its own (cj_node.remat), so
+ * that CSE keeps two copies of one value made at different times apart. */
+typedef struct {
+    int nlayers;
+    const int *bound;        /* nlayers + 1 increasing node ids */
+    const bool *keep;        /* nlayers + 1 */
+    int nstores;
+    const int *store_before; /* layer, nonincreasing along the list */
+    const int *store_at;     /* position, < store_before[k] */
+} cj_chain_schedule;
+
+/* cj_autodiff_vjp following `chain` (NULL: as cj_autodiff_vjp).  A chain
+ * whose layers are not forward nodes of this differentiation (bound[1] at
+ * or after `first`, bound[nlayers] before the vjp starts) is refused with
+ * CJ_ERR_VALUE; bound[0] may be older (an argument). */
+cj_status cj_autodiff_vjp_scheduled(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
+                                    const int *wrt, int nwrt, int *grads, const cj_chain_schedule *chain,
+                                    cj_error *err);
+
+/* The chain of the first backward pass in g, for binomial checkpointing:
+ * the values p, in increasing order, that the backward pass reads and that
+ * alone cross their point of the forward pass (no other computed forward
+ * value older than p, weights' identities aside, is read by a forward node
+ * after p).  Writes them to `out` (room for g->nnodes) and returns the
+ * count (0 without a backward pass), or -1 on no memory. */
+int cj_autodiff_chain(const cj_graph *g, int *out);
+
 /* What the VJP rule of op reads of the forward pass, as a set of the bits
  * below; -1 when op has no rule (a source, or an op whose gradient is zero:
  * CJ_OPF_ZERO_GRAD in ops.def). */

@@ -276,6 +276,10 @@ void fuse_choose_roots(fuser *f, const bool *live, bool enabled) {
         if (owner[i] >= 0 || users[i] < 2) continue;
         cj_opkind kind = cj_op_kind(nd->op);
         if (kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_MOVE) continue;
+        /* an identity of something already in memory (grad's identity of a
+         * weight, read by every recomputation of its layer) costs nothing to
+         * read through: storing it would only copy it */
+        if (cj_op_has_flag(nd->op, CJ_OPF_IDENTITY) && cost[i] == 0) continue;
         /* consumers in several kernels: one kernel computing them all, if they can be */
         int ns = consumer_sets(f, i, &cs, sets, -1);
         if (ns > 1 && (owner[i] = set_merge(f, sets, ns, &cs)) >= 0) continue;

@@ -99,8 +99,10 @@ typedef struct {
     int loc;            /* source location id (cj_graph.locs), -1 if unknown */
     cj_attrs attrs;
     int region;         /* innermost checkpoint region it was traced in, 0: none */
-    bool remat;         /* a copy recomputed for the backward pass (never CSE'd
-                         * with the forward value it copies) */
+    int remat;          /* 0: a value as traced; k > 0: a copy recomputed for the
+                         * backward pass, in generation k (CSE merges nodes of one
+                         * generation only: a copy never folds back into the
+                         * forward value, nor into a copy made at another time) */
 } cj_node;
 
 /* What a checkpoint region keeps for the backward pass (remat policy). */

@@ -241,7 +241,7 @@ cj_graph *cj_graph_read(cj_rbuf *r, const cj_graph *locs_from, cj_error *err) {
         n.inputs = inputs;
         n.loc = (int)cj_get_int(r, -1, g->nlocs - 1);
         n.region = (int)cj_get_int(r, 0, g->nregions > 0 ? g->nregions - 1 : 0);
-        n.remat = cj_get_int(r, 0, 1);
+        n.remat = (int)cj_get_int(r, 0, INT_MAX);
         cj_attrs *at = &n.attrs;
         at->fvalue = cj_get_f64(r);
         at->ivalue = cj_get_int(r, INT64_MIN, INT64_MAX);

@@ -493,6 +493,28 @@ static PyObject *lowered_forward_values(cj_py_lowered *lw, PyObject *unused)
     return list;
 }
 
+/* Lowered.forward_chain() -> list of node ids: the chain of the backward
+ * pass for binomial checkpointing (cj_autodiff_chain), empty when none. */
+static PyObject *lowered_forward_chain(cj_py_lowered *lw, PyObject *unused)
+{
+    (void)unused;
+    const cj_graph *g = lw->graph;
+    int *ids = PyMem_Malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+    if (ids == NULL)
+        return PyErr_NoMemory();
+    int n = cj_autodiff_chain(g, ids);
+    PyObject *list = n < 0 ? PyErr_NoMemory() : PyList_New(n);
+    for (int i = 0; list != NULL && i < n; i++) {
+        PyObject *v = PyLong_FromLong(ids[i]);
+        if (v == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, v);
+    }
+    PyMem_Free(ids);
+    return list;
+}
+
 /* Lowered.plan_peak() -> int: the peak bytes of the plan compile() would
  * make, without generating code. */
 static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *unused)
@@ -522,6 +544,8 @@ static PyMethodDef lowered_methods[] = {
      "residuals($self, /)\n--\n\nThe forward values the backward pass reads."},
     {"forward_values", (PyCFunction)lowered_forward_values, METH_NOARGS,
      "forward_values($self, /)\n--\n\nThe computed values before the backward pass."},
+    {"forward_chain", (PyCFunction)lowered_forward_chain, METH_NOARGS,
+     "forward_chain($self, /)\n--\n\nThe values a chain schedule may checkpoint, in order."},
     {"plan_peak", (PyCFunction)lowered_plan_peak, METH_NOARGS,
      "plan_peak($self, /)\n--\n\nPeak bytes of the memory plan, without compiling."},
     {"as_text", (PyCFunction)lowered_as_text, METH_NOARGS,

@@ -12,6 +12,7 @@
 #include "py_glue.h"
 
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1047,18 +1048,86 @@ static PyObject *trace_mark(cj_py_trace *tr, PyObject *unused)
     return PyLong_FromLong(tr->graph->nnodes);
 }
 
-/* Trace.vjp(outputs, cotangents, wrt, first) -> list of Tracers: appends
- * the reverse-mode gradient (csrc/autodiff.c); nodes older than `first`
- * are constants. */
+/* Reads a chain schedule (bounds, keep, stores) as Trace.vjp takes it:
+ * node ids, one truth value per bound, and (layer, position) pairs; the
+ * arrays are PyMem_Malloc'd into one block at s->bound.  Returns 0, or -1
+ * with an exception set. */
+static int chain_schedule_from(PyObject *obj, cj_chain_schedule *s)
+{
+    PyObject *bounds_obj, *keep_obj, *stores_obj;
+    if (!PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "Trace.vjp: chain must be a tuple (bounds, keep, stores), got %s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    if (!PyArg_ParseTuple(obj, "OOO;Trace.vjp: chain must be (bounds, keep, stores)",
+                          &bounds_obj, &keep_obj, &stores_obj))
+        return -1;
+    PyObject *bounds = PySequence_Fast(bounds_obj, "Trace.vjp: chain bounds must be a sequence");
+    PyObject *keep = bounds ? PySequence_Fast(keep_obj, "Trace.vjp: chain keep must be a sequence") : NULL;
+    PyObject *stores = keep ? PySequence_Fast(stores_obj, "Trace.vjp: chain stores must be a sequence") : NULL;
+    int rc = -1;
+    if (stores == NULL)
+        goto done;
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(bounds), ns = PySequence_Fast_GET_SIZE(stores);
+    if (nb < 2 || PySequence_Fast_GET_SIZE(keep) != nb || nb > INT_MAX / 4 || ns > INT_MAX / 4) {
+        PyErr_SetString(PyExc_ValueError, "Trace.vjp: a chain needs two bounds or more and one keep flag per bound");
+        goto done;
+    }
+    int *ints = PyMem_Malloc(sizeof(int) * (size_t)(nb + 2 * ns + 1) + sizeof(bool) * (size_t)nb);
+    if (ints == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    bool *flags = (bool *)(ints + nb + 2 * ns + 1);
+    *s = (cj_chain_schedule){.nlayers = (int)nb - 1, .bound = ints, .keep = flags, .nstores = (int)ns,
+                             .store_before = ints + nb, .store_at = ints + nb + ns};
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(bounds, i));
+        int truth = PyObject_IsTrue(PySequence_Fast_GET_ITEM(keep, i));
+        if ((v == -1 && PyErr_Occurred()) || truth < 0)
+            goto bad;
+        ints[i] = v < INT_MIN || v > INT_MAX ? -1 : (int)v;
+        flags[i] = truth;
+    }
+    for (Py_ssize_t k = 0; k < ns; k++) {
+        int layer, pos;
+        PyObject *item = PySequence_Fast_GET_ITEM(stores, k);
+        if (!PyTuple_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "Trace.vjp: a chain store is a tuple (layer, position)");
+            goto bad;
+        }
+        if (!PyArg_ParseTuple(item, "ii;Trace.vjp: a chain store is (layer, position)", &layer, &pos))
+            goto bad;
+        ints[nb + k] = layer;
+        ints[nb + ns + k] = pos;
+    }
+    rc = 0;
+    goto done;
+bad:
+    PyMem_Free(ints);
+done:
+    Py_XDECREF(bounds);
+    Py_XDECREF(keep);
+    Py_XDECREF(stores);
+    return rc;
+}
+
+/* Trace.vjp(outputs, cotangents, wrt, first, chain=None) -> list of
+ * Tracers: appends the reverse-mode gradient (csrc/autodiff.c); nodes older
+ * than `first` are constants.  `chain` is a binomial checkpointing schedule
+ * (memory_budget's; see cj_chain_schedule). */
 static PyObject *trace_vjp(cj_py_trace *tr, PyObject *args)
 {
-    PyObject *outs_obj, *cts_obj, *wrt_obj;
+    PyObject *outs_obj, *cts_obj, *wrt_obj, *chain_obj = Py_None;
     int first;
-    if (!PyArg_ParseTuple(args, "OOOi:vjp", &outs_obj, &cts_obj, &wrt_obj, &first))
+    if (!PyArg_ParseTuple(args, "OOOi|O:vjp", &outs_obj, &cts_obj, &wrt_obj, &first, &chain_obj))
         return NULL;
     if (trace_check_live(tr, "vjp") < 0)
         return NULL;
     int *outs = NULL, *cts = NULL, *wrt = NULL, *grads = NULL;
+    cj_chain_schedule chain = {0};
+    bool has_chain = false;
     PyObject *result = NULL;
     Py_ssize_t nouts = tracer_ids(tr, outs_obj, "output", &outs);
     Py_ssize_t ncts = nouts < 0 ? -1 : tracer_ids(tr, cts_obj, "cotangent", &cts);
@@ -1074,8 +1143,14 @@ static PyObject *trace_vjp(cj_py_trace *tr, PyObject *args)
         PyErr_NoMemory();
         goto done;
     }
+    if (chain_obj != Py_None) {
+        if (chain_schedule_from(chain_obj, &chain) < 0)
+            goto done;
+        has_chain = true;
+    }
     cj_error err = {0};
-    if (cj_autodiff_vjp(tr->graph, first, outs, cts, (int)nouts, wrt, (int)nwrt, grads, &err) != CJ_OK) {
+    if (cj_autodiff_vjp_scheduled(tr->graph, first, outs, cts, (int)nouts, wrt, (int)nwrt, grads,
+                                  has_chain ? &chain : NULL, &err) != CJ_OK) {
         cj_py_raise(&err);
         goto done;
     }
@@ -1092,6 +1167,8 @@ done:
     PyMem_Free(cts);
     PyMem_Free(wrt);
     PyMem_Free(grads);
+    if (has_chain)
+        PyMem_Free((void *)chain.bound);
     return result;
 }
 
@@ -1313,7 +1390,7 @@ static PyMethodDef trace_methods[] = {
     {"mark", (PyCFunction)trace_mark, METH_NOARGS,
      "mark($self, /)\n--\n\nThe id the next node will get."},
     {"vjp", (PyCFunction)trace_vjp, METH_VARARGS,
-     "vjp($self, outputs, cotangents, wrt, first, /)\n--\n\nAppends the reverse-mode gradient."},
+     "vjp($self, outputs, cotangents, wrt, first, chain=None, /)\n--\n\nAppends the reverse-mode gradient."},
     {"jvp", (PyCFunction)trace_jvp, METH_VARARGS,
      "jvp($self, wrt, tangents, outputs, first, /)\n--\n\nAppends the forward-mode tangents."},
     {"batch", (PyCFunction)trace_batch, METH_VARARGS,

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _cjit, _tree
 from .errors import ConcretizationError
+from ._budget import take_forced_chain
 from .api import Jitted, _output_tracer, current_trace, forced_remat, request_memory_budget
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -118,7 +119,8 @@ def _value_and_grad_traced(fun, argnums, single, has_aux, who, args, kwargs, mem
     force = forced_remat()
     if force:
         trace.force_remat(force)
-    grads = trace.vjp([out], [one], wrt, first)
+    chain = take_forced_chain(first)   # memory_budget's binomial schedule, if it chose one
+    grads = trace.vjp([out], [one], wrt, first, chain)
     trees, k = [], 0
     for treedef, proxies in parts:
         trees.append(_tree.unflatten(treedef, grads[k:k + len(proxies)]))
