@@ -81,8 +81,9 @@ pip_record=$venv/.cjit-pip
 # 0.3.21 takes processors newer than itself for a Pentium 4 and runs its
 # SSE3 kernels, 4-5x slower.
 # scipy: a reference the tests compare cjit.scipy's special functions and
-# distributions against (cjit itself does not import it).
-packages=("numpy>=2" scipy-openblas32 pytest hypothesis scipy "setuptools>=64" wheel "${extras[@]}")
+# distributions against; scikit-learn: the digits data the ported examples
+# train on (tests/test_ported_examples.py).  cjit itself imports neither.
+packages=("numpy>=2" scipy-openblas32 pytest hypothesis scipy scikit-learn "setuptools>=64" wheel "${extras[@]}")
 missing=()
 for p in "${packages[@]}"; do
     grep -qxF -- "$p" "$pip_record" 2>/dev/null || missing+=("$p")
