@@ -86,7 +86,7 @@ pip_record=$venv/.cjit-pip
 packages=("numpy>=2" scipy-openblas32 pytest hypothesis scipy scikit-learn "setuptools>=64" wheel "${extras[@]}")
 missing=()
 for p in "${packages[@]}"; do
-    grep -qxF -- "$p" "$pip_record" 2>/dev/null || missing+=("$p")
+    grep -qxF -- "$p" "$pip_record" 2>/dev/null || [[ " ${missing[*]-} " == *" $p "* ]] || missing+=("$p")
 done
 if ((${#missing[@]})); then
     log "pip install ${missing[*]}"
