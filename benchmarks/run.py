@@ -31,6 +31,10 @@ for _var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
 # (OpenBLAS's minimum) puts them to sleep at once; NumPy's own times do not
 # change (measured: 1024^3 float32, 11.5 ms either way).
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# The "first call (compile)" rows time compiles: the persistent compile cache
+# would serve them from disk after the first run (its own benchmark is
+# benchmarks/bench_disk_cache.py), so it is off here.
+os.environ["CJIT_CACHE"] = "0"
 
 import argparse  # noqa: E402
 import concurrent.futures  # noqa: E402
