@@ -356,7 +356,7 @@ static void get_kernel(cj_rbuf *r, cj_kernel *k, int nbuffers, int nnodes) {
         x->dtype = (cj_dtype)cj_get_int(r, 0, CJ_NUM_DTYPES - 1);
         x->nargs = (int)cj_get_int(r, 0, 3);
         for (int a = 0; a < 3; a++) x->args[a] = (int)cj_get_int(r, 0, e > 0 ? e - 1 : 0);
-        if (x->nargs > e) r->bad = true; /* arguments are earlier expressions */
+        if (x->nargs > 0 && e == 0) r->bad = true; /* arguments are earlier expressions (x * x names one twice) */
         x->buffer = (int)cj_get_int(r, x->kind == CJ_EX_LOAD ? 0 : INT_MIN, nbuffers - 1);
         get_affine(r, &x->index);
         x->fvalue = cj_get_f64(r);

@@ -500,3 +500,22 @@ def test_a_hit_marks_the_entry_used_by_the_end_of_the_process(tmp_path):
     (used,), = conn.execute("SELECT used FROM entries").fetchall()
     conn.close()
     assert used > 1
+
+
+def test_an_expression_reading_one_value_twice_loads_from_disk(tmp_path):
+    # x * x names one expression twice in a kernel; the entry's reader took
+    # that for a reference past the expressions read so far, threw the entry
+    # away and compiled again in every process (the digits demo's Adam step)
+    code = """
+        import json, warnings, numpy as np, cjit, cjit.numpy as cnp
+        warnings.simplefilter("error")
+        x = np.linspace(-1, 1, 1000)
+        f = cjit.jit(lambda x: x * x + cnp.exp(x) * cnp.exp(x))
+        r = f(x)
+        print("RESULT " + json.dumps({"info": cjit.cache_info(), "r": r.tobytes().hex()}))
+    """
+    cold = result(run(code, tmp_path / "c"))
+    warm = result(run(code, tmp_path / "c"))
+    assert cold["info"]["disk_misses"] == 1
+    assert warm["info"]["disk_hits"] == 1 and warm["info"]["disk_misses"] == 0
+    assert warm["r"] == cold["r"]
