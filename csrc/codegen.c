@@ -466,6 +466,7 @@ static LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype 
     case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
     case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
     case CJ_OP_MATMUL: case CJ_NUM_OPS:
+    case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_RESULT:
         break;
     }
     cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s in a kernel", cj_op_name(op));
@@ -549,6 +550,7 @@ static LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueR
     case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT:
     case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
     case CJ_OP_MATMUL: case CJ_NUM_OPS:
+    case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_RESULT:
         return cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a reduction", cj_op_name(op)), NULL;
     }
     /* sums and products may be reassociated, which lets them vectorize */
@@ -1268,6 +1270,10 @@ static cj_status codegen_kernels(const cj_plan *plan, LLVMModuleRef mod, const c
 /* See codegen.h. */
 cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const char *prefix,
                                    cj_target target, cj_error *err) {
+    for (int k = 0; target == CJ_TARGET_NVPTX && k < plan->nkernels; k++)
+        if (plan->kernels[k].loop)
+            return cj_error_set(err, CJ_ERR_VALUE, "cuda: %s (cjit.lax control flow) runs on the CPU only for now",
+                                plan->kernels[k].label ? plan->kernels[k].label : "a loop");
     return codegen_kernels(plan, mod, prefix, target, NULL, err);
 }
 

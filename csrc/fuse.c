@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "fuse.h"
+#include "loops.h"
 
 /* See fuse.h. */
 void fuse_contiguous_strides(const cj_shape *s, int64_t *strides) {
@@ -92,6 +93,7 @@ static bool end_kernel(fuser *f, int value_expr) {
     if (value_expr < 0) {
         free(k->exprs);
         free(k->also);
+        cj_loop_plan_free(k->loop);
         memset(k, 0, sizeof *k);
         f->k = NULL;
         return false;
@@ -246,6 +248,9 @@ static bool emit_node(fuser *f, int node, int buf) {
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE:
     case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE:
         break;
+    case CJ_OPKIND_REGION: /* built by emit_region */
+        cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s built as a value", cj_op_name(node_at(f, node)->op));
+        return false;
     }
     return emit_elementwise(f, node, buf);
 }
@@ -255,6 +260,7 @@ static void plan_reset(cj_plan *p) {
         free(p->kernels[i].exprs);
         free(p->kernels[i].label);
         free(p->kernels[i].also);
+        cj_loop_plan_free(p->kernels[i].loop);
     }
     p->nkernels = 0;
     p->nbuffers = 0;
@@ -298,6 +304,61 @@ static bool emit_set(fuser *f, int set, const int *out_of) {
     return true;
 }
 
+/* The kernel of region node `node` (a scan, while or cond): it loads each
+ * input (so that liveness sees its reads), stores into a workspace (the
+ * bodies' temporaries and second carry buffers, sized by cj_loops_lower)
+ * and into one buffer per result read by a RESULT node.  The runtime runs
+ * its bodies; nothing is generated for it. */
+static bool emit_region(fuser *f, int node, int *out_of) {
+    const cj_graph *g = f->g;
+    const cj_node *n = node_at(f, node);
+    cj_body *b = cj_region_body(g, n);
+    cj_loop_plan *L = b ? cj_loop_plan_new(b, n->ninputs) : NULL;
+    if (!L) return cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory"), false;
+    int work = add_buffer(f, CJ_BUF_TEMP, -1, node);
+    if (work < 0) return cj_loop_plan_free(L), false;
+    L->work_buf = work;
+    for (int a = 0; a < n->ninputs; a++) L->in_buf[a] = f->node_buf[n->inputs[a]];
+    for (int i = node + 1; i < g->nnodes; i++) {
+        const cj_node *r = &g->nodes[i];
+        if (r->op != CJ_OP_RESULT || r->inputs[0] != node || !f->root[i]) continue;
+        int k = r->attrs.index;
+        if (L->out_buf[k] >= 0) { /* a second RESULT of one value: a copy of the first */
+            f->node_buf[i] = L->out_buf[k];
+            out_of[i] = -1;
+            continue;
+        }
+        int buf = out_of[i] >= 0 ? add_buffer(f, CJ_BUF_OUTPUT, out_of[i], i) : add_buffer(f, CJ_BUF_TEMP, -1, i);
+        if (buf < 0) return cj_loop_plan_free(L), false;
+        L->out_buf[k] = f->node_buf[i] = buf;
+    }
+    int64_t one = 1;
+    cj_kernel *k = begin_kernel(f, node, 1, &one);
+    if (!k) return cj_loop_plan_free(L), false;
+    k->loop = L;
+    k->out_buffer = work;
+    int e = -1;
+    for (int a = 0; a < n->ninputs; a++) {
+        if (L->in_buf[a] < 0) {
+            cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: an input of %s has no buffer", cj_op_name(n->op));
+            return end_kernel(f, -1);
+        }
+        cj_expr ld = {.kind = CJ_EX_LOAD, .dtype = f->plan->buffers[L->in_buf[a]].dtype, .buffer = L->in_buf[a]};
+        if ((e = fuse_add_expr(f, &ld)) < 0) return end_kernel(f, -1);
+    }
+    if (e < 0) {
+        cj_expr zero = {.kind = CJ_EX_CONST, .dtype = CJ_FLOAT32};
+        if ((e = fuse_add_expr(f, &zero)) < 0) return end_kernel(f, -1);
+    }
+    if (!(k->also = calloc((size_t)L->nresults + 1, sizeof(cj_store))))
+        return cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory"), end_kernel(f, -1);
+    for (int r = 0; r < L->nresults; r++)
+        if (L->out_buf[r] >= 0) k->also[k->nalso++] = (cj_store){.expr = e, .buffer = L->out_buf[r], .node = f->plan->buffers[L->out_buf[r]].node};
+    fuse_append_label(f, cj_op_name(n->op));
+    f->node_buf[node] = work;
+    return end_kernel(f, e);
+}
+
 /* One attempt at building every kernel; returns the node that must be
  * materialized before trying again, -1 when done, -2 on error. */
 static int fuse_attempt(fuser *f) {
@@ -327,6 +388,11 @@ static int fuse_attempt(fuser *f) {
     }
     for (int i = 0; i < g->nnodes; i++) {
         if (!f->root[i]) continue;
+        if (cj_op_kind(g->nodes[i].op) == CJ_OPKIND_REGION) {
+            /* a region writes its results' buffers; a result needs nothing more */
+            if (g->nodes[i].op != CJ_OP_RESULT && !emit_region(f, i, out_of)) goto fail;
+            continue;
+        }
         int set = fuse_set_find(f, i);
         if (f->set_pos[set] != i) continue; /* built with the set's last member */
         if (f->set_size[set] > 1) {

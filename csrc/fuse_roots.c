@@ -24,6 +24,7 @@ static bool reads_at_own_index(const cj_node *c) {
     case CJ_OPKIND_CAST: case CJ_OPKIND_REDUCE:
         return true;
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_MATMUL:
+    case CJ_OPKIND_REGION:
         return false;
     }
     return false;
@@ -74,7 +75,7 @@ static bool elementwise_root(const cj_node *nd) {
     case CJ_OPKIND_CAST:
         return true;
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_REDUCE:
-    case CJ_OPKIND_MATMUL:
+    case CJ_OPKIND_MATMUL: case CJ_OPKIND_REGION:
         return false;
     }
     return false;
@@ -212,6 +213,14 @@ void fuse_choose_roots(fuser *f, const bool *live, bool enabled) {
         cj_opkind kind = cj_op_kind(nd->op);
         bool computes = kind != CJ_OPKIND_SOURCE && kind != CJ_OPKIND_MOVE && !cj_op_has_flag(nd->op, CJ_OPF_IDENTITY);
         if (nd->op == CJ_OP_PARAM || nd->op == CJ_OP_ARRAY) continue;
+        if (kind == CJ_OPKIND_REGION) { /* a kernel boundary: its bodies read and write whole buffers */
+            f->root[i] = true;
+            for (int a = 0; a < nd->ninputs; a++)
+                if (g->nodes[nd->inputs[a]].op != CJ_OP_PARAM && g->nodes[nd->inputs[a]].op != CJ_OP_ARRAY)
+                    f->root[nd->inputs[a]] = true;
+            if (counts) cost[i] = 0;
+            continue;
+        }
         if (!enabled) {
             f->root[i] = nd->op != CJ_OP_CONSTANT && nd->op != CJ_OP_IOTA;
             continue;

@@ -9,6 +9,7 @@
  * found before any node is appended, so a failed builder leaves no
  * half-built nodes behind (except where memory runs out midway). */
 #include "graph.h"
+#include "regions.h"
 
 #include <limits.h>
 #include <math.h>
@@ -273,6 +274,9 @@ void cj_graph_free(cj_graph *g)
     free(g->locs);
     free(g->regions);
     free(g->force_remat);
+    for (int i = 0; i < g->nbodies; i++)
+        cj_body_unref(g->bodies[i]);
+    free(g->bodies);
     cj_arena_free(&g->arena);
     free(g);
 }
@@ -286,6 +290,7 @@ int64_t cj_graph_heap_bytes(const cj_graph *g)
            + cj_heap_bytes(g->locs, (size_t)g->locs_cap * sizeof *g->locs)
            + cj_heap_bytes(g->regions, (size_t)g->regions_cap * sizeof *g->regions)
            + cj_heap_bytes(g->force_remat, (size_t)g->nforce_remat * sizeof *g->force_remat)
+           + cj_bodies_heap_bytes(g)
            + cj_arena_heap_bytes(&g->arena);
 }
 
@@ -508,6 +513,8 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
         }
         return r == s->rank ? NULL : "reduced shape is wrong";
     }
+    case CJ_OPKIND_REGION:
+        return cj_region_check(g, n);
     case CJ_OPKIND_MATMUL: {
         const cj_shape *a = &in[0]->shape, *b = &in[1]->shape;
         int r = s->rank;
@@ -584,7 +591,7 @@ int cj_graph_append(cj_graph *g, const cj_node *proto, cj_error *err)
     if (!shape_check(g, opname, &proto->shape, proto->loc, err))
         return -1;
     int arity = cj_op_arity(proto->op);
-    int lo = arity < 0 ? 2 : arity, hi = arity < 0 ? INT_MAX : arity;
+    int lo = arity >= 0 ? arity : cj_op_kind(proto->op) == CJ_OPKIND_REGION ? 0 : 2, hi = arity < 0 ? INT_MAX : arity;
     if (proto->ninputs < lo || proto->ninputs > hi || (proto->ninputs > 0 && proto->inputs == NULL))
         return fail(g, err, CJ_ERR_INTERNAL, opname, proto->loc, "takes %d to %d inputs, got %d", lo,
                     hi, proto->ninputs);

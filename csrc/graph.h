@@ -19,7 +19,8 @@ typedef enum {
 typedef enum {
     CJ_OPKIND_SOURCE, CJ_OPKIND_UNARY, CJ_OPKIND_BINARY, CJ_OPKIND_COMPARE,
     CJ_OPKIND_SELECT, CJ_OPKIND_CAST, CJ_OPKIND_MOVE, CJ_OPKIND_CONCAT,
-    CJ_OPKIND_REDUCE, CJ_OPKIND_MATMUL
+    CJ_OPKIND_REDUCE, CJ_OPKIND_MATMUL,
+    CJ_OPKIND_REGION    /* control flow: scan, while, cond and their results (regions.h) */
 } cj_opkind;
 
 /* Op flags (the flags column of ops.def, which says what each means). */
@@ -138,6 +139,9 @@ typedef struct {
                          * recompute these in any backward pass (memory_budget) */
     int nforce_remat;
     int backward_start; /* first node appended by a vjp, or -1 */
+    struct cj_body **bodies; /* malloc'd: the sub-graphs of control-flow nodes (regions.h),
+                              * each held by a reference; a node's attrs.index names one */
+    int nbodies, bodies_cap;
 } cj_graph;
 
 cj_graph *cj_graph_new(void);             /* NULL when out of memory */

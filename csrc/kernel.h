@@ -72,6 +72,8 @@ typedef struct {
     cj_gemm gemm;           /* on: a BLAS call runs this kernel, not a loop nest */
     cj_store *also;         /* the other values it stores (multi-output), or NULL */
     int nalso;
+    struct cj_loop_plan *loop; /* a scan, while or cond node: the runtime runs its bodies
+                                * (loops.h); no code of its own.  Owned. */
 } cj_kernel;
 
 /* Does kernel k store into buffer b (its output or one of its others)? */

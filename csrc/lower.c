@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "group.h"
+#include "loops.h"
 #include "lower.h"
 #include "simplify.h"
 
@@ -99,6 +100,8 @@ static cj_status pass_fuse(cj_lowered *l, const cj_lower_options *o, bool enable
     l->fused = enabled;
     /* the target marks the kernels a library runs (the CPU's BLAS) */
     if (st == CJ_OK && o && o->mark_library_calls) o->mark_library_calls(&l->plan);
+    /* control flow: each loop's bodies are lowered as graphs of their own */
+    if (st == CJ_OK) st = cj_loops_lower(&l->plan, o, err);
     return st;
 }
 

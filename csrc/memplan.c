@@ -201,7 +201,7 @@ static bool output_fits_donor(const cj_buffer *y, const cj_buffer *x) {
 static void store_in_place(cj_plan *p, const plan_facts *f, bool *hosts, int k, int y, const cj_affine *at) {
     const cj_kernel *kern = &p->kernels[k];
     cj_buffer *Y = &p->buffers[y];
-    if (kern->reduced || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1) return;
+    if (kern->loop || kern->reduced || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1) return;
     if (Y->kind != CJ_BUF_TEMP && Y->kind != CJ_BUF_OUTPUT) return;
     /* pass -1: an output over the donated argument of its own slot (a train
      * step's new parameters over the old ones, when the outputs' tree starts

@@ -13,6 +13,7 @@
 
 #include "blas.h"
 #include "executable.h"
+#include "loops.h"
 #include "plan_io.h"
 
 /* flops: one per arithmetic expression per loop point; bytes: every
@@ -66,7 +67,12 @@ cj_executable *cj_compile(const cj_graph *src, cj_error *err) { return cj_compil
  * lines) and the executable's own arrays, each block as the allocator
  * holds it.  This is what cache limits (max_code_bytes) bound. */
 static int64_t held_bytes(const cj_executable *x) {
-    return cj_jit_code_bytes(x->code) + cj_plan_heap_bytes(&x->plan) + cj_graph_heap_bytes(x->graph)
+    int64_t bodies = 0;
+    for (int k = 0; k < x->plan.nkernels; k++) {
+        const cj_loop_plan *L = x->plan.kernels[k].loop;
+        for (int j = 0; L && j < L->body->ngraphs; j++) bodies += L->exe[j] ? L->exe[j]->held_bytes : 0;
+    }
+    return bodies + cj_jit_code_bytes(x->code) + cj_plan_heap_bytes(&x->plan) + cj_graph_heap_bytes(x->graph)
            + cj_heap_bytes(x, sizeof *x)
            + cj_heap_bytes(x->kernels, ((size_t)x->plan.nkernels + 1) * sizeof(cj_kernel_fn))
            + cj_heap_bytes(x->groups, ((size_t)x->plan.ngroups + 1) * sizeof(cj_kernel_fn));
@@ -83,20 +89,59 @@ cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, 
     return cj_compile_keeping(src, donated, ndonated, cancel, false, err);
 }
 
-/* See pipeline.h. */
-cj_executable *cj_compile_keeping(const cj_graph *src, const bool *donated, int ndonated, const cj_cancel *cancel,
-                                  bool keep_objects, cj_error *err) {
-    cj_lower_options o = {.donated = donated, .ndonated = ndonated, .cancel = cancel,
-                          .mark_library_calls = cj_blas_plan};
-    cj_lowered l;
-    if (cj_lower(src, &o, &l, err) != CJ_OK) return NULL;
+static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool keep_objects, cj_error *err);
+
+/* Compiles the bodies of x's loop kernels (control flow, loops.h) into
+ * executables of their own, which the loop plans hold. */
+static cj_status compile_loops(cj_executable *x, const cj_cancel *cancel, cj_error *err) {
+    for (int k = 0; k < x->plan.nkernels; k++) {
+        cj_loop_plan *L = x->plan.kernels[k].loop;
+        if (!L) continue;
+        x->has_loops = true;
+        L->free_exe = cj_executable_free;
+        for (int j = 0; j < L->body->ngraphs; j++) {
+            L->exe[j] = from_lowered(&L->lowered[j], cancel, false, err);
+            if (!L->exe[j]) return err->status;
+            L->exe[j]->nested = true;
+            L->plans[j] = &L->exe[j]->plan;
+        }
+    }
+    return CJ_OK;
+}
+
+/* The work of x's loops: a scan's body times its trip count, a while
+ * loop's once (its trip count is unknown), a cond's largest branch. */
+static void count_loop_costs(cj_executable *x) {
+    for (int k = 0; k < x->plan.nkernels; k++) {
+        const cj_loop_plan *L = x->plan.kernels[k].loop;
+        if (!L) continue;
+        int64_t flops = 0, bytes = 0;
+        for (int j = 0; j < L->body->ngraphs; j++) {
+            const cj_executable *b = L->exe[j];
+            if (L->body->op == CJ_OP_COND) {
+                if (b->flops > flops) flops = b->flops;
+                if (b->bytes_accessed > bytes) bytes = b->bytes_accessed;
+            } else {
+                flops += b->flops;
+                bytes += b->bytes_accessed;
+            }
+        }
+        int64_t times = L->body->op == CJ_OP_SCAN ? L->body->length : 1;
+        x->flops += flops * times;
+        x->bytes_accessed += bytes * times;
+    }
+}
+
+/* An executable made of what l holds (moved out of it: l is left empty). */
+static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool keep_objects, cj_error *err) {
     cj_executable *x = calloc(1, sizeof *x);
     if (!x) {
-        cj_lowered_free(&l);
+        cj_lowered_free(l);
         return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
     }
-    x->graph = l.graph; /* the executable owns what was lowered */
-    x->plan = l.plan;
+    x->graph = l->graph; /* the executable owns what was lowered */
+    x->plan = l->plan;
+    memset(l, 0, sizeof *l);
     x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
     x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
     if (!x->kernels || !x->groups) {
@@ -106,13 +151,26 @@ cj_executable *cj_compile_keeping(const cj_graph *src, const bool *donated, int 
     dump_graph_and_plan(x);
     if (cj_jit_compile_keeping(&x->plan, x->kernels, x->groups, &x->code, cancel, keep_objects, err) != CJ_OK)
         goto fail;
+    if (compile_loops(x, cancel, err) != CJ_OK) goto fail;
     count_costs(x);
+    count_loop_costs(x);
     x->held_bytes = held_bytes(x);
-    cj_stats_compile(x->held_bytes);
     return x;
 fail:
     cj_executable_free(x);
     return NULL;
+}
+
+/* See pipeline.h. */
+cj_executable *cj_compile_keeping(const cj_graph *src, const bool *donated, int ndonated, const cj_cancel *cancel,
+                                  bool keep_objects, cj_error *err) {
+    cj_lower_options o = {.donated = donated, .ndonated = ndonated, .cancel = cancel,
+                          .mark_library_calls = cj_blas_plan};
+    cj_lowered l;
+    if (cj_lower(src, &o, &l, err) != CJ_OK) return NULL;
+    cj_executable *x = from_lowered(&l, cancel, keep_objects, err);
+    if (x) cj_stats_compile(x->held_bytes);
+    return x;
 }
 
 /* See pipeline.h. */
@@ -134,6 +192,7 @@ static const char entry_magic[8] = {'c', 'j', 'i', 't', 'e', 'x', 'e', 0};
 
 /* See pipeline.h. */
 cj_status cj_executable_serialize(cj_executable *x, uint8_t **out, size_t *len, cj_error *err) {
+    if (x->has_loops) return cj_error_set(err, CJ_ERR_VALUE, "serialize: control flow is not saved to the disk cache");
     cj_jit_objects *o = cj_jit_code_take_objects(x->code);
     if (!o) return cj_error_set(err, CJ_ERR_VALUE, "serialize: the executable kept no object files");
     cj_wbuf w = {0};
@@ -259,7 +318,7 @@ cj_status cj_graph_key_bytes(const cj_graph *g, uint8_t **out, size_t *len, cj_e
 /* See pipeline.h. */
 void cj_executable_free(cj_executable *x) {
     if (!x) return;
-    if (x->code) cj_stats_code_freed(x->held_bytes);
+    if (x->code && !x->nested) cj_stats_code_freed(x->held_bytes);
     cj_jit_code_free(x->code);
     cj_plan_free(&x->plan);
     if (x->graph) cj_graph_free(x->graph);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernel.h"
+#include "loops.h"
 
 /* See kernel.h. */
 int cj_kernel_long_math(const cj_kernel *k) {
@@ -68,7 +69,7 @@ bool cj_kernel_needs_identity(const cj_kernel *k) { return k->reduced != 0 && !k
 
 /* See kernel.h. */
 bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
-    if (k->gemm.on || k->reduced || k->nalso || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD) return false;
+    if (k->loop || k->gemm.on || k->reduced || k->nalso || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD) return false;
     if (p->buffers[k->exprs[0].buffer].dtype != p->buffers[k->out_buffer].dtype) return false;
     int64_t points = 1;
     for (int d = 0; d < k->rank; d++) points *= k->dims[d];
@@ -97,6 +98,7 @@ void cj_plan_free(cj_plan *plan) {
         free(plan->kernels[i].exprs);
         free(plan->kernels[i].label);
         free(plan->kernels[i].also);
+        cj_loop_plan_free(plan->kernels[i].loop);
     }
     free(plan->kernels);
     free(plan->groups);
@@ -198,6 +200,20 @@ char *cj_plan_to_text(const cj_plan *p) {
             if (!seen) put(&t, " buf%d", kern->exprs[e].buffer), nreads++;
         }
         put(&t, "%s\n", nreads ? "" : " (nothing)");
+        for (int j = 0; kern->loop && j < kern->loop->body->ngraphs; j++) {
+            /* a loop's bodies: their own plans, indented */
+            const cj_body *b = kern->loop->body;
+            const char *what = b->op == CJ_OP_SCAN ? "body" : b->op == CJ_OP_COND ? "branch" : j == 0 ? "cond" : "body";
+            put(&t, "      %s %d%s:\n", what, j,
+                b->op == CJ_OP_SCAN ? (b->reverse ? " (reversed rows)" : "") : "");
+            char *inner = kern->loop->plans[j] ? cj_plan_to_text(kern->loop->plans[j]) : NULL;
+            for (char *line = inner, *end; line && *line; line = end + (*end != 0)) {
+                end = strchr(line, '\n');
+                if (!end) end = line + strlen(line);
+                put(&t, "      | %.*s\n", (int)(end - line), line);
+            }
+            free(inner);
+        }
     }
     put(&t, "buffers:\n");
     bool *backward_reads = read_by_backward(p);

@@ -531,7 +531,15 @@ static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *unused)
     return PyLong_FromLongLong(peak);
 }
 
+static PyObject *lowered_get_control_flow(cj_py_lowered *lw, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(lw->graph && lw->graph->nbodies > 0);
+}
+
 static PyGetSetDef lowered_getset[] = {
+    {"has_control_flow", (getter)lowered_get_control_flow, NULL,
+     "the graph holds cjit.lax control flow (not saved to the disk cache)", NULL},
     {"nparams", (getter)lowered_get_nparams, NULL, "number of positional parameters", NULL},
     {"narrays", (getter)lowered_get_narrays, NULL, "number of closed-over arrays", NULL},
     {"noutputs", (getter)lowered_get_noutputs, NULL, "number of outputs", NULL},

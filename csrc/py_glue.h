@@ -143,6 +143,16 @@ int cj_py_executable_parts(PyObject *obj, cj_executable **x, PyObject **arrays);
  * cuda_device_info() and cuda_put() to module m.  0 or -1. */
 int cj_py_cuda_init(PyObject *m);
 
+/* A new Tracer for node id of the live trace tr (py_tracer.c). */
+PyObject *cj_py_tracer_new(cj_py_trace *tr, int id);
+/* The location id of the user's current line in g, -1 if none (py_tracer.c). */
+int cj_py_current_loc(cj_graph *g);
+
+/* ---- control flow (py_lax.c) ------------------------------------------- */
+
+/* Adds lax_region() to module m.  0 or -1. */
+int cj_py_lax_init(PyObject *m);
+
 /* ---- BLAS (py_blas.c) -------------------------------------------------- */
 
 /* Adds blas_library() and the BLAS setup functions to module m.  0 or -1. */

@@ -57,6 +57,10 @@ static PyObject *tracer_wrap(cj_py_trace *tr, int id)
     return (PyObject *)t;
 }
 
+/* See py_glue.h. */
+PyObject *cj_py_tracer_new(cj_py_trace *tr, int id) { return tracer_wrap(tr, id); }
+int cj_py_current_loc(cj_graph *g) { return current_loc(g); }
+
 /* The tracer's "file:line" (borrowed, valid while the tracer lives). */
 static const char *tracer_loc_str(const cj_py_tracer *t)
 {
@@ -99,7 +103,9 @@ static PyObject *concretization_error(const cj_py_tracer *t, const char *what)
                  "available while tracing, so Python control flow (if, while), bool(), int(), "
                  "float() and indexing with a traced value cannot work. If the value depends "
                  "only on arguments known when tracing, mark them static with static_argnums "
-                 "or static_argnames; for an elementwise choice use cjit.numpy.where.",
+                 "or static_argnames; for an elementwise choice use cjit.numpy.where; for a branch "
+                 "or a loop on traced values use cjit.lax.cond, cjit.lax.switch, cjit.lax.while_loop, "
+                 "cjit.lax.fori_loop or cjit.lax.scan.",
                  what, d);
     return NULL;
 }
@@ -755,6 +761,9 @@ static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs
     case CJ_OPKIND_MATMUL:
         id = cj_build_matmul(g, xs[0], xs[1], loc, &err);
         break;
+    case CJ_OPKIND_REGION:
+        PyErr_Format(PyExc_TypeError, "apply('%s'): control flow is built by cjit.lax, not by apply", opname);
+        return -1;
     case CJ_OPKIND_MOVE:
         if (op == CJ_OP_TRANSPOSE) {
             int64_t p64[CJ_MAX_RANK];

@@ -337,6 +337,93 @@ static bool poll_says_stop(const cj_run_poll *poll, int64_t *next_ns) {
     return poll->stop(poll->ctx);
 }
 
+/* Points every buffer slot of plan p at its argument, output, arena offset
+ * or host (in-place updates, temporaries and outputs in donated arguments
+ * reuse a host's bytes; a host may itself live in another: a value
+ * computed straight into an output that lives in a donated argument). */
+static void bind_slots(const cj_plan *p, void **slots, void *const *params, void *const *arrays,
+                       void *const *outputs, char *arena) {
+    for (int b = 0; b < p->nbuffers; b++) {
+        const cj_buffer *buf = &p->buffers[b];
+        switch (buf->kind) {
+        case CJ_BUF_PARAM: slots[b] = params[buf->slot]; break;
+        case CJ_BUF_ARRAY: slots[b] = arrays[buf->slot]; break;
+        case CJ_BUF_OUTPUT: slots[b] = outputs[buf->slot]; break;
+        case CJ_BUF_TEMP: slots[b] = arena + buf->offset; break;
+        }
+    }
+    for (int b = 0; b < p->nbuffers; b++) {
+        int64_t offset = 0;
+        int host = b;
+        while (p->buffers[host].alias_of >= 0) {
+            offset += p->buffers[host].offset;
+            host = p->buffers[host].alias_of;
+        }
+        if (host != b) slots[b] = (char *)slots[host] + offset;
+    }
+}
+
+/* See executable.h. */
+bool cj_runtime_poll(const cj_run_poll *poll, int64_t *next_ns) { return poll && poll_says_stop(poll, next_ns); }
+
+/* Runs x's groups in order on bound slots. */
+static cj_status run_groups(cj_executable *x, void *const *slots, const cj_run_poll *poll, cj_error *err) {
+    const cj_plan *p = &x->plan;
+    int64_t next_poll_ns = 0;
+    if (x->flops + x->bytes_accessed < POLL_MIN_WORK && !x->has_loops) poll = NULL;
+    for (int g = 0; g < p->ngroups; g++) {
+        if (g > 0 && poll && poll_says_stop(poll, &next_poll_ns)) {
+            cj_stats_cancelled();
+            return cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped between kernels");
+        }
+        const cj_group *grp = &p->groups[g];
+        if (x->groups[g]) {
+            /* stages sharing their rows: the driver runs them block by block */
+            int64_t points = 0;
+            for (int k = grp->first; k < grp->first + grp->count; k++) {
+                int64_t n = 1;
+                for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
+                points += n;
+            }
+            parallel_for(x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, p->kernels[grp->first].gemm.on,
+                         slots);
+            continue;
+        }
+        int k = grp->first;
+        const cj_kernel *kern = &p->kernels[k];
+        if (kern->loop) { /* a scan, while or cond: its bodies run (loops_rt.c) */
+            cj_status st = cj_loop_run(p, kern, slots, poll, err);
+            if (st != CJ_OK) return st;
+            continue;
+        }
+        if (!x->kernels[k]) { /* a small copy, not compiled (jit_cpu.c, cj_kernel_is_small_copy) */
+            run_small_copy(p, kern, slots);
+            continue;
+        }
+        if (cj_kernel_needs_identity(kern))
+            cj_rt_fill_identity(slots[kern->out_buffer], 0, cj_shape_numel(&p->buffers[kern->out_buffer].shape),
+                                p->buffers[kern->out_buffer].dtype, kern->reduce_op);
+        int64_t points = 1;
+        for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
+        bool split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u);
+        parallel_for(x->kernels[k], kern->rank > 0 ? kern->dims[0] : 1, split, kern->gemm.on, slots);
+    }
+    return CJ_OK;
+}
+
+/* See executable.h. */
+cj_status cj_runtime_run_in(cj_executable *x, void *const *params, void *const *outputs, char *arena,
+                            const cj_run_poll *poll, cj_error *err) {
+    const cj_plan *p = &x->plan;
+    void *stack_slots[64];
+    void **slots = p->nbuffers <= 64 ? stack_slots : malloc(sizeof(void *) * (size_t)p->nbuffers);
+    if (!slots) return cj_error_set(err, CJ_ERR_MEMORY, "run: out of memory");
+    bind_slots(p, slots, params, NULL, outputs, arena);
+    cj_status st = run_groups(x, slots, poll, err);
+    if (slots != stack_slots) free(slots);
+    return st;
+}
+
 /* See pipeline.h. */
 cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *arrays,
                             void *const *outputs, const cj_run_poll *poll, cj_error *err) {
@@ -358,63 +445,8 @@ cj_status cj_executable_run(cj_executable *x, void *const *params, void *const *
         }
         cj_stats_alloc(p->arena_bytes);
     }
-    for (int b = 0; b < p->nbuffers; b++) {
-        const cj_buffer *buf = &p->buffers[b];
-        switch (buf->kind) {
-        case CJ_BUF_PARAM: slots[b] = params[buf->slot]; break;
-        case CJ_BUF_ARRAY: slots[b] = arrays[buf->slot]; break;
-        case CJ_BUF_OUTPUT: slots[b] = outputs[buf->slot]; break;
-        case CJ_BUF_TEMP: slots[b] = arena + buf->offset; break;
-        }
-    }
-    /* in-place updates, temporaries and outputs in donated arguments reuse a
-     * host's bytes; a host may itself live in another (a value computed
-     * straight into an output that lives in a donated argument) */
-    for (int b = 0; b < p->nbuffers; b++) {
-        int64_t offset = 0;
-        int host = b;
-        while (p->buffers[host].alias_of >= 0) {
-            offset += p->buffers[host].offset;
-            host = p->buffers[host].alias_of;
-        }
-        if (host != b) slots[b] = (char *)slots[host] + offset;
-    }
-    int64_t next_poll_ns = 0;
-    cj_status st = CJ_OK;
-    if (x->flops + x->bytes_accessed < POLL_MIN_WORK) poll = NULL;
-    for (int g = 0; g < p->ngroups; g++) {
-        if (g > 0 && poll && poll_says_stop(poll, &next_poll_ns)) {
-            st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped between kernels");
-            cj_stats_cancelled();
-            break;
-        }
-        const cj_group *grp = &p->groups[g];
-        if (x->groups[g]) {
-            /* stages sharing their rows: the driver runs them block by block */
-            int64_t points = 0;
-            for (int k = grp->first; k < grp->first + grp->count; k++) {
-                int64_t n = 1;
-                for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
-                points += n;
-            }
-            parallel_for(x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, p->kernels[grp->first].gemm.on,
-                         slots);
-            continue;
-        }
-        int k = grp->first;
-        const cj_kernel *kern = &p->kernels[k];
-        if (!x->kernels[k]) { /* a small copy, not compiled (jit_cpu.c, cj_kernel_is_small_copy) */
-            run_small_copy(p, kern, slots);
-            continue;
-        }
-        if (cj_kernel_needs_identity(kern))
-            cj_rt_fill_identity(slots[kern->out_buffer], 0, cj_shape_numel(&p->buffers[kern->out_buffer].shape),
-                                p->buffers[kern->out_buffer].dtype, kern->reduce_op);
-        int64_t points = 1;
-        for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
-        bool split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u);
-        parallel_for(x->kernels[k], kern->rank > 0 ? kern->dims[0] : 1, split, kern->gemm.on, slots);
-    }
+    bind_slots(p, slots, params, arrays, outputs, arena);
+    cj_status st = run_groups(x, slots, poll, err);
     if (arena) {
         cj_runtime_block_free(arena, (size_t)p->arena_bytes);
         cj_stats_alloc(-p->arena_bytes);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "regions.h"
 #include "simplify.h"
 
 /* Do a and b (one op) agree in every attribute the op uses (ops.def's
@@ -84,6 +85,8 @@ cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
     int small[CJ_MAX_INPUTS > 3 ? CJ_MAX_INPUTS : 3], *ins = small; /* heap for a long concatenate */
     if (!live || !remap || !bucket || !g) goto oom;
     for (int b = 0; b < nbuckets; b++) bucket[b] = -1;
+    for (int b = 0; b < src->nbodies; b++) /* control flow's bodies keep their numbers */
+        if (cj_graph_add_body(g, src->bodies[b]) != b) goto oom;
 
     for (int j = 0; j < src->noutputs; j++) live[src->outputs[j]] = true;
     for (int i = n - 1; i >= 0; i--) {

@@ -52,6 +52,7 @@ from . import nn  # noqa: E402
 from . import tree_util  # noqa: E402
 from . import scipy  # noqa: E402
 from . import random  # noqa: E402
+from . import lax  # noqa: E402
 
 __version__ = "0.1.0"
 

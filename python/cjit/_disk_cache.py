@@ -370,7 +370,7 @@ def _evict(conn, limit):
 def compile(lowered, donate, name):
     """The Executable for C Lowered `lowered`: loaded from the disk cache
     when it holds one for this key, else compiled (and stored)."""
-    if not enabled():
+    if not enabled() or lowered.has_control_flow:
         return lowered.compile(donate=donate) if donate else lowered.compile()
     key, blob = _lookup(lowered, donate)
     if key is None:

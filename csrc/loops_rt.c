@@ -1,0 +1,154 @@
+/* loops_rt.c - running control flow: the real loop (or branch) around a
+ * region's compiled bodies (loops.h says where everything lives).
+ *
+ * scan:  iteration i reads the carries from where iteration i-1 wrote them
+ *        (iteration 0: the initial values, read in place), row i of each
+ *        xs by pointer, and writes the new carries into the other of two
+ *        buffers and row i of each stacked ys in place.  The two buffers
+ *        are the result's own and a spare in the workspace, chosen so that
+ *        the last iteration writes the result's: no copy at the end.
+ * while: the same, with the condition run first each time; the final
+ *        carries are copied into the results when the trip count's parity
+ *        left them in the spare (one copy per call).
+ * cond:  the branch index, clamped to the branches, picks the body that
+ *        reads the operands and writes the results.
+ * Every body's temporaries are at the start of the workspace, reused by
+ * every iteration. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "executable.h"
+#include "loops.h"
+
+#define MAX_ARGS 256 /* on the stack; more go to the heap */
+
+typedef struct {
+    void **params, **outputs;
+    void *small[2 * MAX_ARGS];
+    void *heap;
+} arg_lists;
+
+static bool args_init(arg_lists *a, int nparams, int noutputs) {
+    a->heap = NULL;
+    if (nparams + noutputs <= 2 * MAX_ARGS) {
+        a->params = a->small;
+    } else if (!(a->params = a->heap = malloc(sizeof(void *) * (size_t)(nparams + noutputs)))) {
+        return false;
+    }
+    a->outputs = a->params + nparams;
+    return true;
+}
+
+static int64_t nbytes_of(const cj_shape *s, cj_dtype dt) { return cj_shape_numel(s) * cj_dtype_size(dt); }
+
+/* Where result k of L lives in this call. */
+static char *result_at(const cj_loop_plan *L, void *const *slots, int k) {
+    return L->out_buf[k] >= 0 ? slots[L->out_buf[k]] : (char *)slots[L->work_buf] + L->dead_offset[k];
+}
+
+static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *slots, const cj_run_poll *poll, cj_error *err) {
+    const cj_body *b = L->body;
+    int nc = b->ncarry, nx = b->nxs, nk = b->nconsts, ny = b->nys;
+    char *work = slots[L->work_buf];
+    arg_lists a;
+    if (!args_init(&a, 1 + nc + nx + nk, nc + ny)) return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+    int32_t index = 0;
+    a.params[0] = &index;
+    for (int j = 0; j < nk; j++) a.params[1 + nc + nx + j] = slots[L->in_buf[nc + nx + j]];
+    int64_t n = b->length;
+    cj_status st = CJ_OK;
+    if (n == 0) { /* the carries come out as they went in */
+        for (int c = 0; c < nc; c++)
+            memmove(result_at(L, slots, c), slots[L->in_buf[c]], (size_t)nbytes_of(&b->result_shape[c], b->result_dtype[c]));
+        goto done;
+    }
+    int64_t next_poll = 0;
+    for (int64_t it = 0; it < n; it++) {
+        int64_t i = b->reverse ? n - 1 - it : it;
+        index = (int32_t)i;
+        bool last_parity = (n - 1 - it) % 2 == 0; /* this iteration writes the results' own buffers */
+        for (int c = 0; c < nc; c++) {
+            char *own = result_at(L, slots, c), *spare = work + L->spare_offset[c];
+            a.params[1 + c] = it == 0 ? slots[L->in_buf[c]] : a.outputs[c];
+            a.outputs[c] = last_parity ? own : spare;
+        }
+        for (int x = 0; x < nx; x++) {
+            int in = L->in_buf[nc + x];
+            a.params[1 + nc + x] = (char *)slots[in] + i * (p->buffers[in].nbytes / n);
+        }
+        for (int y = 0; y < ny; y++) {
+            int64_t row = nbytes_of(&b->result_shape[nc + y], b->result_dtype[nc + y]) / n;
+            a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row;
+        }
+        if ((st = cj_runtime_run_in(L->exe[0], (void *const *)a.params, (void *const *)a.outputs, work, NULL, err)) != CJ_OK)
+            break;
+        if (cj_runtime_poll(poll, &next_poll)) {
+            st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a scan");
+            break;
+        }
+    }
+done:
+    free(a.heap);
+    return st;
+}
+
+static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_run_poll *poll, cj_error *err) {
+    const cj_body *b = L->body;
+    int nc = b->ncarry, nk = b->nconsts;
+    char *work = slots[L->work_buf];
+    bool *pred = (bool *)(work + L->pred_offset);
+    arg_lists a;
+    if (!args_init(&a, nc + nk, nc + 1)) return cj_error_set(err, CJ_ERR_MEMORY, "while: out of memory");
+    for (int j = 0; j < nk; j++) a.params[nc + j] = slots[L->in_buf[nc + j]];
+    for (int c = 0; c < nc; c++) a.params[c] = slots[L->in_buf[c]];
+    int where = 0; /* the carries are in: 0 the inputs, 1 the results, 2 the spares */
+    cj_status st = CJ_OK;
+    int64_t next_poll = 0;
+    for (;;) {
+        void *pred_out = pred;
+        if ((st = cj_runtime_run_in(L->exe[0], (void *const *)a.params, &pred_out, work, NULL, err)) != CJ_OK) break;
+        if (!*pred) break;
+        int to = where == 1 ? 2 : 1;
+        for (int c = 0; c < nc; c++) a.outputs[c] = to == 1 ? result_at(L, slots, c) : work + L->spare_offset[c];
+        if ((st = cj_runtime_run_in(L->exe[1], (void *const *)a.params, (void *const *)a.outputs, work, NULL, err)) != CJ_OK)
+            break;
+        for (int c = 0; c < nc; c++) a.params[c] = a.outputs[c];
+        where = to;
+        if (cj_runtime_poll(poll, &next_poll)) {
+            st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a while loop");
+            break;
+        }
+    }
+    if (st == CJ_OK && where != 1)
+        for (int c = 0; c < nc; c++)
+            memmove(result_at(L, slots, c), a.params[c], (size_t)nbytes_of(&b->result_shape[c], b->result_dtype[c]));
+    free(a.heap);
+    return st;
+}
+
+static cj_status run_cond(const cj_loop_plan *L, void *const *slots, cj_error *err) {
+    const cj_body *b = L->body;
+    int no = b->ncarry, nk = b->nconsts, nr = b->nresults;
+    arg_lists a;
+    if (!args_init(&a, no + nk, nr)) return cj_error_set(err, CJ_ERR_MEMORY, "cond: out of memory");
+    int32_t index = *(const int32_t *)slots[L->in_buf[0]];
+    int branch = index < 0 ? 0 : index >= b->ngraphs ? b->ngraphs - 1 : index; /* clamped, as lax.switch */
+    for (int j = 0; j < no + nk; j++) a.params[j] = slots[L->in_buf[1 + j]];
+    for (int r = 0; r < nr; r++) a.outputs[r] = result_at(L, slots, r);
+    cj_status st = cj_runtime_run_in(L->exe[branch], (void *const *)a.params, (void *const *)a.outputs,
+                                     slots[L->work_buf], NULL, err);
+    free(a.heap);
+    return st;
+}
+
+/* See executable.h. */
+cj_status cj_loop_run(const cj_plan *p, const cj_kernel *k, void *const *slots, const cj_run_poll *poll,
+                      cj_error *err) {
+    const cj_loop_plan *L = k->loop;
+    for (int j = 0; j < L->body->ngraphs; j++)
+        if (!L->exe[j]) return cj_error_set(err, CJ_ERR_INTERNAL, "run: a loop body has no code");
+    if (L->body->op == CJ_OP_SCAN) return run_scan(p, L, slots, poll, err);
+    if (L->body->op == CJ_OP_WHILE) return run_while(L, slots, poll, err);
+    if (L->body->op == CJ_OP_COND) return run_cond(L, slots, err);
+    return cj_error_set(err, CJ_ERR_INTERNAL, "run: %s is not a loop", cj_op_name(L->body->op));
+}

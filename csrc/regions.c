@@ -1,0 +1,304 @@
+/* regions.c - bodies of control-flow nodes: their life, the region and
+ * result builders, and cutting a traced body out of the graph it was
+ * traced into (see regions.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "regions.h"
+
+/* See regions.h. */
+cj_body *cj_body_new(cj_op op, int ngraphs) {
+    cj_body *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->graphs = calloc((size_t)ngraphs + 1, sizeof(cj_graph *));
+    if (!b->graphs) {
+        free(b);
+        return NULL;
+    }
+    b->refs = 1;
+    b->op = op;
+    b->ngraphs = ngraphs;
+    return b;
+}
+
+void cj_body_ref(cj_body *b) {
+    if (b) b->refs++;
+}
+
+void cj_body_unref(cj_body *b) {
+    if (!b || --b->refs > 0) return;
+    for (int i = 0; i < b->ngraphs; i++) cj_graph_free(b->graphs[i]);
+    free(b->graphs);
+    free(b->result_shape);
+    free(b->result_dtype);
+    free(b);
+}
+
+/* The value graph g returns as output k. */
+static const cj_node *output_node(const cj_graph *g, int k) { return &g->nodes[g->outputs[k]]; }
+
+/* See regions.h. */
+cj_status cj_body_finish(cj_body *b, cj_error *err) {
+    for (int i = 0; i < b->ngraphs; i++)
+        if (!b->graphs[i]) return cj_error_set(err, CJ_ERR_INTERNAL, "%s: a body is missing", cj_op_name(b->op));
+    const cj_graph *main = b->graphs[b->op == CJ_OP_WHILE ? 1 : 0];
+    int want = b->op == CJ_OP_SCAN ? b->ncarry + b->nys : b->op == CJ_OP_WHILE ? b->ncarry : main->noutputs;
+    if (main->noutputs != want)
+        return cj_error_set(err, CJ_ERR_INTERNAL, "%s: the body returns %d values, expected %d", cj_op_name(b->op),
+                            main->noutputs, want);
+    if (b->op == CJ_OP_WHILE) {
+        const cj_graph *c = b->graphs[0];
+        if (c->noutputs != 1 || output_node(c, 0)->dtype != CJ_BOOL || output_node(c, 0)->shape.rank != 0)
+            return cj_error_set(err, CJ_ERR_INTERNAL, "while: the condition must return one bool scalar");
+    }
+    if (b->op == CJ_OP_COND)
+        for (int i = 1; i < b->ngraphs; i++) {
+            if (b->graphs[i]->noutputs != want)
+                return cj_error_set(err, CJ_ERR_VALUE, "cond: branch %d returns %d values, branch 0 %d", i,
+                                    b->graphs[i]->noutputs, want);
+            for (int k = 0; k < want; k++) {
+                const cj_node *x = output_node(b->graphs[i], k), *y = output_node(main, k);
+                if (x->dtype != y->dtype || !cj_shape_equal(&x->shape, &y->shape))
+                    return cj_error_set(err, CJ_ERR_VALUE, "cond: output %d of branch %d differs from branch 0's", k, i);
+            }
+        }
+    b->nresults = want;
+    b->result_shape = calloc((size_t)want + 1, sizeof(cj_shape));
+    b->result_dtype = calloc((size_t)want + 1, sizeof(cj_dtype));
+    if (!b->result_shape || !b->result_dtype) return cj_error_set(err, CJ_ERR_MEMORY, "out of memory");
+    for (int k = 0; k < want; k++) {
+        const cj_node *o = output_node(main, k);
+        b->result_dtype[k] = o->dtype;
+        b->result_shape[k] = o->shape;
+        if (b->op == CJ_OP_SCAN && k >= b->ncarry) { /* a stacked y: the rows gain a leading dim */
+            cj_shape *s = &b->result_shape[k];
+            if (s->rank + 1 > CJ_MAX_RANK)
+                return cj_error_set(err, CJ_ERR_VALUE, "scan: a stacked output would have rank %d (at most %d)",
+                                    s->rank + 1, CJ_MAX_RANK);
+            memmove(s->dims + 1, s->dims, sizeof(int64_t) * (size_t)s->rank);
+            s->dims[0] = b->length;
+            s->rank++;
+        }
+    }
+    return CJ_OK;
+}
+
+/* See regions.h. */
+int cj_graph_add_body(cj_graph *g, cj_body *b) {
+    if (g->nbodies == g->bodies_cap) {
+        int cap = g->bodies_cap ? 2 * g->bodies_cap : 4;
+        cj_body **p = realloc(g->bodies, sizeof(cj_body *) * (size_t)cap);
+        if (!p) return -1;
+        g->bodies = p;
+        g->bodies_cap = cap;
+    }
+    cj_body_ref(b);
+    g->bodies[g->nbodies] = b;
+    return g->nbodies++;
+}
+
+/* See regions.h. */
+int64_t cj_bodies_heap_bytes(const cj_graph *g) {
+    int64_t n = cj_heap_bytes(g->bodies, sizeof(cj_body *) * (size_t)g->bodies_cap);
+    for (int i = 0; i < g->nbodies; i++) {
+        const cj_body *b = g->bodies[i];
+        n += (int64_t)sizeof *b / b->refs; /* shared: each holder counts its share */
+        for (int k = 0; k < b->ngraphs; k++) n += cj_graph_heap_bytes(b->graphs[k]) / b->refs;
+    }
+    return n;
+}
+
+/* See regions.h. */
+cj_body *cj_region_body(const cj_graph *g, const cj_node *n) {
+    if (cj_op_kind(n->op) != CJ_OPKIND_REGION || n->op == CJ_OP_RESULT) return NULL;
+    if (n->attrs.index < 0 || n->attrs.index >= g->nbodies) return NULL;
+    return g->bodies[n->attrs.index];
+}
+
+/* The number of inputs a region node of body b has. */
+static int region_inputs(const cj_body *b) {
+    return b->ncarry + b->nconsts + (b->op == CJ_OP_SCAN ? b->nxs : b->op == CJ_OP_COND ? 1 : 0);
+}
+
+/* See regions.h. */
+const char *cj_region_check(const cj_graph *g, const cj_node *n) {
+    if (n->op == CJ_OP_RESULT) {
+        const cj_node *r = &g->nodes[n->inputs[0]];
+        const cj_body *b = cj_region_body(g, r);
+        if (!b) return "a result reads a node that is not a scan, while or cond";
+        if (n->attrs.index < 0 || n->attrs.index >= b->nresults) return "result number out of range";
+        if (n->dtype != b->result_dtype[n->attrs.index] || !cj_shape_equal(&n->shape, &b->result_shape[n->attrs.index]))
+            return "result shape or dtype differs from the body's";
+        return NULL;
+    }
+    const cj_body *b = cj_region_body(g, n);
+    if (!b || b->op != n->op) return "the node's body is missing or of another kind";
+    if (n->ninputs != region_inputs(b)) return "input count differs from the body's";
+    if (n->dtype != CJ_FLOAT32 || n->shape.rank != 0) return "a region node is a float32 scalar";
+    int carries = b->op == CJ_OP_COND ? 0 : b->ncarry;
+    for (int k = 0; k < carries; k++) {
+        const cj_node *in = &g->nodes[n->inputs[k]];
+        if (in->dtype != b->result_dtype[k] || !cj_shape_equal(&in->shape, &b->result_shape[k]))
+            return "a carry's initial value differs from what the body returns";
+    }
+    if (b->op == CJ_OP_COND) {
+        const cj_node *ix = &g->nodes[n->inputs[0]];
+        if (ix->dtype != CJ_INT32 || ix->shape.rank != 0) return "the branch index is an int32 scalar";
+    }
+    if (b->op == CJ_OP_SCAN)
+        for (int k = 0; k < b->nxs; k++) {
+            const cj_node *x = &g->nodes[n->inputs[b->ncarry + k]];
+            if (x->shape.rank < 1 || x->shape.dims[0] != b->length) return "xs must have the trip count as dim 0";
+        }
+    return NULL;
+}
+
+/* See regions.h. */
+int cj_build_region(cj_graph *g, cj_body *b, const int *inputs, int ninputs, int loc, cj_error *err) {
+    int index = cj_graph_add_body(g, b);
+    if (index < 0) return cj_error_set(err, CJ_ERR_MEMORY, "%s: out of memory", cj_op_name(b->op)), -1;
+    cj_node n;
+    memset(&n, 0, sizeof n);
+    n.op = b->op;
+    n.dtype = CJ_FLOAT32;
+    n.ninputs = ninputs;
+    n.inputs = (int *)inputs;
+    n.loc = loc;
+    n.region = g->current_region;
+    n.attrs.index = index;
+    return cj_graph_append(g, &n, err);
+}
+
+/* See regions.h. */
+int cj_build_result(cj_graph *g, int region, int k, int loc, cj_error *err) {
+    if (region < 0 || region >= g->nnodes) return cj_error_set(err, CJ_ERR_INTERNAL, "result: no node %d", region), -1;
+    const cj_body *b = cj_region_body(g, &g->nodes[region]);
+    if (!b || k < 0 || k >= b->nresults)
+        return cj_error_set(err, CJ_ERR_INTERNAL, "result: node %d has no result %d", region, k), -1;
+    cj_node n;
+    memset(&n, 0, sizeof n);
+    n.op = CJ_OP_RESULT;
+    n.dtype = b->result_dtype[k];
+    n.shape = b->result_shape[k];
+    n.ninputs = 1;
+    n.inputs = &region;
+    n.loc = loc;
+    n.region = g->current_region;
+    n.attrs.index = k;
+    return cj_graph_append(g, &n, err);
+}
+
+/* ---- cutting a body out of the graph it was traced into --------------------- */
+
+/* A PARAM of child c standing for outer node `of`, slot `slot`. */
+static int child_param(cj_graph *c, const cj_node *of, int slot, cj_error *err) {
+    cj_node p;
+    memset(&p, 0, sizeof p);
+    p.op = CJ_OP_PARAM;
+    p.dtype = of->dtype;
+    p.weak = of->weak;
+    p.shape = of->shape;
+    p.loc = -1;
+    p.attrs.index = slot;
+    return cj_graph_append(c, &p, err);
+}
+
+/* Is node i a value a body should compute itself rather than read from
+ * outside: a constant or iota, or a view or cast of one (the scalars a
+ * body's arithmetic makes, broadcast): free in a fused loop body, and a
+ * buffer of its own outside. */
+static bool cheap(const cj_graph *g, const char *cheap_of, int i) {
+    const cj_node *n = &g->nodes[i];
+    if (n->op == CJ_OP_CONSTANT || n->op == CJ_OP_IOTA) return true;
+    cj_opkind k = cj_op_kind(n->op);
+    return (k == CJ_OPKIND_MOVE || k == CJ_OPKIND_CAST) && cheap_of[n->inputs[0]];
+}
+
+/* See regions.h.  One pass forward (what depends on the placeholders), one
+ * backward (what the outputs need), one forward copying: no recursion. */
+cj_graph *cj_region_extract(cj_graph *g, int first, const int *ph, int nph, const int *outs, int nouts,
+                            int *consts, int *nconsts, cj_error *err) {
+    int n = g->nnodes;
+    char *dep = calloc((size_t)n + 1, 1), *need = calloc((size_t)n + 1, 1), *cheap_of = calloc((size_t)n + 1, 1);
+    int *remap = malloc(sizeof(int) * ((size_t)n + 1)), *const_of = malloc(sizeof(int) * ((size_t)n + 1));
+    int *ins = NULL, ins_cap = 0, *o = malloc(sizeof(int) * ((size_t)nouts + 1));
+    cj_graph *c = cj_graph_new();
+    if (!dep || !need || !remap || !const_of || !c || !o || !cheap_of) goto oom;
+    for (int i = 0; i < n; i++) cheap_of[i] = cheap(g, cheap_of, i);
+    for (int i = 0; i < n; i++) remap[i] = const_of[i] = -1;
+    for (int k = 0; k < *nconsts; k++) const_of[consts[k]] = k;
+    for (int k = 0; k < nph; k++) {
+        if (ph[k] < first || ph[k] >= n) {
+            cj_error_set(err, CJ_ERR_INTERNAL, "region: placeholder %d is not recent", ph[k]);
+            goto fail;
+        }
+        dep[ph[k]] = 1;
+    }
+    for (int i = first; i < n; i++)
+        for (int a = 0; a < g->nodes[i].ninputs && !dep[i]; a++) dep[i] = dep[g->nodes[i].inputs[a]];
+    /* cheap values are copied into the body (dep: inside), wherever they were made */
+    for (int i = 0; i < n; i++) dep[i] |= cheap_of[i];
+    for (int k = 0; k < nouts; k++)
+        if (dep[outs[k]]) need[outs[k]] = 1;
+    for (int i = n - 1; i >= 0; i--)
+        for (int a = 0; need[i] && a < g->nodes[i].ninputs; a++)
+            if (dep[g->nodes[i].inputs[a]]) need[g->nodes[i].inputs[a]] = 1;
+    /* the placeholders are the first parameters, in their order */
+    for (int k = 0; k < nph; k++)
+        if ((remap[ph[k]] = child_param(c, &g->nodes[ph[k]], k, err)) < 0) goto fail;
+    /* an outer value the body reads: a const parameter (made at first use) */
+#define CONST_PARAM(x, out)                                                                   \
+    do {                                                                                      \
+        if (const_of[x] < 0) {                                                                \
+            const_of[x] = (*nconsts)++;                                                       \
+            consts[const_of[x]] = (x);                                                        \
+        }                                                                                     \
+        if (remap[x] < 0 && (remap[x] = child_param(c, &g->nodes[x], nph + const_of[x], err)) < 0) goto fail; \
+        (out) = remap[x];                                                                     \
+    } while (0)
+    for (int i = 0; i < n; i++) {
+        if (!need[i] || remap[i] >= 0) continue;
+        cj_node nd = g->nodes[i];
+        if (nd.ninputs > ins_cap) {
+            free(ins);
+            ins_cap = nd.ninputs;
+            if (!(ins = malloc(sizeof(int) * (size_t)ins_cap))) goto oom;
+        }
+        for (int a = 0; a < nd.ninputs; a++) {
+            int x = nd.inputs[a];
+            if (dep[x]) ins[a] = remap[x];
+            else CONST_PARAM(x, ins[a]);
+        }
+        nd.inputs = ins;
+        nd.loc = nd.loc >= 0 ? cj_graph_loc(c, cj_graph_loc_str(g, nd.loc)) : -1;
+        nd.region = 0;
+        nd.remat = 0;
+        cj_body *b = cj_region_body(g, &g->nodes[i]);
+        if (b && (nd.attrs.index = cj_graph_add_body(c, b)) < 0) goto oom;
+        if ((remap[i] = cj_graph_append(c, &nd, err)) < 0) goto fail;
+    }
+    for (int k = 0; k < nouts; k++) {
+        int x = outs[k];
+        if (dep[x]) o[k] = remap[x];
+        else {
+            int p;
+            CONST_PARAM(x, p);
+            o[k] = p;
+        }
+    }
+#undef CONST_PARAM
+    if (cj_graph_set_outputs(c, o, nouts, err) != CJ_OK) goto fail;
+    /* every const slot so far exists in this body, read or not, so that the
+     * body's parameter count is the same for each graph of a region */
+    for (int k = 0; k < *nconsts; k++)
+        if (remap[consts[k]] < 0 && (remap[consts[k]] = child_param(c, &g->nodes[consts[k]], nph + k, err)) < 0) goto fail;
+    cj_graph_trim(c);
+    free(dep), free(need), free(remap), free(const_of), free(ins), free(o), free(cheap_of);
+    return c;
+oom:
+    cj_error_set(err, CJ_ERR_MEMORY, "region: out of memory");
+fail:
+    free(dep), free(need), free(remap), free(const_of), free(ins), free(o), free(cheap_of);
+    cj_graph_free(c);
+    return NULL;
+}

@@ -1,0 +1,75 @@
+/* regions.h - control flow in the graph: bodies (sub-graphs) held by
+ * region nodes (SCAN, WHILE, COND in ops.def), and their results.
+ *
+ * A region node's inputs are, in order:
+ *   SCAN   carries (ncarry), xs (nxs, stacked along dim 0), consts (nconsts)
+ *   WHILE  carries (ncarry), consts
+ *   COND   the branch index (int32 scalar), operands (ncarry), consts
+ * where consts are the values the bodies close over (read every iteration).
+ * Its value is nothing (a float32 scalar nobody reads); RESULT nodes pick
+ * its results: the final carries then the stacked ys (SCAN), the final
+ * carries (WHILE), the taken branch's outputs (COND).
+ *
+ * The bodies are graphs of their own, with parameters:
+ *   SCAN   body:   [i (int32 scalar: the row of xs and ys), carries, x rows, consts] -> [carries, y rows]
+ *   WHILE  cond:   [carries, consts] -> [bool scalar];  body: [carries, consts] -> [carries]
+ *   COND   branch: [operands, consts] -> [outputs]
+ * (a body may have fewer parameters than the consts: those it never reads).
+ *
+ * Lowering (loops.c) plans each body as a graph of its own; the region
+ * becomes one kernel of the outer plan (a kernel boundary, as a gemm is)
+ * whose `loop` is the plan of its bodies, run by loops_rt.c. */
+#ifndef CJ_REGIONS_H
+#define CJ_REGIONS_H
+
+#include "graph.h"
+
+#define CJ_MAX_BRANCHES 64
+
+typedef struct cj_body {
+    int refs;
+    cj_op op;               /* CJ_OP_SCAN, CJ_OP_WHILE or CJ_OP_COND */
+    int ngraphs;            /* scan 1, while 2 (cond, body), cond: the branches */
+    cj_graph **graphs;      /* owned */
+    int ncarry, nxs, nconsts, nys;
+    int64_t length;         /* SCAN: the trip count */
+    bool reverse;           /* SCAN: rows from the last to the first */
+    int nresults;
+    cj_shape *result_shape; /* per result */
+    cj_dtype *result_dtype;
+} cj_body;
+
+/* A new body of `op` with room for ngraphs graphs (NULL on no memory);
+ * the caller fills graphs (ownership passes) and the counts, then
+ * cj_body_finish. */
+cj_body *cj_body_new(cj_op op, int ngraphs);
+/* Derives the results' shapes and dtypes from the graphs and checks that
+ * the graphs agree with the counts.  CJ_OK or CJ_ERR_VALUE/MEMORY. */
+cj_status cj_body_finish(cj_body *b, cj_error *err);
+void cj_body_ref(cj_body *b);
+void cj_body_unref(cj_body *b);
+/* Adds a reference to b to g's bodies; returns its index or -1 (no memory). */
+int cj_graph_add_body(cj_graph *g, cj_body *b);
+int64_t cj_bodies_heap_bytes(const cj_graph *g);
+/* The body of region node n (NULL if n is not one). */
+cj_body *cj_region_body(const cj_graph *g, const cj_node *n);
+
+/* graph.c's check of a REGION-kind node; NULL when it is consistent. */
+const char *cj_region_check(const cj_graph *g, const cj_node *n);
+
+/* Cuts a body out of g: the nodes recorded since `first` that depend on
+ * the placeholders ph[0..nph) and that outs[] need are copied into a new
+ * graph whose parameters are the placeholders (slots 0..nph-1) and then the
+ * consts: the older or independent values they read, in `consts` (outer node
+ * ids; *nconsts already there are reused, new ones appended; room for
+ * g->nnodes).  Its outputs are outs.  The copied nodes stay in g, dead. */
+cj_graph *cj_region_extract(cj_graph *g, int first, const int *ph, int nph, const int *outs, int nouts,
+                            int *consts, int *nconsts, cj_error *err);
+
+/* Appends the region node of body b (a reference is taken) with `inputs`;
+ * returns its id or -1 with err set. */
+int cj_build_region(cj_graph *g, cj_body *b, const int *inputs, int ninputs, int loc, cj_error *err);
+/* Result k of region node `region`. */
+int cj_build_result(cj_graph *g, int region, int k, int loc, cj_error *err);
+
+#endif

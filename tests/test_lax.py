@@ -1,0 +1,312 @@
+"""cjit.lax: scan, while_loop, fori_loop, cond, switch in the graph (not
+unrolled), against NumPy loops; sizes that do not grow with the trip count;
+the memory plan through a loop; eager mode; errors."""
+import gc
+
+import numpy as np
+import pytest
+
+import cjit
+import cjit.numpy as cnp
+from cjit import lax
+
+
+def rnn_ref(W, U, b, h0, xs):
+    h, hs = h0, []
+    for x in xs:
+        h = np.tanh(W @ h + U @ x + b)
+        hs.append(h)
+    return h, np.array(hs)
+
+
+def rnn(W, U, b, h0, xs):
+    def step(h, x):
+        h = cnp.tanh(W @ h + U @ x + b)
+        return h, h
+    return lax.scan(step, h0, xs)
+
+
+def rnn_args(n, hidden=16, inp=8, dtype=np.float32, seed=0):
+    r = np.random.default_rng(seed)
+    W = (r.standard_normal((hidden, hidden)) * 0.3).astype(dtype)
+    U = (r.standard_normal((hidden, inp)) * 0.3).astype(dtype)
+    b = (r.standard_normal(hidden) * 0.1).astype(dtype)
+    h0 = np.zeros(hidden, dtype)
+    xs = r.standard_normal((n, inp)).astype(dtype)
+    return W, U, b, h0, xs
+
+
+# -- scan ----------------------------------------------------------------------
+
+def test_rnn_scan_matches_numpy_loop():
+    args = rnn_args(1000)
+    h, hs = cjit.jit(rnn)(*args)
+    hr, hsr = rnn_ref(*args)
+    assert hs.shape == (1000, 16) and hs.dtype == np.float32
+    np.testing.assert_allclose(h, hr, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(hs, hsr, rtol=1e-4, atol=1e-5)
+
+
+def test_scan_reverse_pytrees_and_none():
+    xs = {"a": np.arange(12.0).reshape(6, 2), "b": np.arange(6.0)}
+
+    def f(c, x):
+        s, n = c
+        s = s + x["a"] * x["b"]
+        return (s, n + 1), {"s": s, "twice": (x["b"] * 2,)}
+
+    (s, n), ys = cjit.jit(lambda xs: lax.scan(f, (np.zeros(2), 0), xs, reverse=True))(xs)
+    acc, rows = np.zeros(2), [None] * 6
+    for i in reversed(range(6)):
+        acc = acc + xs["a"][i] * xs["b"][i]
+        rows[i] = acc
+    np.testing.assert_allclose(s, acc)
+    assert int(n) == 6
+    np.testing.assert_allclose(ys["s"], np.array(rows))
+    np.testing.assert_allclose(ys["twice"][0], xs["b"] * 2)
+    # no xs: length gives the trip count; y None gives None
+    c, ys = cjit.jit(lambda c: lax.scan(lambda c, _: (c * 2, None), c, None, length=5))(np.ones(3))
+    np.testing.assert_allclose(c, 32 * np.ones(3))
+    assert ys is None
+
+
+def test_scan_length_zero_and_one():
+    f = cjit.jit(lambda c, xs: lax.scan(lambda c, x: (c + x, c * x), c, xs))
+    c, ys = f(np.ones(3), np.zeros((0, 3)))
+    np.testing.assert_allclose(c, np.ones(3))
+    assert ys.shape == (0, 3)
+    c, ys = f(np.ones(3), np.full((1, 3), 2.0))
+    np.testing.assert_allclose(c, 3 * np.ones(3))
+    np.testing.assert_allclose(ys, [[2.0] * 3])
+
+
+def test_nested_scans_close_over_outer_values():
+    W = np.random.default_rng(1).standard_normal((4, 4)) * 0.3
+    xs = np.random.default_rng(2).standard_normal((5, 4))
+
+    @cjit.jit
+    def f(W, xs):
+        def outer(c, x):
+            def inner(c2, _):
+                return cnp.tanh(W @ c2 + x), None
+            c, _ = lax.scan(inner, c, None, length=3)
+            return c, c.sum()
+        return lax.scan(outer, cnp.zeros(4), xs)
+
+    c, ys = f(W, xs)
+    cr, yr = np.zeros(4), []
+    for x in xs:
+        for _ in range(3):
+            cr = np.tanh(W @ cr + x)
+        yr.append(cr.sum())
+    np.testing.assert_allclose(c, cr, rtol=1e-12)
+    np.testing.assert_allclose(ys, yr, rtol=1e-12)
+
+
+def test_graph_and_kernels_do_not_grow_with_the_trip_count():
+    texts, kernels = [], []
+    for n in (10, 10_000):
+        lowered = cjit.jit(rnn).lower(*rnn_args(n))
+        texts.append(lowered.as_text())
+        kernels.append(lowered.compile().memory_analysis().num_kernels)
+    assert len(texts[0].splitlines()) == len(texts[1].splitlines())
+    assert kernels[0] == kernels[1] <= 3
+
+
+def test_memory_analysis_is_exact_for_a_scan():
+    fn = cjit.jit(rnn)
+    args = rnn_args(2000, hidden=64, inp=32)
+    planned = fn.lower(*args).compile().memory_analysis().peak_memory_in_bytes
+    fn(*args)
+    gc.collect()
+    base = cjit.memory_stats()["bytes_in_use"]
+    cjit.reset_peak_memory_stats()
+    out = fn(*args)
+    measured = cjit.memory_stats()["peak_bytes_in_use"] - base
+    del out
+    assert measured == planned
+    # the stacked ys are the output: one (2000, 64) float32 array, not more
+    assert planned < sum(a.nbytes for a in args) + 2 * 2000 * 64 * 4
+
+
+# -- while_loop, fori_loop ---------------------------------------------------------
+
+def test_newton_while_loop():
+    @cjit.jit
+    def newton(a):
+        def cond(s):
+            return cnp.abs(s[0] * s[0] - a) > 1e-12 * a
+        return lax.while_loop(cond, lambda s: (0.5 * (s[0] + a / s[0]), s[1] + 1), (a, 0))
+
+    for a in (2.0, 10.0, 1e6):
+        x, k = newton(np.float64(a))
+        np.testing.assert_allclose(x, np.sqrt(a), rtol=1e-12)
+        assert 1 <= int(k) < 60
+
+
+def rk4(f, y, t0, dt, n):
+    def step(i, y):
+        t = t0 + i * dt
+        k1 = f(t, y)
+        k2 = f(t + dt / 2, y + dt / 2 * k1)
+        k3 = f(t + dt / 2, y + dt / 2 * k2)
+        k4 = f(t + dt, y + dt * k3)
+        return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return step
+
+
+def test_rk4_fori_loop_static_and_traced_bounds():
+    A = np.array([[0.0, 1.0], [-1.0, -0.1]])
+
+    def f(t, y):
+        return A @ y
+
+    @cjit.jit
+    def static(y0):
+        return lax.fori_loop(0, 1000, rk4(f, None, 0.0, 0.01, 1000), y0)
+
+    @cjit.jit
+    def traced(y0, n):
+        return lax.fori_loop(0, n, rk4(f, None, 0.0, 0.01, 1000), y0)
+
+    y = np.array([1.0, 0.0])
+    step = rk4(lambda t, y: A @ y, None, 0.0, 0.01, 1000)
+    for i in range(1000):
+        y = step(i, y)
+    np.testing.assert_allclose(static(np.array([1.0, 0.0])), y, rtol=1e-12)
+    np.testing.assert_allclose(traced(np.array([1.0, 0.0]), 1000), y, rtol=1e-12)
+
+
+def test_fori_loop_index_and_empty_range():
+    f = cjit.jit(lambda x: lax.fori_loop(3, 7, lambda i, v: v * 2 + i, x))
+    v = np.ones(2)
+    for i in range(3, 7):
+        v = v * 2 + i
+    np.testing.assert_allclose(f(np.ones(2)), v)
+    np.testing.assert_allclose(cjit.jit(lambda x: lax.fori_loop(5, 2, lambda i, v: v + 1, x))(np.ones(2)),
+                               np.ones(2))
+    g = cjit.jit(lambda x, n: lax.fori_loop(0, n, lambda i, v: v + i, x))
+    assert float(g(0.0, 0)) == 0.0 and float(g(0.0, 5)) == 10.0
+
+
+# -- cond, switch -------------------------------------------------------------------
+
+def test_cond_and_switch_take_one_branch():
+    f = cjit.jit(lambda p, x: lax.cond(p > 0, lambda x: x * 2, lambda x: x - 1, x))
+    np.testing.assert_allclose(f(1.0, np.arange(3.0)), [0, 2, 4])
+    np.testing.assert_allclose(f(-1.0, np.arange(3.0)), [-1, 0, 1])
+    g = cjit.jit(lambda i, x: lax.switch(i, [lambda x: x + 1, lambda x: x * 10, lambda x: -x], x))
+    x = np.arange(3.0)
+    for i, want in ((-5, x + 1), (0, x + 1), (1, x * 10), (2, -x), (9, -x)):   # clamped, as JAX
+        np.testing.assert_allclose(g(i, x), want)
+
+
+def test_cond_in_a_jitted_loss_with_pytrees():
+    @cjit.jit
+    def loss(params, x):
+        y = params["w"] * x
+        big = lax.cond(cnp.sum(y) > 1.0, lambda y: {"v": cnp.sum(y * y)}, lambda y: {"v": cnp.sum(y) * 0.5}, y)
+        return big["v"] + params["b"]
+
+    p = {"w": np.array([1.0, 2.0]), "b": 0.25}
+    assert float(loss(p, np.array([1.0, 1.0]))) == pytest.approx(1 + 4 + 0.25)
+    assert float(loss(p, np.array([0.1, 0.1]))) == pytest.approx(0.15 + 0.25)
+
+
+def test_only_the_taken_branch_runs():
+    # the other branch would give nan; cond must not compute it into the result
+    f = cjit.jit(lambda x: lax.cond(x > 0, lambda x: cnp.log(x), lambda x: x * 0.0, x))
+    assert float(f(-1.0)) == 0.0
+    assert float(f(np.e)) == pytest.approx(1.0)
+
+
+def test_select_and_stop_gradient():
+    p = np.array([True, False, True])
+    a, b = np.arange(3.0), -np.arange(3.0)
+    np.testing.assert_allclose(cjit.jit(lax.select)(p, a, b), np.where(p, a, b))
+    g = cjit.grad(lambda x: cnp.sum(lax.stop_gradient(x) * x))(np.arange(3.0))
+    np.testing.assert_allclose(g, np.arange(3.0))
+    with pytest.raises(TypeError, match="one shape"):
+        lax.select(p, a, np.arange(2.0))
+
+
+# -- outside jit, and eager mode ---------------------------------------------------
+
+def programs():
+    args = rnn_args(50, hidden=4, inp=3, dtype=np.float64)
+    yield "rnn", lambda: rnn(*args)
+    yield "while", lambda: lax.while_loop(lambda s: s[0] < 100.0, lambda s: (s[0] * 1.5, s[1] + 1), (1.0, 0))
+    yield "fori", lambda: lax.fori_loop(0, 10, lambda i, v: v * 0.5 + i, np.ones(3))
+    yield "switch", lambda: lax.switch(2, [lambda x: x, lambda x: x + 1, lambda x: x * 3], np.ones(2))
+    yield "cond", lambda: lax.cond(False, lambda x: x, lambda x: x - 1, np.ones(2))
+
+
+@pytest.mark.parametrize("name,prog", list(programs()), ids=[n for n, _ in programs()])
+def test_eager_mode_gives_the_same_results(name, prog, monkeypatch):
+    compiled = prog()
+    monkeypatch.setenv("CJIT_DISABLE_JIT", "1")
+    eager = prog()
+    for a, b in zip(cjit.tree_util.tree_leaves(compiled), cjit.tree_util.tree_leaves(eager)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+
+
+def test_unfused_passes_give_the_same_results(monkeypatch):
+    args = rnn_args(100)
+    want = cjit.jit(rnn)(*args)
+    monkeypatch.setenv("CJIT_PASSES", "-cse,-fuse,-group,-memplan")
+    got = cjit.jit(lambda *a: rnn(*a))(*args)
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+# -- errors -------------------------------------------------------------------------
+
+def test_a_carry_that_changes_type_is_named():
+    with pytest.raises(TypeError, match=r"carry init\[1\].*float64\[3\].*float64\[\]") as e:
+        cjit.jit(lambda x: lax.scan(lambda c, _: ((c[0], cnp.sum(c[1])), None), (1, x), None, length=3))(np.ones(3))
+    assert "test_lax.py" in str(e.value)
+    with pytest.raises(TypeError, match="int32.*float32|float32.*int32"):
+        cjit.jit(lambda x: lax.fori_loop(0, 3, lambda i, v: v.astype(np.float32), x))(np.ones(3, np.int32))
+    with pytest.raises(TypeError, match="structure"):
+        cjit.jit(lambda x: lax.while_loop(lambda v: True, lambda v: (v, v), x))(np.ones(3))
+
+
+def test_predicates_must_be_boolean_scalars():
+    with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar, got float64\[\]"):
+        cjit.jit(lambda x: lax.while_loop(lambda v: cnp.sum(v), lambda v: v, x))(np.ones(3))
+    with pytest.raises(TypeError, match=r"boolean scalar, got bool\[3\]"):
+        cjit.jit(lambda x: lax.while_loop(lambda v: v > 0, lambda v: v, x))(np.ones(3))
+    with pytest.raises(TypeError, match=r"pred must be a boolean scalar, got bool\[3\]"):
+        cjit.jit(lambda x: lax.cond(x > 0, lambda x: x, lambda x: x, x))(np.ones(3))
+    with pytest.raises(TypeError, match="pred must be a boolean scalar, got float64"):
+        cjit.jit(lambda x: lax.cond(cnp.sum(x), lambda x: x, lambda x: x, x))(np.ones(3))
+
+
+def test_branches_with_different_types():
+    with pytest.raises(TypeError, match=r"different types for output") as e:
+        cjit.jit(lambda x: lax.cond(True, lambda x: x, lambda x: cnp.sum(x), x))(np.ones(3))
+    assert "true_fun returns float64[3]" in str(e.value) and "false_fun returns float64[]" in str(e.value)
+    with pytest.raises(TypeError, match="different structures"):
+        cjit.jit(lambda x: lax.switch(0, [lambda x: x, lambda x: (x, x)], x))(np.ones(3))
+    # a Python scalar in one branch takes the other branch's dtype (weak type)
+    f = cjit.jit(lambda x: lax.cond(x[0] > 0, lambda x: cnp.sum(x), lambda x: 0.0, x.astype(np.float32)))
+    assert f(np.ones(3)).dtype == np.float32
+
+
+def test_python_control_flow_on_a_traced_value_suggests_lax():
+    def f(x):
+        if x > 0:
+            return x
+        return -x
+    with pytest.raises(cjit.errors.ConcretizationError, match="cjit.lax.cond") as e:
+        cjit.jit(f)(1.0)
+    assert "while_loop" in str(e.value)
+
+
+def test_scan_argument_errors():
+    with pytest.raises(ValueError, match="leading axes"):
+        cjit.jit(lambda a, b: lax.scan(lambda c, x: (c, None), 0.0, (a, b)))(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="no xs"):
+        cjit.jit(lambda c: lax.scan(lambda c, x: (c, None), c, None))(1.0)
+    with pytest.raises(TypeError, match="pair"):
+        cjit.jit(lambda c: lax.scan(lambda c, x: c, c, None, length=2))(1.0)
