@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "autodiff.h"
+#include "regions.h"
 
 typedef struct {
     cj_graph *g;
@@ -26,6 +27,7 @@ typedef struct {
     const char **tag; /* the checkpoint_name a value was given (by a NAME node reading it) */
     int loc;   /* location of the node whose rule is running */
     int gen;   /* the copy generation new copies get (cj_node.remat) */
+    int last;  /* nodes from here on were appended by this vjp */
     /* a chain schedule (binomial checkpointing), see chain_* below */
     const cj_chain_schedule *chain;
     int *layer;      /* per forward node: its layer of the chain, 0: outside */
@@ -447,6 +449,7 @@ static int unslice_dim(vjp_ctx *c, int ct, int k, int64_t len, int64_t start, in
 
 typedef struct {
     cj_node n;   /* the node whose cotangent is propagated */
+    int id;      /* its id */
     int g;       /* its cotangent */
     int x, y;    /* its first and second inputs, -1: none */
     int X, Y, OUT; /* forward values the rule declared it reads, else -1 */
@@ -638,6 +641,38 @@ RULE(matmul) { /* dA = g B^T, dB = A^T g */
 
 enum { READS_X = CJ_VJP_READS_X, READS_Y = CJ_VJP_READS_Y, READS_OUT = CJ_VJP_READS_OUT };
 
+/* Control flow (regions_vjp.c).  A result hands its region a token
+ * cotangent, so that the region's rule runs once, after every result's:
+ * the region's rule gathers the results' own cotangents. */
+static bool vjp_result(vjp_ctx *c, const rule_args *r) { return !wants(c, r, 0) || give(c, r, 0, cst(c, 0)); }
+static bool vjp_region(vjp_ctx *c, const rule_args *r) {
+    int id = r->id, nres = 0;
+    const cj_body *b = id >= 0 ? cj_region_body(c->g, &c->g->nodes[id]) : NULL;
+    if (!b) {
+        cj_error_set(c->err, CJ_ERR_INTERNAL, "autodiff: region node without a body");
+        return false;
+    }
+    nres = b->nresults;
+    int *res_ct = malloc(sizeof(int) * ((size_t)nres + 1)), *in_ct = malloc(sizeof(int) * ((size_t)r->n.ninputs + 1));
+    bool ok = res_ct && in_ct;
+    for (int k = 0; ok && k < nres; k++) res_ct[k] = -1;
+    for (int i = id + 1; ok && i < c->last; i++) {
+        const cj_node *n = &c->g->nodes[i];
+        if (n->op != CJ_OP_RESULT || n->inputs[0] != id || c->ct[i] < 0) continue;
+        int k = n->attrs.index;
+        res_ct[k] = res_ct[k] < 0 ? c->ct[i] : bin(c, CJ_OP_ADD, res_ct[k], c->ct[i]);
+        ok = res_ct[k] >= 0;
+    }
+    if (ok) ok = cj_region_vjp(c->g, id, res_ct, in_ct, c->err) == CJ_OK;
+    int nin = c->g->nodes[id].ninputs;
+    for (int a = 0; ok && a < nin; a++)
+        if (in_ct[a] >= 0) ok = give(c, r, a, in_ct[a]);
+    if (!res_ct || !in_ct) cj_error_set(c->err, CJ_ERR_MEMORY, "autodiff: out of memory");
+    free(res_ct);
+    free(in_ct);
+    return ok;
+}
+
 /* Every op with a gradient: sources have none and ops flagged
  * CJ_OPF_ZERO_GRAD in ops.def give zero, so they have no entry. */
 static const struct {
@@ -675,6 +710,10 @@ static const struct {
     [CJ_OP_REDUCE_MAX] = {vjp_reduce_maxmin, READS_X | READS_OUT},
     [CJ_OP_REDUCE_MIN] = {vjp_reduce_maxmin, READS_X | READS_OUT},
     [CJ_OP_MATMUL] = {vjp_matmul, READS_X | READS_Y},
+    [CJ_OP_RESULT] = {vjp_result, 0},
+    [CJ_OP_SCAN] = {vjp_region, 0},
+    [CJ_OP_WHILE] = {vjp_region, 0},
+    [CJ_OP_COND] = {vjp_region, 0},
 };
 
 /* See autodiff.h. */
@@ -693,7 +732,7 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
         return false;
     }
     unsigned reads = rules[n.op].reads;
-    rule_args r = {.n = n, .g = c->ct[id], .first = first, .X = -1, .Y = -1, .OUT = -1};
+    rule_args r = {.n = n, .id = id, .g = c->ct[id], .first = first, .X = -1, .Y = -1, .OUT = -1};
     r.x = n.ninputs > 0 ? n.inputs[0] : -1;
     r.y = n.ninputs > 1 ? n.inputs[1] : -1;
     /* the forward values the rule reads: saved ones as they are, the others
@@ -715,7 +754,7 @@ cj_status cj_autodiff_vjp_scheduled(cj_graph *g, int first, const int *outs, con
                                     const int *wrt, int nwrt, int *grads, const cj_chain_schedule *chain,
                                     cj_error *err) {
     int last = g->nnodes; /* rules only run on nodes that existed before we started */
-    vjp_ctx c = {.g = g, .err = err, .loc = -1, .gen = 1};
+    vjp_ctx c = {.g = g, .err = err, .loc = -1, .gen = 1, .last = last};
     c.ct = malloc(sizeof(int) * ((size_t)last + 1));
     c.copy = malloc(sizeof(int) * ((size_t)last + 1));
     c.stack = malloc(sizeof(int) * ((size_t)last + 1));

@@ -72,4 +72,10 @@ int cj_build_region(cj_graph *g, cj_body *b, const int *inputs, int ninputs, int
 /* Result k of region node `region`. */
 int cj_build_result(cj_graph *g, int region, int k, int loc, cj_error *err);
 
+/* Reverse mode through region node id (regions_vjp.c, called by
+ * autodiff.c): res_ct[k] is the cotangent of result k (-1: none); appends
+ * the backward pass and sets in_ct[a] to the cotangent of input a (-1:
+ * none).  A while node is refused with CJ_ERR_VALUE (use scan). */
+cj_status cj_region_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_error *err);
+
 #endif
