@@ -226,7 +226,11 @@ cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *b
         case CJ_BATCH_BROADCAST: r = broadcast(&c, &nd); break;
         case CJ_BATCH_MATMUL: r = matmul(&c, &nd); break;
         case CJ_BATCH_NONE:
-            cj_error_set(err, CJ_ERR_INTERNAL, "vmap: no batching rule for %s", cj_op_name(nd.op));
+            if (cj_op_kind(nd.op) == CJ_OPKIND_REGION)
+                cj_error_set(err, CJ_ERR_VALUE, "vmap: batching cjit.lax control flow is not supported yet "
+                             "(at %s)", cj_graph_loc_str(g, nd.loc));
+            else
+                cj_error_set(err, CJ_ERR_INTERNAL, "vmap: no batching rule for %s", cj_op_name(nd.op));
             break;
         }
         ok = (c.bat[id] = r) >= 0;

@@ -270,6 +270,13 @@ cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, in
         bool any = false;
         for (int a = 0; a < n.ninputs; a++) any |= tan[n.inputs[a]] >= 0;
         if (!any) continue;
+        if (!rules[n.op] && cj_op_kind(n.op) == CJ_OPKIND_REGION) {
+            cj_error_set(err, CJ_ERR_VALUE, "jvp: forward mode (jvp, jacfwd, hessian) through cjit.lax.%s is "
+                         "not supported yet; use reverse mode (grad, vjp, jacrev) (at %s)",
+                         n.op == CJ_OP_RESULT ? "scan/while_loop/cond" : cj_op_name(n.op), cj_graph_loc_str(g, n.loc));
+            ok = false;
+            break;
+        }
         if (!rules[n.op]) {
             cj_error_set(err, CJ_ERR_INTERNAL, "jvp: no rule for %s", cj_op_name(n.op));
             ok = false;

@@ -310,3 +310,162 @@ def test_scan_argument_errors():
         cjit.jit(lambda c: lax.scan(lambda c, x: (c, None), c, None))(1.0)
     with pytest.raises(TypeError, match="pair"):
         cjit.jit(lambda c: lax.scan(lambda c, x: c, c, None, length=2))(1.0)
+
+
+# -- gradients ----------------------------------------------------------------------
+
+def rnn_loss(W, U, b, h0, xs):
+    h, hs = rnn(W, U, b, h0, xs)
+    return cnp.sum(hs * hs) / xs.shape[0] + cnp.sum(h)
+
+
+def rnn_loss_and_grads_ref(W, U, b, h0, xs):
+    """The loss and its gradients by hand-written backpropagation through
+    time, in float64."""
+    W, U, b, h0, xs = (a.astype(np.float64) for a in (W, U, b, h0, xs))
+    n = xs.shape[0]
+    hs = [h0]
+    for x in xs:
+        hs.append(np.tanh(W @ hs[-1] + U @ x + b))
+    loss = sum(np.sum(h * h) for h in hs[1:]) / n + np.sum(hs[-1])
+    dW, dU, db = np.zeros_like(W), np.zeros_like(U), np.zeros_like(b)
+    dxs = np.zeros_like(xs)
+    dh = np.ones_like(h0)
+    for t in range(n, 0, -1):
+        dh = dh + 2 * hs[t] / n
+        da = dh * (1 - hs[t] ** 2)
+        dW += np.outer(da, hs[t - 1])
+        dU += np.outer(da, xs[t - 1])
+        db += da
+        dxs[t - 1] = U.T @ da
+        dh = W.T @ da
+    return loss, (dW, dU, db, dh, dxs)
+
+
+def test_rnn_gradient_over_1000_steps_matches_backprop_through_time():
+    args = rnn_args(1000)
+    loss, grads = cjit.jit(cjit.value_and_grad(rnn_loss, argnums=(0, 1, 2, 3, 4)))(*args)
+    ref_loss, ref = rnn_loss_and_grads_ref(*args)
+    assert float(loss) == pytest.approx(ref_loss, rel=1e-4)
+    for g, r, name in zip(grads, ref, "W U b h0 xs".split()):
+        assert g.dtype == np.float32 and g.shape == r.shape, name
+        np.testing.assert_allclose(g, r, rtol=2e-3, atol=2e-4 * np.abs(r).max(), err_msg=name)
+
+
+def finite_difference(f, args, i, idx, eps=1e-6):
+    a = [np.array(x, dtype=np.float64) for x in args]
+    a[i][idx] += eps
+    up = float(f(*a))
+    a[i][idx] -= 2 * eps
+    return (up - float(f(*a))) / (2 * eps)
+
+
+def check_grads_fd(f, args, argnums, points=3, rtol=1e-6, atol=1e-8, seed=0):
+    grads = cjit.grad(f, argnums=argnums)(*args)
+    r = np.random.default_rng(seed)
+    for g, i in zip(grads, argnums):
+        a = np.asarray(args[i])
+        for _ in range(points):
+            idx = tuple(int(r.integers(0, d)) for d in a.shape)
+            np.testing.assert_allclose(np.asarray(g)[idx], finite_difference(f, args, i, idx), rtol=rtol, atol=atol)
+
+
+def test_rnn_gradient_matches_finite_differences_and_jit():
+    args = rnn_args(60, hidden=6, inp=3, dtype=np.float64)
+    check_grads_fd(rnn_loss, args, (0, 1, 2, 3, 4))
+    eager = cjit.grad(rnn_loss, argnums=(0, 4))(*args)
+    jitted = cjit.jit(cjit.grad(rnn_loss, argnums=(0, 4)))(*args)
+    for a, b in zip(eager, jitted):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_reverse_scan_and_pytree_carries_differentiate():
+    def f(w, xs):
+        def step(c, x):
+            a, (k, s) = c
+            a = cnp.sin(a * w["scale"] + x)
+            return (a, (k + 1, s + cnp.sum(a) * w["mix"])), a * k
+        (a, (k, s)), ys = lax.scan(step, (cnp.zeros(3), (0, 0.0)), xs, reverse=True)
+        return cnp.sum(a) + s + cnp.sum(ys * ys)
+    w = {"scale": np.float64(0.7), "mix": np.float64(1.3)}
+    xs = np.random.default_rng(3).standard_normal((9, 3))
+    g = cjit.grad(f, argnums=(0, 1))(w, xs)
+
+    def flat(scale, mix, xs):
+        return f({"scale": scale, "mix": mix}, xs)
+    args = (0.7, 1.3, xs)
+    assert g[0]["scale"] == pytest.approx(finite_difference(flat, args, 0, ()), rel=1e-6)
+    assert g[0]["mix"] == pytest.approx(finite_difference(flat, args, 1, ()), rel=1e-6)
+    np.testing.assert_allclose(g[1][4, 1], finite_difference(flat, args, 2, (4, 1)), rtol=1e-6)
+
+
+def test_nested_scan_gradient():
+    def f(W, xs):
+        def outer(c, x):
+            c, _ = lax.scan(lambda c2, _: (cnp.tanh(W @ c2 + x), None), c, None, length=3)
+            return c, cnp.sum(c * c)
+        c, ys = lax.scan(outer, cnp.zeros(3), xs)
+        return cnp.sum(c) + cnp.sum(ys)
+    r = np.random.default_rng(4)
+    check_grads_fd(f, (r.standard_normal((3, 3)) * 0.4, r.standard_normal((4, 3))), (0, 1))
+
+
+def test_rk4_fori_loop_gradient():
+    def final(A, y0):
+        step = rk4(lambda t, y: A @ y + 0.1 * cnp.sin(y), None, 0.0, 0.05, 40)
+        return cnp.sum(lax.fori_loop(0, 40, step, y0) ** 2)
+    A = np.array([[0.0, 1.0], [-1.0, -0.1]])
+    check_grads_fd(final, (A, np.array([1.0, 0.5])), (0, 1), points=4)
+
+
+def test_cond_and_switch_gradients_are_the_taken_branch():
+    def loss(w, x, i):
+        y = lax.cond(cnp.sum(w * x) > 0, lambda v: cnp.sin(v) * w, lambda v: v * v, x)
+        z = lax.switch(i, [lambda v: cnp.exp(v), lambda v: v * 3.0, lambda v: cnp.tanh(v) * w], y)
+        return cnp.sum(z)
+    w, x = np.array([0.5, -0.3]), np.array([1.0, 2.0])
+    jitted = cjit.jit(cjit.grad(loss, argnums=(0, 1)), static_argnums=2)
+    for xx in (x, -x):
+        for i in (0, 1, 2):
+            g = jitted(w, xx, i)
+            for k in (0, 1):
+                for j in range(2):
+                    fd = finite_difference(lambda a, b: loss(a, b, i), (w, xx), k, (j,))
+                    assert g[k][j] == pytest.approx(fd, rel=1e-6, abs=1e-9)
+
+
+def test_while_loop_gradient_is_refused_with_advice():
+    with pytest.raises(ValueError, match="while_loop.*not supported.*scan.*Python int bounds") as e:
+        cjit.grad(lambda x: lax.while_loop(lambda v: v < 10.0, lambda v: v * 2.0, x))(1.0)
+    assert "test_lax.py" in str(e.value)
+    with pytest.raises(ValueError, match="fori_loop with traced bounds"):
+        cjit.jit(cjit.grad(lambda x, n: lax.fori_loop(0, n, lambda i, v: v * 2.0, x)))(1.0, 3)
+    # forward-only use under grad is fine: the loop does not touch the differentiated value
+    g = cjit.grad(lambda x: x * lax.while_loop(lambda v: v < 10, lambda v: v + 1, 0))(2.0)
+    assert float(g) == 10.0
+
+
+def test_forward_mode_and_vmap_are_refused_clearly():
+    f = lambda x: lax.scan(lambda c, x: (c + x, c), 0.0, x)[0]   # noqa: E731
+    with pytest.raises(ValueError, match="forward mode.*not supported yet"):
+        cjit.jvp(f, (np.ones(3),), (np.ones(3),))
+    with pytest.raises(ValueError, match="vmap.*not supported yet"):
+        cjit.vmap(f)(np.ones((2, 3)))
+
+
+def test_against_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+    args = rnn_args(200, hidden=8, inp=4, dtype=np.float64)
+
+    def jloss(W, U, b, h0, xs):
+        def step(h, x):
+            h = jnp.tanh(W @ h + U @ x + b)
+            return h, h
+        h, hs = jax.lax.scan(step, h0, xs)
+        return jnp.sum(hs * hs) / xs.shape[0] + jnp.sum(h)
+    want = jax.grad(jloss, argnums=(0, 1, 2, 3, 4))(*args)
+    got = cjit.jit(cjit.grad(rnn_loss, argnums=(0, 1, 2, 3, 4)))(*args)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-12)
