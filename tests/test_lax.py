@@ -469,3 +469,15 @@ def test_against_jax():
     got = cjit.jit(cjit.grad(rnn_loss, argnums=(0, 1, 2, 3, 4)))(*args)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-12)
+
+
+def test_rnn_example_trains():
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "examples", "rnn_scan.py")
+    spec = importlib.util.spec_from_file_location("rnn_scan", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    losses = mod.main(steps=60, length=100, verbose=False)
+    assert np.isfinite(losses).all()
+    assert np.mean(losses[-10:]) < 0.1 * losses[0]
