@@ -481,3 +481,41 @@ def test_rnn_example_trains():
     losses = mod.main(steps=60, length=100, verbose=False)
     assert np.isfinite(losses).all()
     assert np.mean(losses[-10:]) < 0.1 * losses[0]
+
+
+def test_a_body_of_100000_nodes_on_a_small_stack():
+    # every walk over a body (cutting it out, copying it for the gradient,
+    # lowering it) is a loop: no frame per node
+    import threading
+
+    def make(n):
+        def body(c, x):
+            for _ in range(n):
+                c = c * 0.99999 + x
+            return c, None
+
+        def loss(c0, xs):
+            c, _ = lax.scan(body, c0, xs)
+            return cnp.sum(c)
+        return loss
+
+    result = []
+
+    def work():
+        try:
+            # 100,000 nodes in the body; its gradient over 20,000 (the lowering of
+            # long gradient chains is slow in itself, with or without loops)
+            lowered = cjit.jit(make(50_000)).lower(np.ones(4), np.ones((3, 4)))
+            result.append(lowered._lowered.plan_peak())
+            lowered = cjit.jit(cjit.grad(make(10_000), argnums=1)).lower(np.ones(4), np.ones((3, 4)))
+            result.append(lowered._lowered.plan_peak())
+        except BaseException as e:   # noqa: BLE001 - reported below
+            result.append(e)
+    threading.stack_size(1 << 20)
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(0)
+    assert len(result) == 2 and all(isinstance(r, int) and r > 0 for r in result), result
