@@ -519,3 +519,30 @@ def test_a_body_of_100000_nodes_on_a_small_stack():
     finally:
         threading.stack_size(0)
     assert len(result) == 2 and all(isinstance(r, int) and r > 0 for r in result), result
+
+
+def test_disk_cache_compiles_control_flow_without_storing_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("CJIT_CACHE", "1")
+    monkeypatch.setenv("CJIT_CACHE_DIR", str(tmp_path))
+    f = cjit.jit(lambda x: lax.fori_loop(0, 4, lambda i, v: v * 2.0 + i, x))
+    np.testing.assert_allclose(f(np.ones(2)), [2 * 2 * 2 * 2 + 2 * 2 * 1 + 2 * 2 + 3] * 2)
+
+
+def test_threads_share_one_compiled_loop():
+    import threading
+    f = cjit.jit(rnn)
+    args = rnn_args(300)
+    want = f(*args)
+    errors = []
+
+    def work():
+        for _ in range(20):
+            got = f(*args)
+            if not all(np.array_equal(a, b) for a, b in zip(got, want)):
+                errors.append("differs")
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
