@@ -1,6 +1,6 @@
-/* py_glue.h - private to the three files of the extension module
- * (py_module.c, py_tracer.c, py_exec.c).  Only these files include
- * Python.h and the NumPy headers; the core never sees a PyObject.
+/* py_glue.h - private to the files of the extension module (py_*.c).
+ * Only these files include Python.h and the NumPy headers; the core never
+ * sees a PyObject.
  *
  * Reference conventions in these files: a function returning PyObject *
  * returns a NEW reference (NULL with an exception set) unless its comment
@@ -75,7 +75,7 @@ int cj_py_shape_from_obj(PyObject *obj, cj_shape *out, const char *what);
 /* Writes "float32[2,3]" into buf; returns buf. */
 char *cj_py_aval_str(cj_dtype dt, const cj_shape *s, char *buf, size_t n);
 
-/* ---- tracing (py_tracer.c) ------------------------------------------- */
+/* ---- tracing (py_trace*.c, py_tracer.c) ---------------------------- */
 
 typedef struct {
     PyObject_HEAD
@@ -104,7 +104,7 @@ extern PyTypeObject cj_py_TracerType;
 /* Readies Trace and Tracer and adds them to module m.  0 or -1. */
 int cj_py_tracer_init(PyObject *m);
 
-/* ---- lowered graphs and executables (py_exec.c) ----------------------- */
+/* ---- lowered graphs and executables (py_lowered.c, py_exec*.c) ------ */
 
 extern PyTypeObject cj_py_LoweredType;
 extern PyTypeObject cj_py_ExecutableType;
