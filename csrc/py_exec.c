@@ -361,23 +361,6 @@ PyTypeObject cj_py_ExecutableType = {
     .tp_getset = executable_getset,
 };
 
-/* See py_glue.h (used by py_cuda.c). */
-int cj_py_executable_parts(PyObject *obj, cj_executable **x, PyObject **arrays)
-{
-    if (!PyObject_TypeCheck(obj, &cj_py_ExecutableType)) {
-        PyErr_Format(PyExc_TypeError, "expected a cjit._cjit.Executable, got %.200s", Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    cj_py_executable *e = (cj_py_executable *)obj;
-    if (e->x == NULL || e->release_pending || e->arrays == NULL) {
-        released_error();
-        return -1;
-    }
-    *x = e->x;
-    *arrays = e->arrays;
-    return 0;
-}
-
 /* Readies Lowered and Executable and adds them to m.  0 or -1. */
 int cj_py_exec_init(PyObject *m)
 {

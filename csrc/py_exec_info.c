@@ -1,5 +1,6 @@
-/* py_exec_info.c - an Executable's introspection in Python objects: its
- * text, memory_analysis(), memory_plan() and cost_analysis(). */
+/* py_exec_info.c - a plan's introspection in Python objects: its text,
+ * memory_analysis(), memory_plan() and cost_analysis(), for an Executable
+ * and (through the cj_py_plan_* functions) for a CudaProgram. */
 #include "py_exec.h"
 
 #include <stdlib.h>
@@ -113,11 +114,12 @@ PyObject *executable_memory_analysis(cj_py_executable *e, PyObject *unused)
     (void)unused;
     if (e->x == NULL)
         return released_error();
-    const cj_plan *p = cj_executable_plan(e->x);   /* borrowed, lives with e->x */
-    if (p == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "cjit internal error: the executable has no memory plan");
-        return NULL;
-    }
+    return cj_py_plan_memory_analysis(cj_executable_plan(e->x));   /* the plan lives with e->x */
+}
+
+/* See py_glue.h. */
+PyObject *cj_py_plan_memory_analysis(const cj_plan *p)
+{
     PyObject *d = PyDict_New();
     if (d == NULL)
         return NULL;
@@ -183,7 +185,12 @@ PyObject *executable_memory_plan(cj_py_executable *e, PyObject *unused)
     (void)unused;
     if (e->x == NULL)
         return released_error();
-    const cj_plan *p = cj_executable_plan(e->x);   /* borrowed, lives with e->x */
+    return cj_py_plan_memory_plan(cj_executable_plan(e->x));   /* the plan lives with e->x */
+}
+
+/* See py_glue.h. */
+PyObject *cj_py_plan_memory_plan(const cj_plan *p)
+{
     PyObject *buffers = PyList_New(p->nbuffers > 0 ? p->nbuffers : 0);
     PyObject *groups = PyList_New(p->ngroups > 0 ? p->ngroups : 0);
     PyObject *d = PyDict_New();
@@ -216,19 +223,32 @@ fail:
     return NULL;
 }
 
+/* cost_analysis()'s dict. */
+static PyObject *cost_dict(int64_t flops, int64_t bytes)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    if (dict_set_steal(d, "flops", PyLong_FromLongLong(flops)) < 0
+        || dict_set_steal(d, "bytes_accessed", PyLong_FromLongLong(bytes)) < 0) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    return d;
+}
+
 PyObject *executable_cost_analysis(cj_py_executable *e, PyObject *unused)
 {
     (void)unused;
     if (e->x == NULL)
         return released_error();
-    PyObject *d = PyDict_New();
-    if (d == NULL)
-        return NULL;
-    if (dict_set_steal(d, "flops", PyLong_FromLongLong(cj_executable_flops(e->x))) < 0
-        || dict_set_steal(d, "bytes_accessed",
-                          PyLong_FromLongLong(cj_executable_bytes_accessed(e->x))) < 0) {
-        Py_DECREF(d);
-        return NULL;
-    }
-    return d;
+    return cost_dict(cj_executable_flops(e->x), cj_executable_bytes_accessed(e->x));
+}
+
+/* See py_glue.h. */
+PyObject *cj_py_plan_costs(const cj_plan *p)
+{
+    int64_t flops, bytes;
+    cj_plan_costs(p, &flops, &bytes);
+    return cost_dict(flops, bytes);
 }

@@ -127,15 +127,21 @@ int cj_py_executable_ready(PyObject *exe, int nparams);
  * Returns a new list of the outputs. */
 PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params, PyObject *const *leaves);
 
+/* A plan's memory_analysis(), memory_plan() and cost_analysis() dicts, as
+ * an Executable gives them (py_exec_info.c); new references, or NULL with
+ * an exception set. */
+PyObject *cj_py_plan_memory_analysis(const cj_plan *p);
+PyObject *cj_py_plan_memory_plan(const cj_plan *p);
+PyObject *cj_py_plan_costs(const cj_plan *p);
+
+/* The graph and the closed-over arrays (a list) of Lowered obj, both
+ * BORROWED (they live as long as obj).  0, or -1 with TypeError set. */
+int cj_py_lowered_parts(PyObject *obj, const cj_graph **g, PyObject **arrays);
+
 /* ---- the jit fast path (py_jit.c) ------------------------------------- */
 
 /* Readies JitBase and the fast path's functions, adds them to m.  0 or -1. */
 int cj_py_jit_init(PyObject *m);
-
-/* The compiled code and the closed-over arrays of Executable obj, both
- * BORROWED (they live as long as obj and until its release()).  0, or -1
- * with TypeError/RuntimeError set. */
-int cj_py_executable_parts(PyObject *obj, cj_executable **x, PyObject **arrays);
 
 /* ---- CUDA (py_cuda.c) -------------------------------------------------- */
 

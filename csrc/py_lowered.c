@@ -33,6 +33,23 @@ PyObject *cj_py_lowered_new(cj_graph *g, PyObject *arrays)
     return (PyObject *)lw;
 }
 
+/* See py_glue.h. */
+int cj_py_lowered_parts(PyObject *obj, const cj_graph **g, PyObject **arrays)
+{
+    if (!PyObject_TypeCheck(obj, &cj_py_LoweredType)) {
+        PyErr_Format(PyExc_TypeError, "expected a cjit._cjit.Lowered, got %.200s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    cj_py_lowered *lw = (cj_py_lowered *)obj;
+    if (lw->arrays == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Lowered: object was cleared");
+        return -1;
+    }
+    *g = lw->graph;
+    *arrays = lw->arrays;
+    return 0;
+}
+
 static int lowered_traverse(cj_py_lowered *lw, visitproc visit, void *arg)
 {
     Py_VISIT(lw->arrays);
