@@ -7,7 +7,9 @@ PYTHON_VENV := .venv
 ASAN_VENV   := .venv-asan
 SETUP       := bash scripts/setup_env.sh
 LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/*.py) \
-               $(wildcard python/cjit/*/*.py)
+               $(wildcard python/cjit/*/*.py) $(wildcard python/cjit/*/*/*.py)
+# The most lines one of these files may have (DESIGN.md: one job per file).
+LINE_LIMIT  := 900
 
 .PHONY: all setup test fuzz demo bench sanitize lines clean distclean array-api
 
@@ -82,9 +84,16 @@ array-api:
 	  --json-report --json-report-file=$(abspath build)/array-api-$(ARRAY_API_MODULE).json
 	$(PYTHON_VENV)/bin/python scripts/array_api_table.py build/array-api-$(ARRAY_API_MODULE).json
 
-# Lines of C and Python in the core, and their total.
+# Lines of C and Python in the core, and their total; fails naming every
+# file over LINE_LIMIT lines.
 lines:
 	@wc -l $(or $(LINE_FILES),/dev/null)
+	@over=$$(wc -l $(or $(LINE_FILES),/dev/null) | awk -v max=$(LINE_LIMIT) \
+	    '$$2 != "total" && $$1 > max { printf "  %s: %d lines\n", $$2, $$1 }'); \
+	if [ -n "$$over" ]; then \
+	    echo "make lines: files over $(LINE_LIMIT) lines (split them by job):" >&2; \
+	    echo "$$over" >&2; exit 1; \
+	fi
 
 # Build products; the venvs stay (distclean removes them too).
 clean:

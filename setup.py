@@ -1,6 +1,9 @@
-"""Build of cjit: one C extension, `cjit._cjit`, made from every csrc/*.c and
-linked against LLVM 19's shared library; the Python package lives in
-python/cjit.
+"""Build of cjit: one C extension, `cjit._cjit`, made from the Python
+bindings (csrc/py_*.c) and the core (every other csrc/*.c, archived as
+build/obj-<flavour>/libcjitcore.a), linked against LLVM 19's shared
+library; the Python package lives in python/cjit.  The core is compiled
+without Python's or NumPy's headers on the include path, so only the
+bindings can include them.
 
 Environment:
   LLVM_CONFIG=PROG   the llvm-config to ask for LLVM's flags (default
@@ -44,6 +47,9 @@ SOURCES = sorted(
     os.path.join("csrc", os.path.basename(p))
     for p in glob.glob(os.path.join(HERE, "csrc", "*.c"))
 )
+# The bindings know Python; the core (a static library) does not.
+BINDING_SOURCES = [s for s in SOURCES if os.path.basename(s).startswith("py_")]
+CORE_SOURCES = [s for s in SOURCES if not os.path.basename(s).startswith("py_")]
 # Any change to a header or to the op table recompiles every object.
 DEPENDS = sorted(
     os.path.join("csrc", os.path.basename(p))
@@ -164,7 +170,11 @@ class BuildExt(build_ext):
                 "numpy (>= 2) must be importable at build time: "
                 "pip install 'numpy>=2' (needed with --no-build-isolation).")
         inc, macros, libs, link_args, rpath = llvm_flags()
+        self.compiler.compile = self._cached_parallel_compile(self.compiler.compile)
+        core = self._build_core(inc, macros)
         for ext in self.extensions:
+            # after the bindings' objects, before the libraries it calls
+            ext.extra_objects = [core] + ext.extra_objects
             ext.include_dirs = ["csrc", numpy.get_include()] + inc + ext.include_dirs
             ext.define_macros = macros + ext.define_macros
             # LLVM first, then the system libraries it and we rely on.
@@ -172,10 +182,31 @@ class BuildExt(build_ext):
             # rpath: libLLVM-19 is found without LD_LIBRARY_PATH
             ext.runtime_library_dirs = rpath + ext.runtime_library_dirs
             ext.extra_link_args = link_args + ext.extra_link_args
-        self.compiler.compile = self._cached_parallel_compile(self.compiler.compile)
         # Always relink (cheap); objects are reused by the wrapper above.
         self.force = True
         super().build_extensions()
+
+    def _build_core(self, llvm_include_dirs, llvm_macros):
+        """Compiles CORE_SOURCES with only csrc and LLVM's headers on the
+        include path (build_ext gave the compiler Python's; they are taken
+        away meanwhile), archives them as libcjitcore.a and returns its
+        path."""
+        if not CORE_SOURCES:
+            raise BuildError("no core C sources: csrc/*.c has only py_*.c files.")
+        out = os.path.join(self.build_temp, "core")
+        python_dirs = self.compiler.include_dirs
+        self.compiler.set_include_dirs([])
+        try:
+            objects = self.compiler.compile(CORE_SOURCES, output_dir=out, macros=llvm_macros,
+                                            include_dirs=["csrc"] + llvm_include_dirs,
+                                            extra_postargs=COMPILE_ARGS, depends=DEPENDS)
+        finally:
+            self.compiler.set_include_dirs(python_dirs)
+        lib = self.compiler.library_filename("cjitcore", output_dir=self.build_temp)
+        if os.path.exists(lib):
+            os.remove(lib)   # ar adds members: a deleted source must not stay in it
+        self.compiler.create_static_lib(objects, "cjitcore", output_dir=self.build_temp)
+        return lib
 
     def copy_file(self, infile, outfile, *args, **kwargs):
         """Copies like build_ext, but replaces outfile by a rename: writing
@@ -268,7 +299,7 @@ setup(
     ext_modules=[
         Extension(
             "cjit._cjit",
-            sources=SOURCES,
+            sources=BINDING_SOURCES,
             depends=DEPENDS,
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
             libraries=["m", "pthread", "dl"],

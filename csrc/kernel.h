@@ -163,3 +163,6 @@ void cj_plan_free(cj_plan *plan);
 int64_t cj_plan_heap_bytes(const cj_plan *plan);
 /* Readable kernels and buffers (caller frees). */
 char *cj_plan_to_text(const cj_plan *plan);
+/* cost_analysis(): flops, one per arithmetic expression per loop point;
+ * bytes, every buffer a kernel touches, read or written once. */
+void cj_plan_costs(const cj_plan *plan, int64_t *flops, int64_t *bytes);

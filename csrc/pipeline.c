@@ -16,30 +16,8 @@
 #include "loops.h"
 #include "plan_io.h"
 
-/* flops: one per arithmetic expression per loop point; bytes: every
- * buffer a kernel touches, read or written once. */
-static void count_costs(cj_executable *x) {
-    const cj_plan *p = &x->plan;
-    x->flops = x->bytes_accessed = 0;
-    for (int k = 0; k < p->nkernels; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        int64_t points = 1;
-        for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
-        int ops = 0;
-        for (int e = 0; e < kern->nexprs; e++) ops += kern->exprs[e].kind == CJ_EX_OP;
-        if (kern->reduced) ops++;
-        x->flops += points * ops;
-        x->bytes_accessed += p->buffers[kern->out_buffer].nbytes;
-        for (int i = 0; i < kern->nalso; i++) x->bytes_accessed += p->buffers[kern->also[i].buffer].nbytes;
-        for (int e = 0; e < kern->nexprs; e++) {
-            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
-            bool seen = false;
-            for (int f = 0; f < e; f++)
-                seen |= kern->exprs[f].kind == CJ_EX_LOAD && kern->exprs[f].buffer == kern->exprs[e].buffer;
-            if (!seen) x->bytes_accessed += p->buffers[kern->exprs[e].buffer].nbytes;
-        }
-    }
-}
+/* flops and bytes accessed, for cost_analysis() (plan.c). */
+static void count_costs(cj_executable *x) { cj_plan_costs(&x->plan, &x->flops, &x->bytes_accessed); }
 
 /* CJIT_DUMP=DIR: the simplified graph and the plan of each compile, next
  * to the LLVM IR that jit_cpu.c writes there. */

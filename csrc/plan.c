@@ -165,6 +165,29 @@ static bool *read_by_backward(const cj_plan *p) {
 }
 
 /* See kernel.h. */
+void cj_plan_costs(const cj_plan *p, int64_t *flops, int64_t *bytes) {
+    *flops = *bytes = 0;
+    for (int k = 0; k < p->nkernels; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        int64_t points = 1;
+        for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
+        int ops = 0;
+        for (int e = 0; e < kern->nexprs; e++) ops += kern->exprs[e].kind == CJ_EX_OP;
+        if (kern->reduced) ops++;
+        *flops += points * ops;
+        *bytes += p->buffers[kern->out_buffer].nbytes;
+        for (int i = 0; i < kern->nalso; i++) *bytes += p->buffers[kern->also[i].buffer].nbytes;
+        for (int e = 0; e < kern->nexprs; e++) {
+            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
+            bool seen = false;
+            for (int f = 0; f < e; f++)
+                seen |= kern->exprs[f].kind == CJ_EX_LOAD && kern->exprs[f].buffer == kern->exprs[e].buffer;
+            if (!seen) *bytes += p->buffers[kern->exprs[e].buffer].nbytes;
+        }
+    }
+}
+
+/* See kernel.h. */
 char *cj_plan_to_text(const cj_plan *p) {
     text_buf t = {0};
     char shape[128];

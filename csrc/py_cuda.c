@@ -1,12 +1,17 @@
 /* py_cuda.c - the CUDA side of the extension module: DeviceBuffer (an
- * array in GPU memory), CudaProgram (an Executable's kernels loaded on a
- * GPU), ptx() (the PTX of any Executable, no GPU needed) and the driver's
- * status.  cjit.Array (api.py) wraps a DeviceBuffer. */
+ * array in GPU memory), CudaProgram (a Lowered's kernels loaded on a GPU),
+ * ptx() (the PTX of a Lowered, no GPU needed) and the driver's status.
+ * cjit.Array (_devices.py) wraps a DeviceBuffer.
+ *
+ * The GPU compiles from cj_lower's plan (lower.c) and nothing else: no CPU
+ * code is generated for a function that runs on a GPU.  Its plan marks no
+ * library calls (BLAS is the CPU's), so every kernel is a loop nest. */
 #include "py_glue.h"
 
 #include <string.h>
 
 #include "jit_cuda.h"
+#include "lower.h"
 
 /* ---- DeviceBuffer ----------------------------------------------------------- */
 
@@ -205,7 +210,9 @@ static PyObject *mod_cuda_put(PyObject *self, PyObject *args)
 typedef struct {
     PyObject_HEAD
     cj_cuda_program *prog;      /* owned */
-    PyObject *arrays;           /* closed-over arrays (the Executable's list) */
+    cj_lowered lowered;         /* owned: the plan the kernels came from, for introspection;
+                                 * empty once released */
+    PyObject *arrays;           /* closed-over arrays (the Lowered's list) */
     int nparams, noutputs;
     cj_shape *shapes;           /* nparams params, then noutputs outputs */
     cj_dtype *dtypes;
@@ -216,25 +223,39 @@ typedef struct {
 
 static PyTypeObject CudaProgramType;
 
-/* CudaProgram(executable, device): loads the executable's plan on a GPU. */
+/* The lowering for a GPU: the passes of cj_lower with no library calls. */
+static cj_status lower_for_gpu(const cj_graph *g, cj_lowered *out, cj_error *err)
+{
+    cj_lower_options o = {.mark_library_calls = NULL};
+    return cj_lower(g, &o, out, err);
+}
+
+/* CudaProgram(lowered, device): lowers the graph of a Lowered and loads its
+ * kernels, as PTX, on a GPU. */
 static PyObject *program_tp_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *exe;
+    PyObject *lowered;
     int dev;
-    static char *kwlist[] = {"executable", "device", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oi:CudaProgram", kwlist, &exe, &dev))
+    static char *kwlist[] = {"lowered", "device", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oi:CudaProgram", kwlist, &lowered, &dev))
         return NULL;
-    cj_executable *x;
+    const cj_graph *g;
     PyObject *arrays;
-    if (cj_py_executable_parts(exe, &x, &arrays) < 0)
+    if (cj_py_lowered_parts(lowered, &g, &arrays) < 0)
         return NULL;
-    const cj_plan *plan = cj_executable_plan(x);   /* borrowed */
-    cj_py_program *p = (cj_py_program *)type->tp_alloc(type, 0);
+    cj_py_program *p = (cj_py_program *)type->tp_alloc(type, 0);   /* zeroed: lowered is empty */
     if (p == NULL)
         return NULL;
     p->arrays = Py_NewRef(arrays);
-    p->nparams = cj_executable_nparams(x);
-    p->noutputs = cj_executable_noutputs(x);
+    cj_error err = {0};
+    if (lower_for_gpu(g, &p->lowered, &err) != CJ_OK) {
+        Py_DECREF(p);
+        return cj_py_raise(&err);
+    }
+    const cj_graph *lg = p->lowered.graph;
+    const cj_plan *plan = &p->lowered.plan;
+    p->nparams = lg->nparams;
+    p->noutputs = lg->noutputs;
     size_t n = (size_t)p->nparams + (size_t)p->noutputs + 1;
     p->shapes = PyMem_Calloc(n, sizeof(cj_shape));
     p->dtypes = PyMem_Calloc(n, sizeof(cj_dtype));
@@ -251,9 +272,11 @@ static PyObject *program_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw
             p->param_known[buf->slot] = true;
         }
     }
-    for (int k = 0; k < p->noutputs; k++)
-        cj_executable_output(x, k, &p->shapes[p->nparams + k], &p->dtypes[p->nparams + k]);
-    cj_error err = {0};
+    for (int k = 0; k < p->noutputs; k++) {
+        const cj_node *out = &lg->nodes[lg->outputs[k]];
+        p->shapes[p->nparams + k] = out->shape;
+        p->dtypes[p->nparams + k] = out->dtype;
+    }
     p->prog = cj_cuda_program_new(plan, dev, &err);
     if (p->prog == NULL) {
         Py_DECREF(p);
@@ -265,6 +288,7 @@ static PyObject *program_tp_new(PyTypeObject *type, PyObject *args, PyObject *kw
 static void program_dealloc(cj_py_program *p)
 {
     cj_cuda_program_free(p->prog);
+    cj_lowered_free(&p->lowered);
     Py_XDECREF(p->arrays);
     PyMem_Free(p->shapes);
     PyMem_Free(p->dtypes);
@@ -400,6 +424,7 @@ static PyObject *program_get_device(cj_py_program *p, void *c)
 static PyObject *program_release(cj_py_program *p, PyObject *unused)
 {
     (void)unused;
+    cj_lowered_free(&p->lowered);   /* running calls use only prog */
     if (p->running > 0) {
         p->release_pending = true;
     } else {
@@ -407,6 +432,76 @@ static PyObject *program_release(cj_py_program *p, PyObject *unused)
         p->prog = NULL;
     }
     Py_RETURN_NONE;
+}
+
+/* The plan the kernels were made from (borrowed), or NULL with
+ * RuntimeError once released. */
+static const cj_plan *program_plan(cj_py_program *p)
+{
+    if (p->lowered.graph == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "CudaProgram: released");
+        return NULL;
+    }
+    return &p->lowered.plan;
+}
+
+/* as_text(): the plan's kernels and buffers, as Executable.as_text. */
+static PyObject *program_as_text(cj_py_program *p, PyObject *unused)
+{
+    (void)unused;
+    const cj_plan *plan = program_plan(p);
+    if (plan == NULL)
+        return NULL;
+    char *s = cj_plan_to_text(plan);
+    if (s == NULL)
+        return PyErr_NoMemory();
+    PyObject *r = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+    free(s);
+    return r;
+}
+
+static PyObject *program_memory_analysis(cj_py_program *p, PyObject *unused)
+{
+    (void)unused;
+    const cj_plan *plan = program_plan(p);
+    return plan ? cj_py_plan_memory_analysis(plan) : NULL;
+}
+
+static PyObject *program_memory_plan(cj_py_program *p, PyObject *unused)
+{
+    (void)unused;
+    const cj_plan *plan = program_plan(p);
+    return plan ? cj_py_plan_memory_plan(plan) : NULL;
+}
+
+static PyObject *program_cost_analysis(cj_py_program *p, PyObject *unused)
+{
+    (void)unused;
+    const cj_plan *plan = program_plan(p);
+    return plan ? cj_py_plan_costs(plan) : NULL;
+}
+
+/* A new str of the PTX of a plan's kernels, for arch (NULL: the default). */
+static PyObject *plan_ptx(const cj_plan *plan, const char *arch)
+{
+    cj_error err = {0};
+    char *ptx = cj_cuda_ptx(plan, arch, "cj_cuda", &err);
+    if (ptx == NULL)
+        return cj_py_raise(&err);
+    PyObject *r = PyUnicode_FromString(ptx);
+    free(ptx);
+    return r;
+}
+
+/* ptx(arch=None): the PTX of the program's plan (see the module's ptx()). */
+static PyObject *program_ptx(cj_py_program *p, PyObject *args, PyObject *kwds)
+{
+    const char *arch = NULL;
+    static char *kwlist[] = {"arch", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|z:ptx", kwlist, &arch))
+        return NULL;
+    const cj_plan *plan = program_plan(p);
+    return plan ? plan_ptx(plan, arch) : NULL;
 }
 
 static PyGetSetDef program_getset[] = {
@@ -418,6 +513,16 @@ static PyGetSetDef program_getset[] = {
 static PyMethodDef program_methods[] = {
     {"release", (PyCFunction)program_release, METH_NOARGS,
      "release($self, /)\n--\n\nUnloads the kernels; later calls raise RuntimeError."},
+    {"as_text", (PyCFunction)program_as_text, METH_NOARGS,
+     "as_text($self, /)\n--\n\nThe plan's kernels and buffers."},
+    {"memory_analysis", (PyCFunction)program_memory_analysis, METH_NOARGS,
+     "memory_analysis($self, /)\n--\n\nThe plan's bytes, as Executable.memory_analysis."},
+    {"memory_plan", (PyCFunction)program_memory_plan, METH_NOARGS,
+     "memory_plan($self, /)\n--\n\nThe plan's buffers and groups, as Executable.memory_plan."},
+    {"cost_analysis", (PyCFunction)program_cost_analysis, METH_NOARGS,
+     "cost_analysis($self, /)\n--\n\nflops and bytes accessed of the plan."},
+    {"ptx", (PyCFunction)(void (*)(void))program_ptx, METH_VARARGS | METH_KEYWORDS,
+     "ptx($self, /, arch=None)\n--\n\nThe PTX of the plan's kernels."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -426,7 +531,7 @@ static PyTypeObject CudaProgramType = {
     .tp_name = "cjit._cjit.CudaProgram",
     .tp_basicsize = sizeof(cj_py_program),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "CudaProgram(executable, device): an Executable's kernels loaded on a GPU.",
+    .tp_doc = "CudaProgram(lowered, device): a Lowered's kernels loaded on a GPU.",
     .tp_new = program_tp_new,
     .tp_dealloc = (destructor)program_dealloc,
     .tp_call = (ternaryfunc)program_call,
@@ -436,25 +541,26 @@ static PyTypeObject CudaProgramType = {
 
 /* ---- module functions -------------------------------------------------------------- */
 
-/* ptx(executable, arch=None): the PTX text of an Executable's kernels. */
+/* ptx(lowered, arch=None): the PTX text of a Lowered's kernels, lowered as
+ * a CudaProgram lowers them. */
 static PyObject *mod_ptx(PyObject *self, PyObject *args, PyObject *kwds)
 {
     (void)self;
-    PyObject *exe;
+    PyObject *lowered;
     const char *arch = NULL;
-    static char *kwlist[] = {"executable", "arch", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|z:ptx", kwlist, &exe, &arch))
+    static char *kwlist[] = {"lowered", "arch", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|z:ptx", kwlist, &lowered, &arch))
         return NULL;
-    cj_executable *x;
+    const cj_graph *g;
     PyObject *arrays;
-    if (cj_py_executable_parts(exe, &x, &arrays) < 0)
+    if (cj_py_lowered_parts(lowered, &g, &arrays) < 0)
         return NULL;
+    cj_lowered l;
     cj_error err = {0};
-    char *ptx = cj_cuda_ptx(cj_executable_plan(x), arch, "cj_cuda", &err);
-    if (ptx == NULL)
+    if (lower_for_gpu(g, &l, &err) != CJ_OK)
         return cj_py_raise(&err);
-    PyObject *r = PyUnicode_FromString(ptx);
-    free(ptx);
+    PyObject *r = plan_ptx(&l.plan, arch);
+    cj_lowered_free(&l);
     return r;
 }
 
@@ -488,7 +594,7 @@ static PyObject *mod_cuda_device_info(PyObject *self, PyObject *arg)
 
 static PyMethodDef cuda_functions[] = {
     {"ptx", (PyCFunction)(void (*)(void))mod_ptx, METH_VARARGS | METH_KEYWORDS,
-     "ptx($module, executable, arch=None)\n--\n\nThe PTX of an Executable's kernels (no GPU needed)."},
+     "ptx($module, lowered, arch=None)\n--\n\nThe PTX of a Lowered's kernels (no GPU needed)."},
     {"cuda_status", mod_cuda_status, METH_NOARGS,
      "cuda_status($module, /)\n--\n\n(number of CUDA devices, why there are none)."},
     {"cuda_device_info", mod_cuda_device_info, METH_O,

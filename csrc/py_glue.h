@@ -1,6 +1,6 @@
-/* py_glue.h - private to the three files of the extension module
- * (py_module.c, py_tracer.c, py_exec.c).  Only these files include
- * Python.h and the NumPy headers; the core never sees a PyObject.
+/* py_glue.h - private to the files of the extension module (py_*.c).
+ * Only these files include Python.h and the NumPy headers; the core never
+ * sees a PyObject.
  *
  * Reference conventions in these files: a function returning PyObject *
  * returns a NEW reference (NULL with an exception set) unless its comment
@@ -75,7 +75,7 @@ int cj_py_shape_from_obj(PyObject *obj, cj_shape *out, const char *what);
 /* Writes "float32[2,3]" into buf; returns buf. */
 char *cj_py_aval_str(cj_dtype dt, const cj_shape *s, char *buf, size_t n);
 
-/* ---- tracing (py_tracer.c) ------------------------------------------- */
+/* ---- tracing (py_trace*.c, py_tracer.c) ---------------------------- */
 
 typedef struct {
     PyObject_HEAD
@@ -104,7 +104,7 @@ extern PyTypeObject cj_py_TracerType;
 /* Readies Trace and Tracer and adds them to module m.  0 or -1. */
 int cj_py_tracer_init(PyObject *m);
 
-/* ---- lowered graphs and executables (py_exec.c) ----------------------- */
+/* ---- lowered graphs and executables (py_lowered.c, py_exec*.c) ------ */
 
 extern PyTypeObject cj_py_LoweredType;
 extern PyTypeObject cj_py_ExecutableType;
@@ -127,26 +127,27 @@ int cj_py_executable_ready(PyObject *exe, int nparams);
  * Returns a new list of the outputs. */
 PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params, PyObject *const *leaves);
 
+/* A plan's memory_analysis(), memory_plan() and cost_analysis() dicts, as
+ * an Executable gives them (py_exec_info.c); new references, or NULL with
+ * an exception set. */
+PyObject *cj_py_plan_memory_analysis(const cj_plan *p);
+PyObject *cj_py_plan_memory_plan(const cj_plan *p);
+PyObject *cj_py_plan_costs(const cj_plan *p);
+
+/* The graph and the closed-over arrays (a list) of Lowered obj, both
+ * BORROWED (they live as long as obj).  0, or -1 with TypeError set. */
+int cj_py_lowered_parts(PyObject *obj, const cj_graph **g, PyObject **arrays);
+
 /* ---- the jit fast path (py_jit.c) ------------------------------------- */
 
 /* Readies JitBase and the fast path's functions, adds them to m.  0 or -1. */
 int cj_py_jit_init(PyObject *m);
-
-/* The compiled code and the closed-over arrays of Executable obj, both
- * BORROWED (they live as long as obj and until its release()).  0, or -1
- * with TypeError/RuntimeError set. */
-int cj_py_executable_parts(PyObject *obj, cj_executable **x, PyObject **arrays);
 
 /* ---- CUDA (py_cuda.c) -------------------------------------------------- */
 
 /* Readies DeviceBuffer and CudaProgram and adds them, ptx(), cuda_status(),
  * cuda_device_info() and cuda_put() to module m.  0 or -1. */
 int cj_py_cuda_init(PyObject *m);
-
-/* A new Tracer for node id of the live trace tr (py_tracer.c). */
-PyObject *cj_py_tracer_new(cj_py_trace *tr, int id);
-/* The location id of the user's current line in g, -1 if none (py_tracer.c). */
-int cj_py_current_loc(cj_graph *g);
 
 /* ---- control flow (py_lax.c) ------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* py_lax.c - the one entry point cjit.lax needs from C: turning bodies
  * traced into the trace in progress into a region node (regions.h). */
-#include "py_glue.h"
+#include "py_trace.h"
 #include "regions.h"
 
 #include <stdlib.h>
@@ -21,7 +21,7 @@ static Py_ssize_t ids_of(cj_py_trace *tr, PyObject *obj, const char *what, int *
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
-        if (!Py_IS_TYPE(o, &cj_py_TracerType) || ((cj_py_tracer *)o)->trace != tr) {
+        if (!Tracer_Check(o) || ((cj_py_tracer *)o)->trace != tr) {
             PyErr_Format(PyExc_TypeError, "lax_region: %s %zd is not a traced value of this trace", what, i);
             PyMem_Free(*ids);
             *ids = NULL;
@@ -115,7 +115,7 @@ static PyObject *lax_region(PyObject *self, PyObject *args)
     ins = all;
     for (int k = 0; k < nconsts; k++)
         ins[nin + k] = consts[k];
-    int loc = cj_py_current_loc(g);
+    int loc = current_loc(g);
     int region = cj_build_region(g, b, ins, (int)nin + nconsts, loc, &err);
     if (region < 0) {
         cj_py_raise(&err);
@@ -124,7 +124,7 @@ static PyObject *lax_region(PyObject *self, PyObject *args)
     result = PyList_New(b->nresults);
     for (int k = 0; result != NULL && k < b->nresults; k++) {
         int id = cj_build_result(g, region, k, loc, &err);
-        PyObject *t = id < 0 ? cj_py_raise(&err) : cj_py_tracer_new(tr, id);
+        PyObject *t = id < 0 ? cj_py_raise(&err) : tracer_wrap(tr, id);
         if (t == NULL)
             Py_CLEAR(result);
         else

@@ -35,7 +35,7 @@ int64_t cj_rt_ipow(int64_t base, int64_t exponent) {
         for (int64_t i = start; i < end; i++) o[i] = v;                              \
     } while (0)
 
-/* See rt.h.  The value is graph.c's cj_reduce_identity (the one the
+/* See rt.h.  The value is ops.c's cj_reduce_identity (the one the
  * NVPTX init kernels compile in too): -inf and +inf for float max and
  * min, the integer extremes, false/true for any/all. */
 void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op) {

@@ -46,16 +46,18 @@ PTXAS = _find_ptxas()
 N_GPUS, NO_GPU_WHY = _cjit.cuda_status()
 
 
-def lower_exe(fn, *args):
-    """The C Executable (CPU) of fn for args: what _cjit.ptx reads."""
-    return cjit.jit(fn).lower(*args).compile()._exe
+def lowered_of(fn, *args):
+    """The C Lowered (the traced graph) of fn for args: what _cjit.ptx and
+    CudaProgram read."""
+    return cjit.jit(fn).lower(*args)._lowered
 
 
-def expected_entries(exe):
+def expected_entries(lowered):
     """PTX kernels the plan needs: one per kernel, plus an _init for each
-    reduction (a loop dim marked r in as_text)."""
+    reduction (a loop dim marked r in as_text).  Counted on the CPU's plan,
+    which has the same kernels (it only marks some to run as BLAS calls)."""
     n = 0
-    for line in exe.as_text().splitlines():
+    for line in lowered.compile().as_text().splitlines():
         if "loops [" in line:
             loops = line.split("loops [", 1)[1].split("]", 1)[0]
             n += 2 if "r" in loops else 1
@@ -75,11 +77,11 @@ def assemble(ptx, tmp_path, name="k"):
 
 
 def check_ptx(fn, args, tmp_path, name="k"):
-    exe = lower_exe(fn, *args)
-    ptx = _cjit.ptx(exe)
+    low = lowered_of(fn, *args)
+    ptx = _cjit.ptx(low)
     assert ptx.endswith("\n") and "\0" not in ptx
     assert ".target sm_90" in ptx
-    assert ptx.count(".entry ") == expected_entries(exe), exe.as_text()
+    assert ptx.count(".entry ") == expected_entries(low), low.as_text()
     # every function is defined in the module: no host helpers, no libm
     assert ".extern" not in ptx
     assemble(ptx, tmp_path, name)
@@ -259,8 +261,7 @@ def test_program_ptx(name, dtype, tmp_path):
 def test_ptx_shape_of_kernels():
     """Kernels are PTX entries with the buffers as parameters, indexed by
     ctaid/ntid/tid with a grid-stride loop; reductions get an _init."""
-    exe = lower_exe(_softmax, np.ones((8, 16), np.float32))
-    ptx = _cjit.ptx(exe)
+    ptx = _cjit.ptx(lowered_of(_softmax, np.ones((8, 16), np.float32)))
     assert ".visible .entry cj_cuda_k0(" in ptx
     assert "_init(" in ptx
     for sreg in ("%ctaid.x", "%ntid.x", "%tid.x", "%nctaid.x"):
@@ -271,8 +272,8 @@ def test_ptx_shape_of_kernels():
 def test_ptx_arch_and_integer_power(tmp_path):
     """arch is configurable; integer power is defined in the module (the CPU
     calls a host helper, a GPU cannot)."""
-    exe = lower_exe(lambda x, y: x ** y, np.arange(6, dtype=np.int64), np.arange(6, dtype=np.int64))
-    ptx = _cjit.ptx(exe, arch="sm_80")
+    low = lowered_of(lambda x, y: x ** y, np.arange(6, dtype=np.int64), np.arange(6, dtype=np.int64))
+    ptx = _cjit.ptx(low, arch="sm_80")
     assert ".target sm_80" in ptx
     assert ".extern" not in ptx   # the helper is in the module (and inlined)
     if PTXAS is not None:
@@ -283,17 +284,22 @@ def test_ptx_arch_and_integer_power(tmp_path):
         assert r.returncode == 0, r.stderr
 
 
-def test_ptx_rejects_non_executables():
-    with pytest.raises(TypeError, match="Executable"):
+def test_ptx_rejects_non_lowered():
+    with pytest.raises(TypeError, match="Lowered"):
         _cjit.ptx(object())
+    with pytest.raises(TypeError, match="Lowered"):
+        _cjit.ptx(cjit.jit(lambda x: x + 1).lower(np.ones(3)).compile()._exe)
 
 
 def test_cpu_results_unchanged_by_cuda_codegen():
-    """Emitting PTX for an executable leaves its CPU code working."""
+    """Emitting PTX from a Lowered leaves it as it was: compiled for the CPU
+    afterwards, it computes the same."""
     x = np.random.default_rng(1).standard_normal((20, 30)).astype(np.float32)
-    exe = lower_exe(_softmax, x)
-    _cjit.ptx(exe)
-    (got,) = exe([x])
+    low = lowered_of(_softmax, x)
+    before = low.as_text()
+    _cjit.ptx(low)
+    assert low.as_text() == before
+    (got,) = low.compile()([x])
     e = np.exp(x - x.max(axis=1, keepdims=True))
     assert_close(got, e / e.sum(axis=1, keepdims=True))
 
@@ -463,20 +469,27 @@ _HOST_PROBE = """
         return {"p": e / cnp.sum(e, axis=1, keepdims=True), "m": (x @ w) ** 2 + y.sum()}
 
     before = lib.fake_launches()
+    live = cjit.memory_stats()["live_executables"]
     r = f(a, x)                      # one argument on the device, one on the host
     print("outputs", type(r["p"]).__name__, r["p"].shape, r["p"].dtype, r["m"].shape)
     print("launched", lib.fake_launches() - before)
+    print("cpu_executables", cjit.memory_stats()["live_executables"] - live)
     r2 = f(a, a)
     print("cache", f.cache_info()["entries"], f.cache_info()["hits"])
     print("cpu_on_gpu_array", cjit.jit(lambda v: v * 2)(a)[0, 1])
     c = f.lower(x, x).compile()
     print("compiled", type(c(x, x)["p"]).__name__)
+    cpu = cjit.jit(f._fun).lower(x, x).compile()
+    print("flops", c.cost_analysis() == cpu.cost_analysis(),
+          c.memory_analysis().argument_size_in_bytes == cpu.memory_analysis().argument_size_in_bytes,
+          c.as_text().count("loops [") == cpu.as_text().count("loops ["),
+          c._exe.ptx().count(".entry ") >= 6)
     try:
         f(a, np.ones((3, 4), np.float64))
         f(np.ones((3, 5), np.float32), x)
     except Exception as e:
         print("error", type(e).__name__)
-    del a, tree, r, r2, c
+    del a, tree, r, r2, c, cpu
     import gc; gc.collect()
     cjit.clear_caches()
     print("live", lib.fake_live())
@@ -501,6 +514,10 @@ def test_runtime_against_fake_driver(fake_driver):
     assert int(got["launched"]) >= 6
     assert got["cache"] == "1 1"
     assert got["compiled"] == "Array"
+    # the GPU compiles from the lowered plan only: no CPU executable is made
+    assert got["cpu_executables"] == "0"
+    # its plan's introspection: the CPU's costs, arguments and kernels
+    assert got["flops"] == "True True True True"
     assert got["live"] == "0", "device memory leaked"
 
 

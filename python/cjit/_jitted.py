@@ -319,16 +319,16 @@ _cjit._enable_vectorcall(Jitted)
 
 
 class _CudaExecutable:
-    """A compiled function on a GPU: the CPU Executable (its plan, text,
-    memory and cost analyses) and its kernels loaded as PTX on the device.
-    Called with a list of NumPy arrays or cjit.Arrays; returns cjit.Arrays."""
+    """A compiled function on a GPU: the kernels of a C Lowered, lowered
+    and loaded as PTX on the device (no CPU code is made), with the plan's
+    text, memory and cost analyses.  Called with a list of NumPy arrays or
+    cjit.Arrays; returns cjit.Arrays."""
 
-    __slots__ = ("_cpu", "_prog", "_device")
+    __slots__ = ("_prog", "_device")
 
-    def __init__(self, cpu_exe, device):
-        self._cpu = cpu_exe
+    def __init__(self, lowered, device):
         self._device = device
-        self._prog = _cjit.CudaProgram(cpu_exe, device.id)
+        self._prog = _cjit.CudaProgram(lowered, device.id)
 
     def __call__(self, arrays):
         args = [a._live_buf() if type(a) is Array else a for a in arrays]
@@ -336,27 +336,26 @@ class _CudaExecutable:
         return [Array._wrap(b, dev) for b in self._prog(args)]
 
     def as_text(self):
-        return self._cpu.as_text()
+        return self._prog.as_text()
 
     def memory_analysis(self):
-        return self._cpu.memory_analysis()
+        return self._prog.memory_analysis()
 
     def memory_plan(self):
-        return self._cpu.memory_plan()
+        return self._prog.memory_plan()
 
     def cost_analysis(self):
-        return self._cpu.cost_analysis()
+        return self._prog.cost_analysis()
 
     @property
     def code_bytes(self):
         return self._prog.ptx_bytes
 
     def ptx(self):
-        return _cjit.ptx(self._cpu)
+        return self._prog.ptx()
 
     def release(self):
         self._prog.release()
-        self._cpu.release()
 
 
 class _CudaJitted(Jitted):
@@ -365,7 +364,7 @@ class _CudaJitted(Jitted):
     call); results are cjit.Arrays."""
 
     def _executable(self, lowered, donate=()):
-        return _CudaExecutable(lowered.compile(), self._device)
+        return _CudaExecutable(lowered, self._device)
 
     def _consume_donated(self, leaves, treedef, dyn_positions):
         """Donation is not used on the GPU yet (the plan is compiled without

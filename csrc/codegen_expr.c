@@ -1,0 +1,487 @@
+/* codegen_expr.c - the loop body: LLVM types of dtypes, loads and stores
+ * at affine offsets with their alias metadata, one op as IR (emit_op), and
+ * a kernel's expression DAG evaluated and stored (emit_exprs, emit_stores).
+ * Shared by the CPU and NVPTX wrappers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h> /* temporary metadata nodes: self-referential loop ids and scopes */
+
+#include "cmath.h"
+#include "codegen_priv.h"
+#include "mathlib.h"
+
+LLVMTypeRef reg_type(cg *c, cj_dtype dt) {
+    switch (dt) {
+    case CJ_BOOL: return c->i1;
+    case CJ_INT32: return c->i32;
+    case CJ_UINT32: return c->i32;
+    case CJ_INT64: return c->i64;
+    case CJ_FLOAT32: return c->f32;
+    case CJ_FLOAT64: return c->f64;
+    case CJ_NUM_DTYPES: break;
+    }
+    return c->i64;
+}
+
+LLVMTypeRef mem_type(cg *c, cj_dtype dt) { return dt == CJ_BOOL ? c->i8 : reg_type(c, dt); }
+
+/* The integer compare predicate of a signed one, for dtype dt (bool and
+ * uint32 compare without a sign). */
+static LLVMIntPredicate int_pred(cj_dtype dt, LLVMIntPredicate signed_pred) {
+    if (!cj_dtype_unsigned(dt)) return signed_pred;
+    switch (signed_pred) {
+    case LLVMIntSLT: return LLVMIntULT;
+    case LLVMIntSLE: return LLVMIntULE;
+    case LLVMIntSGT: return LLVMIntUGT;
+    case LLVMIntSGE: return LLVMIntUGE;
+    case LLVMIntEQ: case LLVMIntNE: case LLVMIntUGT: case LLVMIntUGE: case LLVMIntULT: case LLVMIntULE: break;
+    }
+    return signed_pred;
+}
+
+LLVMValueRef const_of(cg *c, cj_dtype dt, double f, int64_t i) {
+    if (is_float(dt)) return LLVMConstReal(reg_type(c, dt), f);
+    if (dt == CJ_BOOL) return LLVMConstInt(c->i1, i != 0, 0);
+    return LLVMConstInt(reg_type(c, dt), (unsigned long long)i, 1);
+}
+
+LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMTypeRef type, LLVMValueRef *args,
+                                   unsigned nargs, const char *label) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &type, 1);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &type, 1);
+    return LLVMBuildCall2(c->b, fty, fn, args, nargs, label);
+}
+
+/* offset + sum stride[d] * i_d, as i64 */
+static LLVMValueRef affine_value(cg *c, const cj_affine *a) {
+    LLVMValueRef v = LLVMConstInt(c->i64, (unsigned long long)a->offset, 1);
+    for (int d = 0; d < c->k->rank; d++) {
+        if (a->stride[d] == 0) continue;
+        LLVMValueRef term = a->stride[d] == 1
+            ? c->idx[d]
+            : LLVMBuildMul(c->b, c->idx[d], LLVMConstInt(c->i64, (unsigned long long)a->stride[d], 1), "term");
+        v = LLVMBuildAdd(c->b, v, term, "off");
+    }
+    return v;
+}
+
+static LLVMValueRef element_ptr(cg *c, int buffer, const cj_affine *a) {
+    cj_dtype dt = c->plan->buffers[buffer].dtype;
+    LLVMValueRef off = affine_value(c, a);
+    return LLVMBuildInBoundsGEP2(c->b, mem_type(c, dt), c->buf_ptr[buffer], &off, 1, "addr");
+}
+
+/* Tags a load or store of `buffer` with its alias scope (see set_alias_scopes). */
+static void tag_access(cg *c, int buffer, LLVMValueRef inst) {
+    if (!c->scope || !c->scope[buffer]) return;
+    LLVMSetMetadata(inst, LLVMGetMDKindIDInContext(c->ctx, "alias.scope", 11), c->scope[buffer]);
+    LLVMSetMetadata(inst, LLVMGetMDKindIDInContext(c->ctx, "noalias", 7), c->noalias[buffer]);
+}
+
+LLVMValueRef load_value(cg *c, int buffer, const cj_affine *a) {
+    cj_dtype dt = c->plan->buffers[buffer].dtype;
+    LLVMValueRef v = LLVMBuildLoad2(c->b, mem_type(c, dt), element_ptr(c, buffer, a), "ld");
+    tag_access(c, buffer, v);
+    if (dt == CJ_BOOL) v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->i8, 0, 0), "ldb");
+    return v;
+}
+
+void store_value(cg *c, int buffer, const cj_affine *a, LLVMValueRef v) {
+    cj_dtype dt = c->plan->buffers[buffer].dtype;
+    if (dt == CJ_BOOL) v = LLVMBuildZExt(c->b, v, c->i8, "stb");
+    tag_access(c, buffer, LLVMBuildStore(c->b, v, element_ptr(c, buffer, a)));
+}
+
+/* A distinct node !{self, ops...}: loop ids, alias scopes and
+ * domains must be.  The temporary first operand is replaced by the node
+ * itself, which ties the knot. */
+LLVMMetadataRef self_node(cg *c, LLVMMetadataRef *ops, int nops) {
+    LLVMMetadataRef all[4];
+    all[0] = LLVMTemporaryMDNode(c->ctx, NULL, 0);
+    for (int i = 0; i < nops; i++) all[i + 1] = ops[i];
+    LLVMMetadataRef node = LLVMMDNodeInContext2(c->ctx, all, (size_t)nops + 1);
+    LLVMMetadataReplaceAllUsesWith(all[0], node);
+    return node;
+}
+
+/* The buffer whose bytes b lives in (itself unless in place or donated). */
+int storage_of(const cj_plan *p, int b) {
+    while (p->buffers[b].alias_of >= 0) b = p->buffers[b].alias_of;
+    return b;
+}
+
+/* Buffers are pointers loaded from an array, so LLVM must assume that the
+ * store of a kernel may write any buffer it reads: it would not hoist a
+ * row's mean out of the loop over the row, and it would version every
+ * vectorized loop with run-time overlap checks.  The plan knows better:
+ * distinct buffers touched by one kernel never overlap (memplan gives
+ * buffers live at once distinct bytes) unless one lives in the other's
+ * bytes, an in-place update or donation, which storage_of follows.  Two
+ * arguments may be one array, but only read.  So each storage gets a scope,
+ * and each access says it does not alias the kernel's other storages. */
+void set_alias_scopes(cg *c, int ki, const cj_kernel *k) {
+    int nb = c->plan->nbuffers;
+    for (int b = 0; b < nb; b++) c->scope[b] = c->noalias[b] = NULL;
+    int *bufs = malloc(sizeof(int) * ((size_t)k->nexprs + k->nalso + 1));
+    if (!bufs) return; /* no metadata: slower code, same results */
+    int n = cj_codegen_kernel_buffers(k, bufs);
+    char label[48];
+    snprintf(label, sizeof label, "cj.kernel%d", ki);
+    LLVMMetadataRef name = LLVMMDStringInContext2(c->ctx, label, strlen(label));
+    LLVMMetadataRef domain = self_node(c, &name, 1);
+    LLVMMetadataRef scopes[CJ_MAX_SCOPES];
+    int roots[CJ_MAX_SCOPES], nroots = 0;
+    for (int i = 0; i < n && nroots < CJ_MAX_SCOPES; i++) {
+        int r = storage_of(c->plan, bufs[i]), j = 0;
+        while (j < nroots && roots[j] != r) j++;
+        if (j < nroots) continue;
+        snprintf(label, sizeof label, "cj.buf%d", r);
+        LLVMMetadataRef ops[2] = {domain, LLVMMDStringInContext2(c->ctx, label, strlen(label))};
+        roots[nroots] = r;
+        scopes[nroots++] = self_node(c, ops, 2);
+    }
+    if (nroots < 2 || nroots == CJ_MAX_SCOPES) {
+        free(bufs);
+        return; /* one storage: nothing to say; too many: say nothing */
+    }
+    for (int i = 0; i < n; i++) {
+        int r = storage_of(c->plan, bufs[i]), mine = 0;
+        while (roots[mine] != r) mine++;
+        LLVMMetadataRef others[CJ_MAX_SCOPES];
+        int nothers = 0;
+        for (int j = 0; j < nroots; j++)
+            if (j != mine) others[nothers++] = scopes[j];
+        c->scope[bufs[i]] = LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, &scopes[mine], 1));
+        c->noalias[bufs[i]] = LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, others, (size_t)nothers));
+    }
+    free(bufs);
+}
+
+/* Converts v from dtype `from` to dtype `to` (NumPy astype rules for
+ * in-range values; out-of-range float->int is frozen, not undefined). */
+static LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to) {
+    if (from == to) return v;
+    LLVMTypeRef t = reg_type(c, to);
+    if (to == CJ_BOOL) {
+        if (is_float(from)) return LLVMBuildFCmp(c->b, LLVMRealUNE, v, LLVMConstReal(reg_type(c, from), 0), "tobool");
+        return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(reg_type(c, from), 0, 0), "tobool");
+    }
+    if (is_float(to)) {
+        if (is_float(from)) return from == CJ_FLOAT32 ? LLVMBuildFPExt(c->b, v, t, "fext") : LLVMBuildFPTrunc(c->b, v, t, "ftrunc");
+        if (cj_dtype_unsigned(from)) return LLVMBuildUIToFP(c->b, v, t, "utof");
+        return LLVMBuildSIToFP(c->b, v, t, "itof");
+    }
+    /* integer target; a float reaches uint32 through int64, so that -1.0
+     * wraps to 2**32 - 1 as NumPy's astype does on x86 */
+    if (is_float(from) && to == CJ_UINT32)
+        return LLVMBuildTrunc(c->b, emit_cast(c, v, from, CJ_INT64), t, "ftou");
+    if (is_float(from)) return LLVMBuildFreeze(c->b, LLVMBuildFPToSI(c->b, v, t, "ftoi"), "ftoi.frozen");
+    if (cj_dtype_size(from) == cj_dtype_size(to)) return v; /* int32 <-> uint32: the same bits */
+    if (cj_dtype_size(from) < cj_dtype_size(to))
+        return cj_dtype_unsigned(from) ? LLVMBuildZExt(c->b, v, t, "zext") : LLVMBuildSExt(c->b, v, t, "sext");
+    return LLVMBuildTrunc(c->b, v, t, "trunc");
+}
+
+/* Python's floor division on signed integers; x // 0 gives 0 (as NumPy). */
+static LLVMValueRef emit_int_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, LLVMTypeRef t) {
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+    LLVMValueRef minus1 = LLVMConstAllOnes(t);
+    LLVMValueRef y_zero = LLVMBuildICmp(c->b, LLVMIntEQ, y, zero, "y0");
+    LLVMValueRef y_m1 = LLVMBuildICmp(c->b, LLVMIntEQ, y, minus1, "ym1");
+    /* a divisor that can never trap: 0 and -1 are answered separately */
+    LLVMValueRef safe = LLVMBuildSelect(c->b, LLVMBuildOr(c->b, y_zero, y_m1, "bad"), one, y, "ysafe");
+    LLVMValueRef q = LLVMBuildSDiv(c->b, x, safe, "q");
+    LLVMValueRef r = LLVMBuildSRem(c->b, x, safe, "r");
+    LLVMValueRef r_nz = LLVMBuildICmp(c->b, LLVMIntNE, r, zero, "rnz");
+    LLVMValueRef signs_differ = LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildXor(c->b, r, safe, "rx"), zero, "sd");
+    LLVMValueRef adjust = LLVMBuildAnd(c->b, r_nz, signs_differ, "adj");
+    q = LLVMBuildSub(c->b, q, LLVMBuildZExt(c->b, adjust, t, "adjz"), "qf");
+    q = LLVMBuildSelect(c->b, y_m1, LLVMBuildSub(c->b, zero, x, "negx"), q, "q1");
+    return LLVMBuildSelect(c->b, y_zero, zero, q, "fdiv");
+}
+
+/* Floor division of unsigned integers (truncation is the floor); x // 0
+ * gives 0. */
+static LLVMValueRef emit_uint_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, LLVMTypeRef t) {
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0);
+    LLVMValueRef y_zero = LLVMBuildICmp(c->b, LLVMIntEQ, y, zero, "y0");
+    LLVMValueRef safe = LLVMBuildSelect(c->b, y_zero, LLVMConstInt(t, 1, 0), y, "ysafe");
+    return LLVMBuildSelect(c->b, y_zero, zero, LLVMBuildUDiv(c->b, x, safe, "q"), "fdiv");
+}
+
+/* x << y, x >> y (logical or arithmetic) with NumPy's and XLA's answer for
+ * a count that is negative or at least the width, where LLVM's shifts are
+ * poison: 0, or the sign bits for an arithmetic right shift. */
+static LLVMValueRef emit_shift(cg *c, cj_op op, LLVMValueRef x, LLVMValueRef y, LLVMTypeRef t) {
+    LLVMValueRef width = LLVMConstInt(t, LLVMGetIntTypeWidth(t), 0);
+    LLVMValueRef out_of_range = LLVMBuildICmp(c->b, LLVMIntUGE, y, width, "oob");
+    if (op == CJ_OP_SHIFT_RIGHT_ARITHMETIC) {
+        LLVMValueRef last = LLVMConstInt(t, LLVMGetIntTypeWidth(t) - 1, 0);
+        return LLVMBuildAShr(c->b, x, LLVMBuildSelect(c->b, out_of_range, last, y, "cnt"), "sra");
+    }
+    LLVMValueRef safe = LLVMBuildSelect(c->b, out_of_range, LLVMConstInt(t, 0, 0), y, "cnt");
+    LLVMValueRef r = op == CJ_OP_SHIFT_LEFT ? LLVMBuildShl(c->b, x, safe, "shl") : LLVMBuildLShr(c->b, x, safe, "srl");
+    return LLVMBuildSelect(c->b, out_of_range, LLVMConstInt(t, 0, 0), r, "shift");
+}
+
+/* NumPy's float floor division: from fmod, so that 1 // 0.1 == 9. */
+static LLVMValueRef emit_float_floordiv(cg *c, LLVMValueRef x, LLVMValueRef y, LLVMTypeRef t) {
+    LLVMValueRef zero = LLVMConstReal(t, 0), one = LLVMConstReal(t, 1), half = LLVMConstReal(t, 0.5);
+    LLVMValueRef mod = LLVMBuildFRem(c->b, x, y, "mod");
+    LLVMValueRef div = LLVMBuildFDiv(c->b, LLVMBuildFSub(c->b, x, mod, "xm"), y, "div");
+    LLVMValueRef mod_nz = LLVMBuildFCmp(c->b, LLVMRealUNE, mod, zero, "modnz");
+    LLVMValueRef y_neg = LLVMBuildFCmp(c->b, LLVMRealOLT, y, zero, "yneg");
+    LLVMValueRef m_neg = LLVMBuildFCmp(c->b, LLVMRealOLT, mod, zero, "mneg");
+    LLVMValueRef fix = LLVMBuildAnd(c->b, mod_nz, LLVMBuildXor(c->b, y_neg, m_neg, "sx"), "fix");
+    div = LLVMBuildSelect(c->b, fix, LLVMBuildFSub(c->b, div, one, "d1"), div, "divf");
+    LLVMValueRef fl = call_intrinsic(c, "llvm.floor", t, &div, 1, "fl");
+    LLVMValueRef up = LLVMBuildFCmp(c->b, LLVMRealOGT, LLVMBuildFSub(c->b, div, fl, "frac"), half, "up");
+    fl = LLVMBuildSelect(c->b, up, LLVMBuildFAdd(c->b, fl, one, "fl1"), fl, "flr");
+    LLVMValueRef q = LLVMBuildFDiv(c->b, x, y, "q");
+    LLVMValueRef args[2] = {zero, q};
+    LLVMValueRef signed_zero = call_intrinsic(c, "llvm.copysign", t, args, 2, "sz");
+    LLVMValueRef div_nz = LLVMBuildFCmp(c->b, LLVMRealUNE, div, zero, "divnz");
+    LLVMValueRef res = LLVMBuildSelect(c->b, div_nz, fl, signed_zero, "res");
+    LLVMValueRef y_zero = LLVMBuildFCmp(c->b, LLVMRealOEQ, y, zero, "y0");
+    return LLVMBuildSelect(c->b, y_zero, q, res, "ffdiv");
+}
+
+/* The body of cj_rt_ipow (rt.c) in IR, for targets that cannot call
+ * back into the host: square-and-multiply, wrapping like NumPy; a negative
+ * exponent gives the integer part of the true result. */
+static void define_ipow(cg *c, LLVMValueRef fn) {
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c->ctx);
+    LLVMValueRef base = LLVMGetParam(fn, 0), ex = LLVMGetParam(fn, 1);
+    LLVMTypeRef t = c->i64;
+    LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0), minus1 = LLVMConstAllOnes(t);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
+    LLVMBasicBlockRef neg = LLVMAppendBasicBlockInContext(c->ctx, fn, "negative");
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c->ctx, fn, "loop");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, fn, "step");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, fn, "done");
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, ex, zero, "eneg"), neg, loop);
+    LLVMPositionBuilderAtEnd(b, neg);
+    LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, ex, one, "e1"), zero, "odd");
+    LLVMValueRef m1 = LLVMBuildSelect(b, odd, minus1, one, "pm1");
+    LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, base, minus1, "bm1"), m1, zero, "r");
+    r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, base, one, "b1"), one, r, "rneg");
+    LLVMBuildRet(b, r);
+    LLVMPositionBuilderAtEnd(b, loop);
+    LLVMValueRef res = LLVMBuildPhi(b, t, "res"), bb = LLVMBuildPhi(b, t, "b"), ee = LLVMBuildPhi(b, t, "e");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, ee, zero, "edone"), done, body);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef bit = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, ee, one, "ebit"), zero, "bit");
+    LLVMValueRef res2 = LLVMBuildSelect(b, bit, LLVMBuildMul(b, res, bb, "rb"), res, "res2");
+    LLVMValueRef bb2 = LLVMBuildMul(b, bb, bb, "b2");
+    LLVMValueRef ee2 = LLVMBuildLShr(b, ee, one, "e2");
+    LLVMBuildBr(b, loop);
+    LLVMValueRef res_in[2] = {one, res2}, bb_in[2] = {base, bb2}, ee_in[2] = {ex, ee2};
+    LLVMBasicBlockRef from[2] = {entry, body};
+    LLVMAddIncoming(res, res_in, from, 2);
+    LLVMAddIncoming(bb, bb_in, from, 2);
+    LLVMAddIncoming(ee, ee_in, from, 2);
+    LLVMPositionBuilderAtEnd(b, done);
+    LLVMBuildRet(b, res);
+    LLVMDisposeBuilder(b);
+}
+
+static LLVMValueRef emit_int_pow(cg *c, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
+    LLVMTypeRef params[2] = {c->i64, c->i64};
+    LLVMTypeRef fty = LLVMFunctionType(c->i64, params, 2, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, "cj_rt_ipow");
+    if (!fn) {
+        fn = LLVMAddFunction(c->mod, "cj_rt_ipow", fty);
+        /* the CPU JIT links runtime.c's helper; a GPU module carries its own */
+        if (c->target == CJ_TARGET_NVPTX) define_ipow(c, fn);
+    }
+    LLVMValueRef args[2] = {emit_cast(c, x, dt, CJ_INT64), emit_cast(c, y, dt, CJ_INT64)};
+    LLVMValueRef r = LLVMBuildCall2(c->b, fty, fn, args, 2, "ipow");
+    return emit_cast(c, r, CJ_INT64, dt);
+}
+
+/* x ** y on floats.  A constant exponent of 1 or 2 (x ** 2 in a variance,
+ * and x ** 1 in its gradient) is exact as x or x * x, and far cheaper than
+ * the general pow. */
+static LLVMValueRef emit_float_pow(cg *c, LLVMValueRef x, LLVMValueRef y) {
+    if (LLVMIsAConstantFP(y)) {
+        LLVMBool lossy = 0;
+        double e = LLVMConstRealGetDouble(y, &lossy);
+        if (e == 1.0) return x;
+        if (e == 2.0) return LLVMBuildFMul(c->b, x, x, "square");
+    }
+    if (c->call_math) {
+        LLVMValueRef args[2] = {x, y};
+        return cj_mathlib_call(c->b, CJ_OP_POW, args, 2);
+    }
+    return cj_math_pow(c->b, x, y);
+}
+
+/* maximum/minimum that propagate nan, as NumPy's */
+LLVMValueRef emit_minmax(cg *c, bool is_max, LLVMValueRef x, LLVMValueRef y, cj_dtype dt) {
+    if (dt == CJ_BOOL) return is_max ? LLVMBuildOr(c->b, x, y, "max") : LLVMBuildAnd(c->b, x, y, "min");
+    if (!is_float(dt))
+        return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, int_pred(dt, is_max ? LLVMIntSGT : LLVMIntSLT), x, y, "cmp"),
+                               x, y, is_max ? "max" : "min");
+    LLVMValueRef better = LLVMBuildFCmp(c->b, is_max ? LLVMRealOGT : LLVMRealOLT, x, y, "cmp");
+    LLVMValueRef x_nan = LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "xnan");
+    return LLVMBuildSelect(c->b, LLVMBuildOr(c->b, better, x_nan, "pick"), x, y, is_max ? "max" : "min");
+}
+
+/* One elementwise op on the values args (ops of kinds UNARY, BINARY,
+ * COMPARE, CAST, SELECT); in_dt is the dtype of args[0], out_dt the
+ * result's.  Every op has its case here, so a new op in ops.def is a
+ * compile error (-Wswitch-enum) until it is given one. */
+LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, cj_dtype out_dt) {
+    cj_dtype dt = in_dt;
+    LLVMTypeRef t = reg_type(c, dt);
+    bool f = is_float(dt);
+    LLVMValueRef x = args[0], y = cj_op_arity(op) >= 2 ? args[1] : NULL;
+    switch (op) {
+    /* one input */
+    case CJ_OP_NEG:
+        return f ? LLVMBuildFNeg(c->b, x, "neg") : LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "neg");
+    case CJ_OP_ABS:
+        if (f) return call_intrinsic(c, "llvm.fabs", t, &x, 1, "abs");
+        if (cj_dtype_unsigned(dt)) return x;
+        return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "isneg"),
+                               LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "negx"), x, "abs");
+    case CJ_OP_SIGN:
+        if (f) {
+            LLVMValueRef pos = LLVMBuildFCmp(c->b, LLVMRealOGT, x, LLVMConstReal(t, 0), "pos");
+            LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, LLVMConstReal(t, 0), "neg");
+            /* zeros of either sign give +0.0 (NumPy, the array API); nan stays nan */
+            LLVMValueRef zero = LLVMBuildFCmp(c->b, LLVMRealOEQ, x, LLVMConstReal(t, 0), "zero");
+            LLVMValueRef r = LLVMBuildSelect(c->b, zero, LLVMConstReal(t, 0), x, "z");
+            r = LLVMBuildSelect(c->b, neg, LLVMConstReal(t, -1), r, "s");
+            return LLVMBuildSelect(c->b, pos, LLVMConstReal(t, 1), r, "sign");
+        }
+        if (dt == CJ_BOOL) return x;
+        if (dt == CJ_UINT32) return LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(t, 0, 0), "nz"), t, "sign");
+        {
+            LLVMValueRef pos = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, x, LLVMConstInt(t, 0, 0), "p"), t, "pz");
+            LLVMValueRef neg = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "n"), t, "nz");
+            return LLVMBuildSub(c->b, pos, neg, "sign");
+        }
+    case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_TANH:
+    case CJ_OP_SIN: case CJ_OP_COS:
+        return c->call_math ? cj_mathlib_call(c->b, op, &x, 1) : cj_mathlib_inline(c->b, op, &x);
+    case CJ_OP_SQRT: return call_intrinsic(c, "llvm.sqrt", t, &x, 1, "sqrt");
+    case CJ_OP_RECIPROCAL:
+        if (f) return LLVMBuildFDiv(c->b, LLVMConstReal(t, 1), x, "recip");
+        if (cj_dtype_unsigned(dt)) return emit_uint_floordiv(c, LLVMConstInt(t, 1, 0), x, t);
+        return emit_int_floordiv(c, LLVMConstInt(t, 1, 0), x, t);
+    case CJ_OP_FLOOR: return f ? call_intrinsic(c, "llvm.floor", t, &x, 1, "floor") : x;
+    case CJ_OP_CEIL: return f ? call_intrinsic(c, "llvm.ceil", t, &x, 1, "ceil") : x;
+    case CJ_OP_LOGICAL_NOT:
+        return LLVMBuildXor(c->b, emit_cast(c, x, dt, CJ_BOOL), LLVMConstInt(c->i1, 1, 0), "not");
+    case CJ_OP_BITWISE_NOT: return LLVMBuildXor(c->b, x, LLVMConstAllOnes(t), "bnot");
+    case CJ_OP_ISNAN:
+        return f ? LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "isnan") : LLVMConstInt(c->i1, 0, 0);
+    case CJ_OP_ISFINITE:
+        if (!f) return LLVMConstInt(c->i1, 1, 0);
+        return LLVMBuildFCmp(c->b, LLVMRealOLT, call_intrinsic(c, "llvm.fabs", t, &x, 1, "ax"),
+                             LLVMConstReal(t, __builtin_inf()), "isfinite");
+    case CJ_OP_NAME:
+    case CJ_OP_STOP_GRADIENT: return x;
+    case CJ_OP_CAST: return emit_cast(c, x, in_dt, out_dt);
+    case CJ_OP_BITCAST: return LLVMBuildBitCast(c->b, x, reg_type(c, out_dt), "bitcast");
+
+    /* two inputs */
+    case CJ_OP_ADD: return f ? LLVMBuildFAdd(c->b, x, y, "add") : dt == CJ_BOOL ? LLVMBuildOr(c->b, x, y, "or") : LLVMBuildAdd(c->b, x, y, "add");
+    case CJ_OP_SUB: return f ? LLVMBuildFSub(c->b, x, y, "sub") : LLVMBuildSub(c->b, x, y, "sub");
+    case CJ_OP_MUL: return f ? LLVMBuildFMul(c->b, x, y, "mul") : dt == CJ_BOOL ? LLVMBuildAnd(c->b, x, y, "and") : LLVMBuildMul(c->b, x, y, "mul");
+    case CJ_OP_DIV:
+        if (f) return LLVMBuildFDiv(c->b, x, y, "div");
+        return cj_dtype_unsigned(dt) ? emit_uint_floordiv(c, x, y, t) : emit_int_floordiv(c, x, y, t);
+    case CJ_OP_FLOORDIV:
+        if (f) return emit_float_floordiv(c, x, y, t);
+        return cj_dtype_unsigned(dt) ? emit_uint_floordiv(c, x, y, t) : emit_int_floordiv(c, x, y, t);
+    case CJ_OP_POW: return f ? emit_float_pow(c, x, y) : emit_int_pow(c, x, y, dt);
+    case CJ_OP_MAXIMUM: return emit_minmax(c, true, x, y, dt);
+    case CJ_OP_MINIMUM: return emit_minmax(c, false, x, y, dt);
+    case CJ_OP_LOGICAL_AND: return LLVMBuildAnd(c->b, emit_cast(c, x, dt, CJ_BOOL), emit_cast(c, y, dt, CJ_BOOL), "and");
+    case CJ_OP_LOGICAL_OR: return LLVMBuildOr(c->b, emit_cast(c, x, dt, CJ_BOOL), emit_cast(c, y, dt, CJ_BOOL), "or");
+    case CJ_OP_BITWISE_AND: return LLVMBuildAnd(c->b, x, y, "band");
+    case CJ_OP_BITWISE_OR: return LLVMBuildOr(c->b, x, y, "bor");
+    case CJ_OP_BITWISE_XOR: return LLVMBuildXor(c->b, x, y, "bxor");
+    case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC:
+        return emit_shift(c, op, x, y, t);
+    case CJ_OP_ROTATE_LEFT: {
+        if (dt == CJ_BOOL) return x; /* a one-bit value rotates onto itself */
+        LLVMValueRef args[3] = {x, x, y}; /* a funnel shift of x with itself; the count is taken modulo the width */
+        return call_intrinsic(c, "llvm.fshl", t, args, 3, "rotl");
+    }
+    case CJ_OP_EQ: return f ? LLVMBuildFCmp(c->b, LLVMRealOEQ, x, y, "eq") : LLVMBuildICmp(c->b, LLVMIntEQ, x, y, "eq");
+    case CJ_OP_NE: return f ? LLVMBuildFCmp(c->b, LLVMRealUNE, x, y, "ne") : LLVMBuildICmp(c->b, LLVMIntNE, x, y, "ne");
+    case CJ_OP_LT: return f ? LLVMBuildFCmp(c->b, LLVMRealOLT, x, y, "lt") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSLT), x, y, "lt");
+    case CJ_OP_LE: return f ? LLVMBuildFCmp(c->b, LLVMRealOLE, x, y, "le") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSLE), x, y, "le");
+    case CJ_OP_GT: return f ? LLVMBuildFCmp(c->b, LLVMRealOGT, x, y, "gt") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSGT), x, y, "gt");
+    case CJ_OP_GE: return f ? LLVMBuildFCmp(c->b, LLVMRealOGE, x, y, "ge") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSGE), x, y, "ge");
+    case CJ_OP_SELECT: return LLVMBuildSelect(c->b, x, y, args[2], "sel");
+
+    /* never inside a kernel's expression (loads, constants, indices and
+     * the kernel's own loop structure stand for them) */
+    case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA:
+    case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
+    case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
+    case CJ_OP_MATMUL: case CJ_NUM_OPS:
+    case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_RESULT:
+        break;
+    }
+    cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s in a kernel", cj_op_name(op));
+    return NULL;
+}
+
+/* The value of every expression at the current loop indices, in an array
+ * the caller frees; NULL on failure. */
+static LLVMValueRef *emit_values(cg *c) {
+    const cj_kernel *k = c->k;
+    LLVMValueRef *val = calloc((size_t)k->nexprs + 1, sizeof(LLVMValueRef));
+    if (!val) return cj_error_set(c->err, CJ_ERR_MEMORY, "codegen: out of memory"), NULL;
+    for (int i = 0; i < k->nexprs; i++) {
+        const cj_expr *e = &k->exprs[i];
+        LLVMValueRef v = NULL;
+        switch (e->kind) {
+        case CJ_EX_LOAD: v = load_value(c, e->buffer, &e->index); break;
+        case CJ_EX_CONST: v = const_of(c, e->dtype, e->fvalue, e->ivalue); break;
+        case CJ_EX_INDEX: v = emit_cast(c, affine_value(c, &e->index), CJ_INT64, e->dtype); break;
+        case CJ_EX_OP: {
+            LLVMValueRef args[3] = {NULL, NULL, NULL};
+            for (int a = 0; a < e->nargs && a < 3; a++) args[a] = val[e->args[a]];
+            v = emit_op(c, e->op, args, k->exprs[e->args[0]].dtype, e->dtype);
+            break;
+        }
+        }
+        if (!v) break;
+        val[i] = v;
+    }
+    if (c->err->status == CJ_OK && k->nexprs > 0 && val[k->nexprs - 1]) return val;
+    free(val);
+    return NULL;
+}
+
+/* The value of the kernel's last expression at the current indices. */
+LLVMValueRef emit_exprs(cg *c) {
+    LLVMValueRef *val = emit_values(c);
+    if (!val) return NULL;
+    LLVMValueRef v = val[c->k->nexprs - 1];
+    free(val);
+    return v;
+}
+
+/* Computes the kernel at the current indices and stores every value it
+ * keeps (one, or several for a multi-output kernel). */
+bool emit_stores(cg *c) {
+    const cj_kernel *k = c->k;
+    LLVMValueRef *val = emit_values(c);
+    if (!val) return false;
+    for (int i = 0; i < k->nalso; i++) store_value(c, k->also[i].buffer, &k->also[i].index, val[k->also[i].expr]);
+    store_value(c, k->out_buffer, &k->out_index, val[k->nexprs - 1]);
+    free(val);
+    return true;
+}

@@ -1,0 +1,110 @@
+/* ops.c - the op table (ops.def) and its accessors: every fact about an
+ * op that a pass asks for (name, kind, arity, flags, cost, reduction
+ * identity, attributes). */
+#include "graph_priv.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the op table (ops.def) ------------------------------------------ */
+
+static const struct {
+    const char *name;
+    cj_opkind kind;
+    int arity;
+    unsigned flags;
+    int cost;
+    cj_identity identity;
+    unsigned attrs;
+} op_info[CJ_NUM_OPS] = {
+#define OP(name, kind, text, arity, flags, cost, identity, attrs, doc) \
+    [CJ_OP_##name] = {text, CJ_OPKIND_##kind, arity, flags, cost, CJ_IDENTITY_##identity, attrs},
+#include "ops.def"
+#undef OP
+};
+
+/* Returns the op's static text name ("add"), "?" if op is invalid. */
+const char *cj_op_name(cj_op op)
+{
+    return op_valid(op) ? op_info[op].name : "?";
+}
+
+/* Returns the op's kind from ops.def (SOURCE for an invalid op). */
+cj_opkind cj_op_kind(cj_op op)
+{
+    return op_valid(op) ? op_info[op].kind : CJ_OPKIND_SOURCE;
+}
+
+/* The accessors below read one column each; see graph.h and ops.def. */
+int cj_op_arity(cj_op op)
+{
+    return op_valid(op) ? op_info[op].arity : 0;
+}
+
+unsigned cj_op_flags(cj_op op)
+{
+    return op_valid(op) ? op_info[op].flags : 0;
+}
+
+bool cj_op_has_flag(cj_op op, unsigned flag)
+{
+    return (cj_op_flags(op) & flag) != 0;
+}
+
+int cj_op_cost(cj_op op)
+{
+    return op_valid(op) ? op_info[op].cost : 0;
+}
+
+cj_identity cj_op_identity(cj_op op)
+{
+    return op_valid(op) ? op_info[op].identity : CJ_IDENTITY_NONE;
+}
+
+unsigned cj_op_attrs(cj_op op)
+{
+    return op_valid(op) ? op_info[op].attrs : 0;
+}
+
+/* See graph.h. */
+bool cj_reduce_identity(cj_op op, cj_dtype dt, double *fvalue, int64_t *ivalue)
+{
+    bool int32 = dt == CJ_INT32, is_bool = dt == CJ_BOOL, uint32 = dt == CJ_UINT32;
+    *fvalue = 0;
+    *ivalue = 0;
+    switch (cj_op_identity(op)) {
+    case CJ_IDENTITY_NONE:
+        return false;
+    case CJ_IDENTITY_ZERO:
+        return true;
+    case CJ_IDENTITY_ONE:
+        *fvalue = 1;
+        *ivalue = 1;
+        return true;
+    case CJ_IDENTITY_LOWEST:
+        *fvalue = -INFINITY;
+        *ivalue = is_bool || uint32 ? 0 : int32 ? INT32_MIN : INT64_MIN;
+        return true;
+    case CJ_IDENTITY_HIGHEST:
+        *fvalue = INFINITY;
+        *ivalue = is_bool ? 1 : uint32 ? (int64_t)UINT32_MAX : int32 ? INT32_MAX : INT64_MAX;
+        return true;
+    }
+    return false;
+}
+
+/* Looks an op up by its text name; returns false (out untouched) if none. */
+bool cj_op_from_name(const char *name, cj_op *out)
+{
+    if (name == NULL)
+        return false;
+    for (int i = 0; i < CJ_NUM_OPS; i++) {
+        if (strcmp(name, op_info[i].name) == 0) {
+            if (out)
+                *out = (cj_op)i;
+            return true;
+        }
+    }
+    return false;
+}

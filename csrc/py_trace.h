@@ -1,0 +1,42 @@
+/* py_trace.h - shared by the files of tracing: py_trace.c (the Trace type
+ * and operand conversion), py_trace_apply.c (Trace.apply), py_trace_ad.c
+ * (vjp, jvp, batch, checkpoint regions), py_tracer.c (the Tracer type)
+ * and py_lax.c (control flow).  No other file includes it. */
+#ifndef CJ_PY_TRACE_H
+#define CJ_PY_TRACE_H
+
+#include "py_glue.h"
+
+#define Tracer_Check(o) Py_IS_TYPE((o), &cj_py_TracerType)   /* not subclassable */
+
+/* py_trace.c */
+/* The location id of the user's file:line, interned in g; -1 if none. */
+int current_loc(cj_graph *g);
+/* True when operand_node can convert obj (no exception is ever set). */
+bool convertible(PyObject *obj);
+/* Converts one operand of `opname` for the live trace tr.  Returns the
+ * node id, -1 with an exception set, or -2 (no exception) when obj has a
+ * type that cannot be converted (see convertible()). */
+int operand_node(cj_py_trace *tr, PyObject *obj, const char *opname, int loc);
+/* Like operand_node, but an unconvertible type is a TypeError. */
+int operand_node_strict(cj_py_trace *tr, PyObject *obj, const char *opname, int loc);
+/* 0, or -1 with RuntimeError when tr has finished. */
+int trace_check_live(cj_py_trace *tr, const char *method);
+/* py_tracer.c */
+/* A new Tracer for node id of the live trace tr. */
+PyObject *tracer_wrap(cj_py_trace *tr, int id);
+/* Raises TracerLeakError for t; returns NULL. */
+PyObject *leak_error(const cj_py_tracer *t);
+/* "float32[3] traced value created at f.py:12" into buf. */
+void tracer_describe(const cj_py_tracer *t, char *buf, size_t n);
+/* py_trace_apply.c, py_trace_ad.c: methods of Trace (see trace_methods) */
+PyObject *trace_apply(cj_py_trace *tr, PyObject *args, PyObject *kwargs);
+PyObject *trace_vjp(cj_py_trace *tr, PyObject *args);
+PyObject *trace_jvp(cj_py_trace *tr, PyObject *args);
+PyObject *trace_batch(cj_py_trace *tr, PyObject *args);
+PyObject *trace_mark(cj_py_trace *tr, PyObject *unused);
+PyObject *trace_region_begin(cj_py_trace *tr, PyObject *args);
+PyObject *trace_region_end(cj_py_trace *tr, PyObject *arg);
+PyObject *trace_force_remat(cj_py_trace *tr, PyObject *ids);
+
+#endif
