@@ -546,3 +546,9 @@ def test_threads_share_one_compiled_loop():
     for t in ts:
         t.join()
     assert not errors
+
+
+def test_cuda_refuses_control_flow_clearly():
+    low = cjit.jit(rnn).lower(*rnn_args(5))._lowered
+    with pytest.raises(ValueError, match="scan.*CPU only"):
+        cjit._cjit.ptx(low)
