@@ -157,29 +157,42 @@ def test_ctrl_c_during_run_stops_it():
         f(a, a)
         one_run = time.perf_counter() - t0
 
-        before = _cjit.runtime_stats()
-        sent = []
+        def interrupted_run():
+            # calls f until a SIGINT sent after 0.1 s stops it; returns
+            # whether a run counted the cancel, the latency and the runs
+            before = _cjit.runtime_stats()
+            sent = []
 
-        def interrupt():
-            time.sleep(0.1)
-            sent.append(time.perf_counter())
-            os.kill(os.getpid(), signal.SIGINT)
+            def interrupt():
+                time.sleep(0.1)
+                sent.append(time.perf_counter())
+                os.kill(os.getpid(), signal.SIGINT)
 
-        t = threading.Thread(target=interrupt)
-        t.start()
-        runs = 0
-        try:
-            while True:         # the signal lands inside some run
-                f(a, a)
-                runs += 1
-        except KeyboardInterrupt:
-            latency = time.perf_counter() - sent[0]
-        t.join()
-        after = _cjit.runtime_stats()
-        # the run stopped itself between groups (a signal that came between
-        # runs would raise without this count), and let go of its memory
-        assert after["cancelled"] == before["cancelled"] + 1
-        assert after["bytes_in_use"] == before["bytes_in_use"]
+            t = threading.Thread(target=interrupt)
+            t.start()
+            runs = 0
+            try:
+                while True:
+                    f(a, a)
+                    runs += 1
+            except KeyboardInterrupt:
+                latency = time.perf_counter() - sent[0]
+            t.join()
+            after = _cjit.runtime_stats()
+            # whether or not a run was going on, nothing is left held
+            assert after["bytes_in_use"] == before["bytes_in_use"]
+            cancelled = after["cancelled"] - before["cancelled"]
+            assert cancelled in (0, 1), cancelled
+            return cancelled == 1, latency, runs
+
+        # A signal that lands between two runs raises in Python without a
+        # cancel; on a loaded machine that window is wider, so try a few
+        # times: a run must stop itself between groups in one of them.
+        for attempt in range(8):
+            inside, latency, runs = interrupted_run()
+            if inside:
+                break
+        assert inside, "no run stopped itself at the signal in 8 tries"
         np.testing.assert_allclose(f(a, a), want, rtol=1e-9, atol=1e-12)
         print(f"latency {latency * 1e3:.1f} ms, one run {one_run * 1e3:.0f} ms, {runs} whole runs before")
         print("ok")
