@@ -73,12 +73,16 @@ sanitize:
 ARRAY_API_TESTS ?=
 ARRAY_API_MODULE ?= cjit.numpy
 ARRAY_API_MAX_EXAMPLES ?= 20
+# cjit has no complex dtypes yet (issue 18); the suite is told so, for both
+# modules alike, because it builds a complex array at import otherwise.
+ARRAY_API_SKIP_DTYPES ?= complex64,complex128
 array-api:
 	@test -n "$(ARRAY_API_TESTS)" -a -f "$(ARRAY_API_TESTS)/requirements.txt" || \
 	  { echo "usage: make array-api ARRAY_API_TESTS=DIR (a data-apis/array-api-tests checkout)" >&2; exit 2; }
 	$(SETUP) $(PYTHON_VENV) $$(grep -v '^#' $(ARRAY_API_TESTS)/requirements.txt)
 	mkdir -p build
 	-cd $(ARRAY_API_TESTS) && ARRAY_API_TESTS_MODULE=$(ARRAY_API_MODULE) ARRAY_API_TESTS_VERSION=2023.12 \
+	  ARRAY_API_TESTS_SKIP_DTYPES=$(ARRAY_API_SKIP_DTYPES) \
 	  $(abspath $(PYTHON_VENV))/bin/python -m pytest -q -p no:cacheprovider array_api_tests \
 	  --max-examples=$(ARRAY_API_MAX_EXAMPLES) --disable-deadline \
 	  --json-report --json-report-file=$(abspath build)/array-api-$(ARRAY_API_MODULE).json

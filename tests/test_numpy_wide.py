@@ -194,7 +194,8 @@ def test_float_remainder(mode):
 def test_rounding_and_sign_bits_exact(dtype, mode):
     x = np.concatenate([sample(dtype, seed=5),
                         np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999999999999994,
-                                  -0.4, 2.0 ** 52 + 1, 2.0 ** 23 + 1], dtype=dtype)])
+                                  -0.4, 2.0 ** 52 + 1, 2.0 ** 23 + 1], dtype=dtype),
+                        -np.array([np.nan, 0.0, np.inf], dtype=dtype)])   # signed nan, -0, -inf
     for name in ("round", "trunc", "signbit", "isinf", "nan_to_num", "positive", "fix"):
         got = run(mode, getattr(cnp, name), x)
         want = getattr(np, name)(x)

@@ -38,6 +38,7 @@ from ._info import *  # noqa: F401,F403
 from ._info import __array_namespace_info__  # noqa: F401
 from ._reductions import all, any  # noqa: F401  (shadow the builtins on purpose)
 from ._math import round, pow, divmod  # noqa: F401  (shadow the builtins on purpose)
+from . import fft  # noqa: F401,E402  (the array API's fft extension)
 from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
 
 

@@ -117,8 +117,11 @@ def arctan(x):
 
 
 def _signbit_f(x):
+    # the sign bit read through a bit cast to the signed integer of the same
+    # width: true for -0.0, -inf and a nan with its sign bit set, as NumPy
     t = x.trace
-    return t.apply("logical_or", t.apply("lt", x, 0), t.apply("lt", t.apply("div", 1.0, x), 0))
+    as_int = "int32" if x.dtype == _F32 else "int64"
+    return t.apply("lt", t.apply("bitcast", x, dtype=as_int), 0)
 
 
 @_op("x1", "x2")
@@ -320,8 +323,7 @@ def cbrt(x):
 
 @_op("x")
 def signbit(x):
-    """True where x's sign bit is set: x < 0, -0.0 and -inf.  The sign of a
-    nan cannot be seen without a bit cast, so signbit(nan) is False."""
+    """True where x's sign bit is set: x < 0, -0.0, -inf and -nan."""
     x = _lift(_operand(x, "signbit"))
     t = x.trace
     if x.dtype == _BOOL:
