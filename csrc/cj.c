@@ -40,6 +40,10 @@ static const struct {
     [CJ_FLOAT32] = {"float32", 4, CJ_KIND_FLOAT},
     [CJ_FLOAT64] = {"float64", 8, CJ_KIND_FLOAT},
     [CJ_UINT32] = {"uint32", 4, CJ_KIND_INT},
+    [CJ_INT8] = {"int8", 1, CJ_KIND_INT},
+    [CJ_INT16] = {"int16", 2, CJ_KIND_INT},
+    [CJ_UINT8] = {"uint8", 1, CJ_KIND_INT},
+    [CJ_UINT16] = {"uint16", 2, CJ_KIND_INT},
 };
 
 static bool dtype_valid(cj_dtype dt)
@@ -78,7 +82,48 @@ int cj_dtype_size(cj_dtype dt)
 /* True for the dtypes whose integer bits are read without a sign. */
 bool cj_dtype_unsigned(cj_dtype dt)
 {
-    return dt == CJ_BOOL || dt == CJ_UINT32;
+    return dt == CJ_BOOL || dt == CJ_UINT32 || dt == CJ_UINT8 || dt == CJ_UINT16;
+}
+
+/* See cj.h.  int64 is the widest; an invalid dtype reads as int64. */
+void cj_dtype_int_range(cj_dtype dt, int64_t *lo, int64_t *hi)
+{
+    if (dt == CJ_BOOL) {
+        *lo = 0;
+        *hi = 1;
+        return;
+    }
+    int bits = dtype_valid(dt) ? 8 * dtype_info[dt].size : 64;
+    if (bits >= 64) {
+        *lo = INT64_MIN;
+        *hi = INT64_MAX;
+    } else if (cj_dtype_unsigned(dt)) {
+        *lo = 0;
+        *hi = (int64_t)((UINT64_C(1) << bits) - 1);
+    } else {
+        *lo = -(INT64_C(1) << (bits - 1));
+        *hi = (INT64_C(1) << (bits - 1)) - 1;
+    }
+}
+
+/* See cj.h. */
+int64_t cj_dtype_wrap_int(cj_dtype dt, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    switch (dt) {
+    case CJ_BOOL: return v != 0;
+    case CJ_INT8: return (int8_t)(uint8_t)u;
+    case CJ_UINT8: return (uint8_t)u;
+    case CJ_INT16: return (int16_t)(uint16_t)u;
+    case CJ_UINT16: return (uint16_t)u;
+    case CJ_INT32: return (int32_t)(uint32_t)u;
+    case CJ_UINT32: return (uint32_t)u;
+    case CJ_INT64:
+    case CJ_FLOAT32:
+    case CJ_FLOAT64:
+    case CJ_NUM_DTYPES: return v;
+    }
+    return v;
 }
 
 /* Returns the kind (bool < int < float); an invalid dtype reads as bool. */

@@ -42,8 +42,8 @@ static inline bool cj_cancelled(const cj_cancel *c) { return c && *c; }
 cj_status cj_error_set(cj_error *err, cj_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Dtypes.  Promotion is a table (graph.c), not this order; uint32 comes
- * last so that the numbers of the others (in plan_io.c's bytes) stay. */
+/* Dtypes.  Promotion is a table (graph.c), not this order; later dtypes
+ * come last so that the numbers of the others (in plan_io.c's bytes) stay. */
 typedef enum {
     CJ_BOOL = 0,
     CJ_INT32,
@@ -51,6 +51,10 @@ typedef enum {
     CJ_FLOAT32,
     CJ_FLOAT64,
     CJ_UINT32,
+    CJ_INT8,
+    CJ_INT16,
+    CJ_UINT8,
+    CJ_UINT16,
     CJ_NUM_DTYPES
 } cj_dtype;
 
@@ -60,7 +64,14 @@ const char *cj_dtype_name(cj_dtype dt);             /* "float32", ... */
 bool cj_dtype_from_name(const char *name, cj_dtype *out);
 int cj_dtype_size(cj_dtype dt);                     /* bytes; bool is 1 */
 cj_kind cj_dtype_kind(cj_dtype dt);                 /* uint32 is of kind int */
-bool cj_dtype_unsigned(cj_dtype dt);                /* uint32 (and bool): unsigned compares, shifts, casts */
+bool cj_dtype_unsigned(cj_dtype dt);                /* uint8/16/32 (and bool): unsigned compares, shifts, casts */
+/* "bool, int8, ..., float64": every dtype's name, for error messages. */
+#define CJ_DTYPE_NAMES_TEXT "bool, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64"
+/* The least and greatest value of an integer or bool dtype. */
+void cj_dtype_int_range(cj_dtype dt, int64_t *lo, int64_t *hi);
+/* v wrapped into integer or bool dtype dt as a C cast (NumPy's astype) does;
+ * bool is v != 0. */
+int64_t cj_dtype_wrap_int(cj_dtype dt, int64_t v);
 
 typedef struct {
     int rank;

@@ -301,6 +301,7 @@ static cj_status codegen_kernels(const cj_plan *plan, LLVMModuleRef mod, const c
     c.err = err;
     c.i1 = LLVMInt1TypeInContext(c.ctx);
     c.i8 = LLVMInt8TypeInContext(c.ctx);
+    c.i16 = LLVMInt16TypeInContext(c.ctx);
     c.i32 = LLVMInt32TypeInContext(c.ctx);
     c.i64 = LLVMInt64TypeInContext(c.ctx);
     c.f32 = LLVMFloatTypeInContext(c.ctx);

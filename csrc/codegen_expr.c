@@ -15,6 +15,8 @@
 LLVMTypeRef reg_type(cg *c, cj_dtype dt) {
     switch (dt) {
     case CJ_BOOL: return c->i1;
+    case CJ_INT8: case CJ_UINT8: return c->i8;
+    case CJ_INT16: case CJ_UINT16: return c->i16;
     case CJ_INT32: return c->i32;
     case CJ_UINT32: return c->i32;
     case CJ_INT64: return c->i64;
@@ -174,13 +176,17 @@ static LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to)
         if (cj_dtype_unsigned(from)) return LLVMBuildUIToFP(c->b, v, t, "utof");
         return LLVMBuildSIToFP(c->b, v, t, "itof");
     }
-    /* integer target; a float reaches uint32 through int64, so that -1.0
-     * wraps to 2**32 - 1 as NumPy's astype does on x86 */
-    if (is_float(from) && to == CJ_UINT32)
+    /* integer target; a float reaches an unsigned through int64, so that
+     * -1.0 wraps to 2**32 - 1 as NumPy's astype does on x86, and int8 or
+     * int16 through int32 (graph.c's const_convert folds constants alike) */
+    if (is_float(from) && cj_dtype_unsigned(to))
         return LLVMBuildTrunc(c->b, emit_cast(c, v, from, CJ_INT64), t, "ftou");
+    if (is_float(from) && cj_dtype_size(to) < 4)
+        return LLVMBuildTrunc(c->b, emit_cast(c, v, from, CJ_INT32), t, "ftoi.narrow");
     if (is_float(from)) return LLVMBuildFreeze(c->b, LLVMBuildFPToSI(c->b, v, t, "ftoi"), "ftoi.frozen");
-    if (cj_dtype_size(from) == cj_dtype_size(to)) return v; /* int32 <-> uint32: the same bits */
-    if (cj_dtype_size(from) < cj_dtype_size(to))
+    /* int32 <-> uint32, int8 <-> uint8: the same bits (bool is an i1 in a register) */
+    if (from != CJ_BOOL && cj_dtype_size(from) == cj_dtype_size(to)) return v;
+    if (from == CJ_BOOL || cj_dtype_size(from) < cj_dtype_size(to))
         return cj_dtype_unsigned(from) ? LLVMBuildZExt(c->b, v, t, "zext") : LLVMBuildSExt(c->b, v, t, "sext");
     return LLVMBuildTrunc(c->b, v, t, "trunc");
 }
@@ -361,7 +367,7 @@ LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, 
             return LLVMBuildSelect(c->b, pos, LLVMConstReal(t, 1), r, "sign");
         }
         if (dt == CJ_BOOL) return x;
-        if (dt == CJ_UINT32) return LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(t, 0, 0), "nz"), t, "sign");
+        if (cj_dtype_unsigned(dt)) return LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(t, 0, 0), "nz"), t, "sign");
         {
             LLVMValueRef pos = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, x, LLVMConstInt(t, 0, 0), "p"), t, "pz");
             LLVMValueRef neg = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "n"), t, "nz");

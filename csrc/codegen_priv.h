@@ -25,7 +25,7 @@ typedef struct {
     LLVMValueRef idx[CJ_MAX_RANK];      /* loop counters */
     int unroll_dim, unroll;             /* reduced loop evaluated `unroll` points at a time */
     bool call_math;                     /* elementary functions as calls into mathlib.c, not inline */
-    LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, void_t;
+    LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, void_t;
 } cg;
 
 static inline bool is_float(cj_dtype dt) { return dt == CJ_FLOAT32 || dt == CJ_FLOAT64; }

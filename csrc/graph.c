@@ -506,16 +506,20 @@ int emit(cj_graph *g, cj_op op, cj_dtype dt, bool weak, const cj_shape *s, const
 
 /* NumPy's result type for two strong dtypes (np.result_type).  Mixing any
  * integer with float32 gives float64 because float32 cannot hold every
- * int32/int64 value exactly; uint32 with a signed int needs int64, the
- * smallest signed type holding both ranges. */
+ * int32/int64 value exactly (int8 and int16 fit in float32); an unsigned
+ * with a signed int needs the smallest signed type holding both ranges. */
 static const cj_dtype strong_table[CJ_NUM_DTYPES][CJ_NUM_DTYPES] = {
-    /*              bool        int32       int64       float32     float64     uint32 */
-    [CJ_BOOL]    = {CJ_BOOL,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32},
-    [CJ_INT32]   = {CJ_INT32,   CJ_INT32,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64},
-    [CJ_INT64]   = {CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64},
-    [CJ_FLOAT32] = {CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64},
-    [CJ_FLOAT64] = {CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64},
-    [CJ_UINT32]  = {CJ_UINT32,  CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_UINT32},
+    /*               bool       int32      int64      float32    float64    uint32     int8       int16      uint8      uint16 */
+    [CJ_BOOL]     = {CJ_BOOL,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT8,    CJ_INT16,   CJ_UINT8,   CJ_UINT16},
+    [CJ_INT32]    = {CJ_INT32,   CJ_INT32,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64,   CJ_INT32,   CJ_INT32,   CJ_INT32,   CJ_INT32},
+    [CJ_INT64]    = {CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_INT64},
+    [CJ_FLOAT32]  = {CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT32, CJ_FLOAT32, CJ_FLOAT32},
+    [CJ_FLOAT64]  = {CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64},
+    [CJ_UINT32]   = {CJ_UINT32,  CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_UINT32,  CJ_INT64,   CJ_INT64,   CJ_UINT32,  CJ_UINT32},
+    [CJ_INT8]     = {CJ_INT8,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_INT64,   CJ_INT8,    CJ_INT16,   CJ_INT16,   CJ_INT32},
+    [CJ_INT16]    = {CJ_INT16,   CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_INT64,   CJ_INT16,   CJ_INT16,   CJ_INT16,   CJ_INT32},
+    [CJ_UINT8]    = {CJ_UINT8,   CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT16,   CJ_INT16,   CJ_UINT8,   CJ_UINT16},
+    [CJ_UINT16]   = {CJ_UINT16,  CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT32,   CJ_INT32,   CJ_UINT16,  CJ_UINT16},
 };
 
 /* Returns the NumPy 2 (NEP 50) result dtype of a op b.  A weak operand (a
@@ -580,10 +584,7 @@ static void const_normalize(cj_dtype dt, double *f, int64_t *i)
             *i = 0;
         break;
     case CJ_KIND_INT:
-        if (dt == CJ_INT32)
-            *i = (int32_t)(uint32_t)(uint64_t)*i; /* wraps like NumPy's astype */
-        else if (dt == CJ_UINT32)
-            *i = (int64_t)(uint32_t)(uint64_t)*i;
+        *i = cj_dtype_wrap_int(dt, *i); /* wraps like NumPy's astype */
         *f = (double)*i;
         break;
     case CJ_KIND_BOOL:
@@ -611,9 +612,11 @@ bool const_convert(const cj_node *c, cj_dtype dt, double *f, int64_t *i)
     case CJ_KIND_INT:
         if (from_float) {
             double v = c->attrs.fvalue;
-            /* uint32 goes through int64 (as codegen's cast does), so -1.0 wraps to 2**32 - 1 */
-            double lo = dt == CJ_INT32 ? -2147483649.0 : -9223372036854777856.0;
-            double hi = dt == CJ_INT32 ? 2147483648.0 : 9223372036854775808.0;
+            /* the unsigned go through int64 (as codegen's cast does), so -1.0
+             * wraps to 2**32 - 1; the narrower signed through int32 */
+            bool narrow = dt == CJ_INT32 || dt == CJ_INT8 || dt == CJ_INT16;
+            double lo = narrow ? -2147483649.0 : -9223372036854777856.0;
+            double hi = narrow ? 2147483648.0 : 9223372036854775808.0;
             if (!(v > lo && v < hi))
                 return false;
             *i = (int64_t)v;
@@ -652,9 +655,10 @@ int coerce(cj_graph *g, const char *opname, int x, cj_dtype dt, const cj_shape *
         return x;
     /* NumPy 2 refuses a Python int that the array's dtype cannot hold
      * (int32_array + 2**40 is an OverflowError there) rather than wrap it. */
+    int64_t lo, hi;
+    cj_dtype_int_range(dt, &lo, &hi);
     if (n.op == CJ_OP_CONSTANT && n.weak && cj_dtype_kind(n.dtype) == CJ_KIND_INT &&
-        ((dt == CJ_INT32 && (n.attrs.ivalue < INT32_MIN || n.attrs.ivalue > INT32_MAX)) ||
-         (dt == CJ_UINT32 && (n.attrs.ivalue < 0 || n.attrs.ivalue > (int64_t)UINT32_MAX))))
+        cj_dtype_kind(dt) == CJ_KIND_INT && (n.attrs.ivalue < lo || n.attrs.ivalue > hi))
         return fail(g, err, CJ_ERR_VALUE, opname, loc, "Python integer %lld out of bounds for %s",
                     (long long)n.attrs.ivalue, cj_dtype_name(dt));
     if (n.op == CJ_OP_CONSTANT) {

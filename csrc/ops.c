@@ -70,7 +70,8 @@ unsigned cj_op_attrs(cj_op op)
 /* See graph.h. */
 bool cj_reduce_identity(cj_op op, cj_dtype dt, double *fvalue, int64_t *ivalue)
 {
-    bool int32 = dt == CJ_INT32, is_bool = dt == CJ_BOOL, uint32 = dt == CJ_UINT32;
+    int64_t lowest, highest;
+    cj_dtype_int_range(dt, &lowest, &highest);
     *fvalue = 0;
     *ivalue = 0;
     switch (cj_op_identity(op)) {
@@ -84,11 +85,11 @@ bool cj_reduce_identity(cj_op op, cj_dtype dt, double *fvalue, int64_t *ivalue)
         return true;
     case CJ_IDENTITY_LOWEST:
         *fvalue = -INFINITY;
-        *ivalue = is_bool || uint32 ? 0 : int32 ? INT32_MIN : INT64_MIN;
+        *ivalue = lowest;
         return true;
     case CJ_IDENTITY_HIGHEST:
         *fvalue = INFINITY;
-        *ivalue = is_bool ? 1 : uint32 ? (int64_t)UINT32_MAX : int32 ? INT32_MAX : INT64_MAX;
+        *ivalue = highest;
         return true;
     }
     return false;

@@ -155,7 +155,7 @@ static PyArrayObject *host_array(PyObject *obj, cj_dtype *dt)
     }
     if (!cj_py_dtype_from_descr(PyArray_DESCR(a), dt)) {
         PyErr_Format(PyExc_TypeError, "cjit: cannot put an array of dtype %S on a GPU "
-                     "(supported: bool, int32, int64, float32, float64)", (PyObject *)PyArray_DESCR(a));
+                     "(supported: " CJ_DTYPE_NAMES_TEXT ")", (PyObject *)PyArray_DESCR(a));
         Py_DECREF(a);
         return NULL;
     }

@@ -92,6 +92,14 @@ int cj_py_npy_type(cj_dtype dt)
         return NPY_INT64;
     case CJ_UINT32:
         return NPY_UINT32;
+    case CJ_INT8:
+        return NPY_INT8;
+    case CJ_INT16:
+        return NPY_INT16;
+    case CJ_UINT8:
+        return NPY_UINT8;
+    case CJ_UINT16:
+        return NPY_UINT16;
     case CJ_FLOAT32:
         return NPY_FLOAT32;
     case CJ_FLOAT64:
@@ -118,6 +126,10 @@ bool cj_py_dtype_from_descr(PyArray_Descr *d, cj_dtype *out)
     case NPY_INT:
     case NPY_LONG:
     case NPY_LONGLONG:
+        if (PyDataType_ELSIZE(d) == 1 || PyDataType_ELSIZE(d) == 2) {
+            *out = PyDataType_ELSIZE(d) == 1 ? CJ_INT8 : CJ_INT16;
+            return true;
+        }
         if (PyDataType_ELSIZE(d) == 4) {
             *out = CJ_INT32;
             return true;
@@ -132,6 +144,10 @@ bool cj_py_dtype_from_descr(PyArray_Descr *d, cj_dtype *out)
     case NPY_UINT:
     case NPY_ULONG:
     case NPY_ULONGLONG:
+        if (PyDataType_ELSIZE(d) == 1 || PyDataType_ELSIZE(d) == 2) {
+            *out = PyDataType_ELSIZE(d) == 1 ? CJ_UINT8 : CJ_UINT16;
+            return true;
+        }
         if (PyDataType_ELSIZE(d) == 4) {
             *out = CJ_UINT32;
             return true;
@@ -167,8 +183,7 @@ int cj_py_dtype_from_obj(PyObject *obj, cj_dtype *out, const char *what)
     }
     PyErr_Clear();   /* the converter's own message is less helpful */
     PyErr_Format(PyExc_TypeError,
-                 "%s: unsupported dtype %R; cjit supports bool, int32, int64, "
-                 "float32, float64 and uint32", what, obj);
+                 "%s: unsupported dtype %R; cjit supports " CJ_DTYPE_NAMES_TEXT, what, obj);
     return -1;
 }
 

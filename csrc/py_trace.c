@@ -59,8 +59,7 @@ static int numpy_scalar_node(cj_py_trace *tr, PyObject *obj, const char *opname,
     cj_dtype dt;
     if (!cj_py_dtype_from_descr(descr, &dt)) {
         PyErr_Format(PyExc_TypeError,
-                     "%s: unsupported NumPy scalar of dtype %S; cjit supports bool, int32, int64, "
-                     "float32, float64 and uint32",
+                     "%s: unsupported NumPy scalar of dtype %S; cjit supports " CJ_DTYPE_NAMES_TEXT,
                      opname, (PyObject *)descr);
         Py_DECREF(descr);
         return -1;
@@ -71,6 +70,10 @@ static int numpy_scalar_node(cj_py_trace *tr, PyObject *obj, const char *opname,
         npy_int32 i32;
         npy_int64 i64;
         npy_uint32 u32;
+        npy_int8 i8;
+        npy_int16 i16;
+        npy_uint8 u8;
+        npy_uint16 u16;
         npy_float32 f32;
         npy_float64 f64;
         char raw[16];
@@ -86,6 +89,14 @@ static int numpy_scalar_node(cj_py_trace *tr, PyObject *obj, const char *opname,
         return scalar_node(tr, dt, (double)v.i64, v.i64, false, loc);
     case CJ_UINT32:
         return scalar_node(tr, dt, (double)v.u32, (int64_t)v.u32, false, loc);
+    case CJ_INT8:
+        return scalar_node(tr, dt, (double)v.i8, v.i8, false, loc);
+    case CJ_INT16:
+        return scalar_node(tr, dt, (double)v.i16, v.i16, false, loc);
+    case CJ_UINT8:
+        return scalar_node(tr, dt, (double)v.u8, (int64_t)v.u8, false, loc);
+    case CJ_UINT16:
+        return scalar_node(tr, dt, (double)v.u16, (int64_t)v.u16, false, loc);
     case CJ_FLOAT32:
         return scalar_node(tr, dt, (double)v.f32, 0, false, loc);
     case CJ_FLOAT64:
@@ -207,8 +218,7 @@ static int array_node(cj_py_trace *tr, PyObject *obj, int loc)
     Py_DECREF(native);
     if (!supported) {
         PyErr_Format(PyExc_TypeError,
-                     "unsupported array dtype %S; cjit supports bool, int32, int64, float32 "
-                     "and float64",
+                     "unsupported array dtype %S; cjit supports " CJ_DTYPE_NAMES_TEXT,
                      (PyObject *)descr);
         goto fail;
     }

@@ -243,8 +243,9 @@ static int build_constant_attr(cj_py_trace *tr, apply_attrs *at, int loc)
         } else if (attr_int64(value, &i, "constant", "value") < 0) {
             return -1;
         }
-        if ((dt == CJ_INT32 && (i < INT32_MIN || i > INT32_MAX)) ||
-            (dt == CJ_UINT32 && (i < 0 || i > (int64_t)UINT32_MAX))) {
+        int64_t lo, hi;
+        cj_dtype_int_range(dt, &lo, &hi);
+        if (cj_dtype_kind(dt) == CJ_KIND_INT && (i < lo || i > hi)) {
             PyErr_Format(PyExc_OverflowError, "apply('constant'): Python integer %R out of bounds "
                          "for %s", value, cj_dtype_name(dt));
             return -1;

@@ -143,7 +143,7 @@ static PyObject *tracer_boolop(PyObject *a, PyObject *b, cj_op op, cj_op int_op,
     const cj_node *nx = &tr->graph->nodes[x], *ny = &tr->graph->nodes[y];
     if (nx->dtype != CJ_BOOL || ny->dtype != CJ_BOOL)
         op = int_op;
-    if (op == CJ_OP_SHIFT_RIGHT_ARITHMETIC && cj_promote(nx->dtype, nx->weak, ny->dtype, ny->weak, NULL) == CJ_UINT32)
+    if (op == CJ_OP_SHIFT_RIGHT_ARITHMETIC && cj_dtype_unsigned(cj_promote(nx->dtype, nx->weak, ny->dtype, ny->weak, NULL)))
         op = CJ_OP_SHIFT_RIGHT_LOGICAL;
     cj_error err = {0};
     int id = cj_build_binary(tr->graph, op, x, y, loc, &err);

@@ -47,6 +47,10 @@ void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, i
     case CJ_INT32: FILL(int32_t, (int32_t)i); break;
     case CJ_INT64: FILL(int64_t, i); break;
     case CJ_UINT32: FILL(uint32_t, (uint32_t)i); break;
+    case CJ_INT8: FILL(int8_t, (int8_t)i); break;
+    case CJ_INT16: FILL(int16_t, (int16_t)i); break;
+    case CJ_UINT8: FILL(uint8_t, (uint8_t)i); break;
+    case CJ_UINT16: FILL(uint16_t, (uint16_t)i); break;
     case CJ_FLOAT32: FILL(float, (float)f); break;
     case CJ_FLOAT64: FILL(double, f); break;
     case CJ_NUM_DTYPES: break;

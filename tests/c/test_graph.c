@@ -134,9 +134,12 @@ static void test_basics(void)
     CHECK(err.status == CJ_ERR_VALUE && strcmp(err.message, "first 1") == 0);
     CHECK(cj_error_set(NULL, CJ_ERR_MEMORY, "x") == CJ_ERR_MEMORY);
 
-    const char *names[] = {"bool", "int32", "int64", "float32", "float64", "uint32"};
-    const int sizes[] = {1, 4, 4 + 4, 4, 8, 4};
-    const cj_kind kinds[] = {CJ_KIND_BOOL, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_FLOAT, CJ_KIND_FLOAT, CJ_KIND_INT};
+    const char *names[] = {"bool", "int32", "int64", "float32", "float64", "uint32",
+                           "int8", "int16", "uint8", "uint16"};
+    const int sizes[] = {1, 4, 4 + 4, 4, 8, 4, 1, 2, 1, 2};
+    const cj_kind kinds[] = {CJ_KIND_BOOL, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_FLOAT, CJ_KIND_FLOAT,
+                             CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT};
+    _Static_assert(sizeof names / sizeof *names == CJ_NUM_DTYPES, "a name per dtype");
     for (int i = 0; i < CJ_NUM_DTYPES; i++) {
         cj_dtype dt = CJ_NUM_DTYPES;
         CHECK(strcmp(cj_dtype_name((cj_dtype)i), names[i]) == 0);
@@ -144,6 +147,17 @@ static void test_basics(void)
         CHECK(cj_dtype_size((cj_dtype)i) == sizes[i]);
         CHECK(cj_dtype_kind((cj_dtype)i) == kinds[i]);
     }
+    /* integer ranges and wrapping, as C casts */
+    int64_t lo, hi;
+    cj_dtype_int_range(CJ_INT8, &lo, &hi);
+    CHECK(lo == -128 && hi == 127);
+    cj_dtype_int_range(CJ_UINT16, &lo, &hi);
+    CHECK(lo == 0 && hi == 65535);
+    cj_dtype_int_range(CJ_INT64, &lo, &hi);
+    CHECK(lo == INT64_MIN && hi == INT64_MAX);
+    CHECK(cj_dtype_wrap_int(CJ_INT8, 200) == -56 && cj_dtype_wrap_int(CJ_UINT8, -1) == 255);
+    CHECK(cj_dtype_wrap_int(CJ_INT16, 40000) == -25536 && cj_dtype_wrap_int(CJ_BOOL, 7) == 1);
+    CHECK(cj_dtype_unsigned(CJ_UINT8) && !cj_dtype_unsigned(CJ_INT16));
     cj_dtype dt = CJ_BOOL;
     CHECK(!cj_dtype_from_name("float16", &dt) && dt == CJ_BOOL);
     CHECK(!cj_dtype_from_name(NULL, &dt));
@@ -696,7 +710,7 @@ static void test_movement(void)
     CHECK(kc >= 0 && g->nodes[kc].op == CJ_OP_CAST);
     int kw = cj_build_cast(g, k, CJ_FLOAT64, loc, &err);
     CHECK(kw >= 0 && kw != k && !g->nodes[kw].weak && g->nodes[kw].attrs.fvalue == -2.75);
-    expect_error(cj_build_cast(g, x, (cj_dtype)7, loc, &err), &err, CJ_ERR_TYPE, "cast:", (char *)NULL);
+    expect_error(cj_build_cast(g, x, (cj_dtype)CJ_NUM_DTYPES, loc, &err), &err, CJ_ERR_TYPE, "cast:", (char *)NULL);
 
     /* constants keep fvalue and ivalue consistent */
     int k32 = cj_build_constant(g, 0.1, 0, CJ_FLOAT32, false, &s0, loc, &err);

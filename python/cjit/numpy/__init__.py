@@ -1,7 +1,7 @@
 """cjit.numpy: NumPy's functions on traced values, and eagerly on arrays.
 
 Every function follows NumPy's signature and semantics for the dtypes cjit
-supports (bool, int32, int64, uint32, float32, float64).  Dispatch:
+supports (bool, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64).  Dispatch:
 
 - if an argument is a traced value (a Tracer), or a trace is in progress on
   this thread, the call records primitives into that trace;
@@ -59,13 +59,17 @@ __all__ = [
     # creation
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "asarray", "array",
     # dtypes and constants
-    "bool_", "int32", "int64", "uint32", "float32", "float64", "dtype", "pi", "e", "inf", "nan", "newaxis",
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32", "float64", "dtype", "pi", "e", "inf", "nan", "newaxis",
 ]
 
 bool_ = np.bool_
 int32 = np.int32
 int64 = np.int64
 uint32 = np.uint32
+int8 = np.int8
+int16 = np.int16
+uint8 = np.uint8
+uint16 = np.uint16
 float32 = np.float32
 float64 = np.float64
 dtype = np.dtype

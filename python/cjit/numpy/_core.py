@@ -246,15 +246,13 @@ def _result_type(*infos):
 
 
 def _as_supported(dt):
-    """A dtype of cjit's for promotion: native byte order, and narrow types
-    widened to the smallest supported one that holds them (NumPy promotes
-    them with the supported types as it would these: uint8 + int32 is
-    int32, uint64 + int32 is float64 in NumPy but int64 here, float16 + float32 is float32)."""
+    """A dtype of cjit's for promotion: native byte order, and the types
+    cjit lacks widened to the smallest supported one that holds them
+    (uint64 + int32 is float64 in NumPy but int64 here, float16 + float32
+    is float32)."""
     dt = np.dtype(dt)
     if dt.byteorder not in ("=", "|"):
         dt = dt.newbyteorder("=")
-    if dt.kind in "iu" and dt.itemsize < 4:
-        return _I32
     if dt.kind == "u" and dt.itemsize > 4:
         return _I64
     if dt.kind == "f" and dt.itemsize < 4:

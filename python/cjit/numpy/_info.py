@@ -11,9 +11,8 @@ from ._core import _info, _result_type
 
 __all__ = ["finfo", "iinfo", "isdtype", "can_cast", "result_type", "__array_namespace_info__"]
 
-_DTYPES = {"bool": np.dtype(bool), "int32": np.dtype(np.int32), "int64": np.dtype(np.int64),
-           "uint32": np.dtype(np.uint32),
-           "float32": np.dtype(np.float32), "float64": np.dtype(np.float64)}
+_DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "int64", "uint8",
+                                              "uint16", "uint32", "float32", "float64")}
 
 
 def _dtype_of(x):

@@ -710,7 +710,7 @@ def bitwise_left_shift(x1, x2):
 
 @_op("x1", "x2")
 def bitwise_right_shift(x1, x2):
-    """x1 >> x2 on integers: arithmetic for signed dtypes, logical for uint32."""
+    """x1 >> x2 on integers: arithmetic for signed dtypes, logical for unsigned ones."""
     return _shift("bitwise_right_shift", x1, x2, False)
 
 
