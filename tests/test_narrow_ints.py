@@ -113,3 +113,12 @@ def test_iinfo_and_names():
         assert cnp.iinfo(getattr(cnp, name)).max == np.iinfo(name).max
     assert cnp.zeros(3, dtype=cnp.uint8).dtype == np.uint8
     assert cjit.jit(lambda a: cnp.zeros_like(a, dtype=cnp.int16))(np.ones(2)).dtype == np.int16
+
+
+@pytest.mark.parametrize("dtype", NARROW + ["bool", "uint32"])
+def test_sums_of_0d_and_running_sums_are_int64(dtype):
+    a = np.array(3, dtype)
+    b = np.arange(6).astype(dtype)
+    assert cnp.sum(a).dtype == np.int64 and cnp.sum(a) == np.sum(a)
+    got = cjit.jit(lambda v: cnp.cumsum(v))(b)
+    assert got.dtype == np.int64 and np.array_equal(got, np.cumsum(b.astype(np.int64)))

@@ -31,7 +31,7 @@ def _reduce(prim, x, axes, keepdims):
 
 
 def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
-    """sum or prod: bool and int32 inputs accumulate as int64, as NumPy.  With
+    """sum or prod: bool and narrower integer inputs accumulate as int64, as NumPy.  With
     dtype=int32 or bool the result has that dtype, as NumPy's: the core
     accumulates them as int64, and wrapping to 32 bits at the end gives the
     int32 sum/product NumPy's wrapping accumulator gives; cast to bool, the
@@ -43,8 +43,8 @@ def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
     if dtype is not None:
         want = canonical_dtype(dtype)
         x = _cast(x, want)
-    elif x.dtype in (_BOOL, _I32):
-        x = _cast(x, _I64)
+    elif x.dtype.kind in "biu" and x.dtype != _I64:
+        x = _cast(x, _I64)   # NumPy's platform int (uint64 for the unsigned, which cjit lacks)
     r = _reduce("reduce_" + name, x, axes, keepdims)
     if want is not None and r.dtype != want:
         r = _cast(r, want)
@@ -278,8 +278,8 @@ def _scan(who, prim, identity, x, axis, dtype, include_initial):
         ax = _norm_axis(axis, x.ndim)
     if dtype is not None:
         x = _cast(x, canonical_dtype(dtype))
-    elif x.dtype in (_BOOL, _I32):
-        x = _cast(x, _I64)
+    elif x.dtype.kind in "biu" and x.dtype != _I64:
+        x = _cast(x, _I64)   # NumPy's platform int (uint64 for the unsigned, which cjit lacks)
     t = x.trace
     fill = float(identity) if _is_float(x.dtype) else identity
     n = x.shape[ax]
