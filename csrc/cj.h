@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CJ_MAX_RANK 8
+#define CJ_MAX_RANK 16 /* NumPy allows 64; masks of dims are 32 bits */
 #define CJ_MAX_INPUTS 4 /* largest fixed arity; concatenate takes any number */
 
 typedef enum {
