@@ -38,6 +38,13 @@ from ._info import *  # noqa: F401,F403
 from ._info import __array_namespace_info__  # noqa: F401
 from ._reductions import all, any  # noqa: F401  (shadow the builtins on purpose)
 from ._math import round, pow, divmod  # noqa: F401  (shadow the builtins on purpose)
+from ._nanfunctions import *  # noqa: F401,F403,E402
+from ._comparison import *  # noqa: F401,F403,E402
+from ._polynomial import *  # noqa: F401,F403,E402
+from ._selection import *  # noqa: F401,F403,E402
+from ._selection import copy  # noqa: F401,E402  (shadows the module name on purpose)
+from ._vectorize import *  # noqa: F401,F403,E402
+from ._index_tricks import *  # noqa: F401,F403,E402
 from . import fft  # noqa: F401,E402  (the array API's fft extension)
 from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
 
