@@ -13,7 +13,8 @@ from .numpy import _lift, _norm_axes, _op, _operand, _reshape_t
 
 __all__ = ["relu", "sigmoid", "softmax", "log_softmax", "logsumexp", "gelu", "one_hot",
            "softplus", "log_sigmoid", "silu", "swish", "elu", "selu", "celu", "leaky_relu",
-           "relu6", "hard_tanh", "standardize", "glu"]
+           "relu6", "hard_tanh", "standardize", "glu", "hard_sigmoid", "hard_silu", "hard_swish",
+           "mish", "squareplus", "sparse_plus", "normalize", "initializers"]
 
 
 @_op("x")
@@ -220,3 +221,50 @@ def glu(x, axis=-1):
     x = _lift(_operand(x, "glu"))
     a, b = cnp.split(x, 2, axis=axis)
     return cnp.multiply(a, sigmoid._cjit_impl(b))
+
+
+@_op("x")
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6."""
+    x = _float(x, "hard_sigmoid")
+    return cnp.divide(cnp.clip(cnp.add(x, 3.0), 0.0, 6.0), 6.0)
+
+
+@_op("x")
+def hard_silu(x):
+    """x * hard_sigmoid(x) (also called hard_swish)."""
+    x = _float(x, "hard_silu")
+    return cnp.multiply(x, hard_sigmoid._cjit_impl(x))
+
+
+hard_swish = hard_silu
+
+
+@_op("x")
+def mish(x):
+    """x * tanh(softplus(x))."""
+    x = _float(x, "mish")
+    return cnp.multiply(x, cnp.tanh(softplus._cjit_impl(x)))
+
+
+@_op("x")
+def squareplus(x, b=4.0):
+    """(x + sqrt(x**2 + b)) / 2, a smooth relu."""
+    x = _float(x, "squareplus")
+    return cnp.divide(cnp.add(x, cnp.sqrt(cnp.add(cnp.multiply(x, x), float(b)))), 2.0)
+
+
+@_op("x")
+def sparse_plus(x):
+    """0 for x <= -1, (x + 1)**2 / 4 for |x| < 1, x for x >= 1."""
+    x = _float(x, "sparse_plus")
+    mid = cnp.divide(cnp.square(cnp.add(x, 1.0)), 4.0)
+    return cnp.where(cnp.less_equal(x, -1.0), 0.0, cnp.where(cnp.greater_equal(x, 1.0), x, mid))
+
+
+def normalize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
+    """The old name of standardize."""
+    return standardize(x, axis, mean, variance, epsilon)
+
+
+from . import _initializers as initializers  # noqa: E402  (cjit.nn.initializers)
