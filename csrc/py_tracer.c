@@ -348,6 +348,27 @@ FORWARD(tracer_m_squeeze, "squeeze")
 FORWARD(tracer_m_clip, "clip")
 FORWARD(tracer_m_dot, "dot")
 FORWARD(tracer_m_array_ufunc, "_tracer_array_ufunc")
+/* the rest of ndarray's methods that compute, each cjit.numpy's function (not
+ * trace: Tracer.trace is the Trace the value belongs to; use cjit.numpy.trace) */
+FORWARD(tracer_m_all, "all")
+FORWARD(tracer_m_any, "any")
+FORWARD(tracer_m_cumsum, "cumsum")
+FORWARD(tracer_m_cumprod, "cumprod")
+FORWARD(tracer_m_std, "std")
+FORWARD(tracer_m_ravel, "ravel")
+FORWARD(tracer_m_round, "round")
+FORWARD(tracer_m_swapaxes, "swapaxes")
+FORWARD(tracer_m_take, "take")
+FORWARD(tracer_m_repeat, "repeat")
+FORWARD(tracer_m_diagonal, "diagonal")
+FORWARD(tracer_m_copy, "copy")
+FORWARD(tracer_m_conj, "conj")
+FORWARD(tracer_m_conjugate, "conjugate")
+FORWARD(tracer_m_sort, "sort")
+FORWARD(tracer_m_argsort, "argsort")
+FORWARD(tracer_m_searchsorted, "searchsorted")
+FORWARD(tracer_m_nonzero, "nonzero")
+FORWARD(tracer_m_ptp, "ptp")
 #undef FORWARD
 
 /* x.reshape(2, 3) and x.transpose(1, 0) take the shape/axes unpacked, as
@@ -380,6 +401,13 @@ static PyObject *tracer_m_flatten(PyObject *self, PyObject *unused)
     if (t->trace->finished)
         return leak_error(t);
     return call_cnp("reshape", Py_BuildValue("(O(i))", self, -1), NULL);
+}
+
+static PyObject *tracer_m_item(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)args;
+    (void)kwargs;
+    return tracer_concrete(self, "item() / tolist()");
 }
 
 static PyObject *tracer_m_array(PyObject *self, PyObject *args, PyObject *kwargs)
@@ -490,6 +518,24 @@ static PyObject *tracer_get_T(cj_py_tracer *t, void *c)
     return tracer_wrap(tr, id);
 }
 
+/* x.real, x.imag and x.mT: cjit.numpy's real, imag and matrix_transpose */
+static PyObject *tracer_get_forwarded(PyObject *self, void *name)
+{
+    return forward(self, (const char *)name, PyTuple_New(0), NULL);
+}
+
+static PyObject *tracer_get_itemsize(cj_py_tracer *t, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(cj_dtype_size(t->dtype));
+}
+
+static PyObject *tracer_get_nbytes(cj_py_tracer *t, void *c)
+{
+    (void)c;
+    return PyLong_FromLongLong(cj_shape_numel(&t->shape) * cj_dtype_size(t->dtype));
+}
+
 static PyGetSetDef tracer_getset[] = {
     {"shape", (getter)tracer_get_shape, NULL, "tuple of ints", NULL},
     {"dtype", (getter)tracer_get_dtype, NULL, "numpy.dtype", NULL},
@@ -498,6 +544,11 @@ static PyGetSetDef tracer_getset[] = {
     {"weak", (getter)tracer_get_weak, NULL, "a weakly typed (Python scalar) value", NULL},
     {"trace", (getter)tracer_get_trace, NULL, "the Trace this value belongs to", NULL},
     {"T", (getter)tracer_get_T, NULL, "transpose (reversed axes)", NULL},
+    {"mT", (getter)tracer_get_forwarded, NULL, "the last two axes swapped", "matrix_transpose"},
+    {"real", (getter)tracer_get_forwarded, NULL, "cjit.numpy.real(self)", "real"},
+    {"imag", (getter)tracer_get_forwarded, NULL, "cjit.numpy.imag(self)", "imag"},
+    {"itemsize", (getter)tracer_get_itemsize, NULL, "bytes per element", NULL},
+    {"nbytes", (getter)tracer_get_nbytes, NULL, "bytes of the whole value", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -519,6 +570,27 @@ static PyMethodDef tracer_methods[] = {
     KW_METHOD("clip", tracer_m_clip, "cjit.numpy.clip(self, ...)"),
     KW_METHOD("dot", tracer_m_dot, "cjit.numpy.dot(self, other)"),
     {"flatten", (PyCFunction)tracer_m_flatten, METH_NOARGS, "cjit.numpy.reshape(self, (-1,))"},
+    KW_METHOD("all", tracer_m_all, "cjit.numpy.all(self, ...)"),
+    KW_METHOD("any", tracer_m_any, "cjit.numpy.any(self, ...)"),
+    KW_METHOD("cumsum", tracer_m_cumsum, "cjit.numpy.cumsum(self, ...)"),
+    KW_METHOD("cumprod", tracer_m_cumprod, "cjit.numpy.cumprod(self, ...)"),
+    KW_METHOD("std", tracer_m_std, "cjit.numpy.std(self, ...)"),
+    KW_METHOD("ravel", tracer_m_ravel, "cjit.numpy.ravel(self, ...)"),
+    KW_METHOD("round", tracer_m_round, "cjit.numpy.round(self, ...)"),
+    KW_METHOD("swapaxes", tracer_m_swapaxes, "cjit.numpy.swapaxes(self, ...)"),
+    KW_METHOD("take", tracer_m_take, "cjit.numpy.take(self, ...)"),
+    KW_METHOD("repeat", tracer_m_repeat, "cjit.numpy.repeat(self, ...)"),
+    KW_METHOD("diagonal", tracer_m_diagonal, "cjit.numpy.diagonal(self, ...)"),
+    KW_METHOD("copy", tracer_m_copy, "cjit.numpy.copy(self, ...)"),
+    KW_METHOD("conj", tracer_m_conj, "cjit.numpy.conj(self, ...)"),
+    KW_METHOD("conjugate", tracer_m_conjugate, "cjit.numpy.conjugate(self, ...)"),
+    KW_METHOD("sort", tracer_m_sort, "cjit.numpy.sort(self, ...)"),
+    KW_METHOD("argsort", tracer_m_argsort, "cjit.numpy.argsort(self, ...)"),
+    KW_METHOD("searchsorted", tracer_m_searchsorted, "cjit.numpy.searchsorted(self, ...)"),
+    KW_METHOD("nonzero", tracer_m_nonzero, "cjit.numpy.nonzero(self, ...)"),
+    KW_METHOD("ptp", tracer_m_ptp, "cjit.numpy.ptp(self, ...)"),
+    KW_METHOD("item", tracer_m_item, "raises ConcretizationError"),
+    KW_METHOD("tolist", tracer_m_item, "raises ConcretizationError"),
     KW_METHOD("__array__", tracer_m_array, "raises ConcretizationError"),
     KW_METHOD("__array_ufunc__", tracer_m_array_ufunc,
               "NumPy's operators on a traced value run as Tracer's own; other ufuncs raise "

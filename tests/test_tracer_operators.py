@@ -98,3 +98,26 @@ def test_promotion_of_dtypes_cjit_does_not_have():
         got, weak = _result_type((np.dtype(a), False), (np.dtype(b), False))
         want = _as_supported(np.result_type(np.dtype(a), np.dtype(b)))
         assert (got, weak) == (want, False), (a, b, got, want)
+
+
+def test_ndarray_methods_and_attributes_on_tracers():
+    x = np.arange(12.0).reshape(3, 4) - 5
+    methods = {
+        "ravel": (), "all": (), "any": (), "std": (), "round": (), "copy": (), "conj": (),
+        "conjugate": (), "diagonal": (), "cumsum": (1,), "cumprod": (0,),
+    }
+    for name, args in methods.items():
+        got = cjit.jit(lambda a: getattr(a, name)(*args))(x)
+        np.testing.assert_array_equal(got, getattr(x, name)(*args), err_msg=name)
+    got = cjit.jit(lambda a: (a.swapaxes(0, 1), a.repeat(2, axis=0), a.take(1, axis=1)))(x)
+    for g, w in zip(got, (x.swapaxes(0, 1), x.repeat(2, axis=0), x.take(1, axis=1))):
+        np.testing.assert_array_equal(g, w)
+    got = cjit.jit(lambda a: (a.real, a.imag, a.mT, a.ptp(axis=0)))(x)
+    for g, w in zip(got, (x.real, x.imag, x.mT, np.ptp(x, axis=0))):
+        np.testing.assert_array_equal(g, w)
+    sizes = cjit.jit(lambda a: a * (a.itemsize + a.nbytes))(x.astype(np.float32))
+    np.testing.assert_array_equal(sizes, x.astype(np.float32) * (4 + 48))
+    with pytest.raises(cjit.errors.ConcretizationError, match="item"):
+        cjit.jit(lambda a: a.item())(x)
+    with pytest.raises(cjit.errors.ConcretizationError, match="tolist"):
+        cjit.jit(lambda a: a.tolist())(x)

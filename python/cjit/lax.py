@@ -12,13 +12,25 @@ with CJIT_DISABLE_JIT=1 they run as Python loops on concrete values.
 """
 from __future__ import annotations
 
+import enum
+
 import numpy as np
 
 from . import _cjit, _tree
 from ._signature import _output_tracer
 from ._trace_state import _K_DISABLE_JIT, _env_flag, current_trace, user_location
 
-__all__ = ["scan", "while_loop", "fori_loop", "cond", "switch", "select", "stop_gradient"]
+__all__ = ["scan", "while_loop", "fori_loop", "cond", "switch", "select", "stop_gradient",
+           "Precision"]
+
+
+class Precision(enum.Enum):
+    """JAX's matmul precision names, accepted wherever `precision=` is (dot,
+    matmul, einsum) and ignored: cjit's CPU matmuls compute in the operands'
+    own precision."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
 
 
 # -- helpers ---------------------------------------------------------------------

@@ -94,4 +94,7 @@ from .. import _cjit  # noqa: E402
 _cjit.register_tracer_functions({
     name: globals()[name] for name in (
         "_getitem", "_iter", "reshape", "transpose", "squeeze", "sum", "mean", "max", "min", "prod",
-        "argmax", "argmin", "var", "astype", "clip", "dot", "remainder", "divmod", "_tracer_array_ufunc")})
+        "argmax", "argmin", "var", "astype", "clip", "dot", "remainder", "divmod", "_tracer_array_ufunc",
+        "all", "any", "cumsum", "cumprod", "std", "ravel", "round", "swapaxes", "take", "repeat",
+        "diagonal", "copy", "conj", "conjugate", "sort", "argsort", "searchsorted", "nonzero",
+        "ptp", "real", "imag", "matrix_transpose")})
