@@ -23,34 +23,13 @@ import numpy as np
 from . import _cjit, _tree
 from .errors import ConcretizationError
 from ._budget import take_forced_chain
+from ._transform_util import FLOATS, argnums_tuple, leaf_node
 from .api import Jitted, _output_tracer, current_trace, forced_remat, request_memory_budget
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _argnums_tuple(argnums, who):
-    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool):
-        return (int(argnums),), True
-    if isinstance(argnums, (tuple, list)) and argnums and all(
-            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in argnums):
-        return tuple(int(a) for a in argnums), False
-    raise TypeError(f"{who}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
 
 
 def _fun_name(fun):
     return getattr(fun, "__name__", type(fun).__name__)
-
-
-def _as_node(trace, x, what):
-    """A Tracer of `trace` for a leaf of a differentiated argument."""
-    if isinstance(x, _cjit.Tracer):
-        return x
-    if isinstance(x, np.ndarray):
-        return trace.array(x)
-    if isinstance(x, (bool, int, float, np.generic)):
-        return trace.apply("name", x, name="")
-    raise TypeError(f"{what}: cannot differentiate with respect to a value of type "
-                    f"{type(x).__name__}")
 
 
 def _differentiable_inputs(trace, args, argnums, who):
@@ -64,9 +43,9 @@ def _differentiable_inputs(trace, args, argnums, who):
     converted = []
     for i in argnums:
         leaves, treedef = _tree.flatten(args[i])
-        nodes = [_as_node(trace, x, who) for x in leaves]
+        nodes = [leaf_node(trace, x, who + ": cannot differentiate with respect to a value of type {type}") for x in leaves]
         for j, t in enumerate(nodes):
-            if t.dtype not in _FLOATS:
+            if t.dtype not in FLOATS:
                 path = _tree.format_keypath(_tree.leaf_keypaths(treedef)[j], f"argument {i}")
                 raise TypeError(f"{who} requires float inputs, but {path} has dtype {t.dtype.name}; "
                                 "differentiate with respect to float32 or float64 values "
@@ -91,7 +70,7 @@ def _scalar_output(trace, out, who):
     if out.shape != ():
         raise TypeError(f"{who} requires a scalar output (shape ()), got shape {out.shape} "
                         f"of dtype {out.dtype.name}; use cjit.vjp for non-scalar outputs")
-    if out.dtype not in _FLOATS:
+    if out.dtype not in FLOATS:
         raise TypeError(f"{who} requires a float output, got dtype {out.dtype.name}")
     return out
 
@@ -148,7 +127,7 @@ def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
                                  memory_budget=memory_budget)
     who = "cjit.value_and_grad"
     budget = _check_budget(memory_budget, who)
-    nums, single = _argnums_tuple(argnums, who)
+    nums, single = argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
         return _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
@@ -163,7 +142,7 @@ def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
         return functools.partial(grad, argnums=argnums, has_aux=has_aux, memory_budget=memory_budget)
     who = "cjit.grad"
     budget = _check_budget(memory_budget, who)
-    nums, single = _argnums_tuple(argnums, who)
+    nums, single = argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
         (value, g) = _value_and_grad_traced(fun, nums, single, has_aux, who, args, kwargs, budget)
@@ -357,7 +336,7 @@ def _check_cotangent(out_leaves, out_treedef, ct, who):
             raise TypeError(f"{who}: cotangent of shape {shape} for an output of shape "
                             f"{tuple(o.shape)} (dtype {np.dtype(o.dtype).name}); they must match")
         # an output that is not float carries no gradient: its cotangent is ignored
-        if (np.dtype(o.dtype) in _FLOATS and np.dtype(dtype) not in _FLOATS
+        if (np.dtype(o.dtype) in FLOATS and np.dtype(dtype) not in FLOATS
                 and not isinstance(c, (int, float))):
             raise TypeError(f"{who}: the cotangent of a float output must be a float array or a "
                             f"Python scalar, got dtype {np.dtype(dtype).name} for an output of "
@@ -389,7 +368,7 @@ def _vjp_traced(fun, primals, has_aux, who):
             if c.dtype != o.dtype:
                 c = trace.apply("cast", c, dtype=o.dtype.name)
             cts.append(c)
-        floats = [(o, c) for o, c in zip(outs, cts) if o.dtype in _FLOATS]
+        floats = [(o, c) for o, c in zip(outs, cts) if o.dtype in FLOATS]
         wrt = [p for _, proxies in parts for p in proxies]
         grads = trace.vjp([o for o, _ in floats], [c for _, c in floats], wrt, first)
         trees, k = [], 0

@@ -18,18 +18,8 @@ from . import _cjit, _tree
 from ._signature import _output_tracer
 from ._trace_state import current_trace
 from ._jitted import Jitted
+from ._transform_util import FLOATS, argnums_tuple, leaf_node
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _leaf_node(trace, x, who):
-    if isinstance(x, _cjit.Tracer):
-        return x
-    if isinstance(x, np.ndarray):
-        return trace.array(x)
-    if isinstance(x, (bool, int, float, np.generic)):
-        return trace.apply("name", x, name="")
-    raise TypeError(f"{who}: primal of type {type(x).__name__}; expected arrays or scalars")
 
 
 def _tangent_node(trace, primal, t, who, path):
@@ -44,7 +34,7 @@ def _tangent_node(trace, primal, t, who, path):
             raise TypeError(f"{who}: the tangent of {path} has dtype {a.dtype.name}")
         t = trace.array(np.ascontiguousarray(a, dtype=primal.dtype))
     if t.dtype != primal.dtype:
-        if primal.dtype in _FLOATS and t.dtype not in _FLOATS:
+        if primal.dtype in FLOATS and t.dtype not in FLOATS:
             raise TypeError(f"{who}: the tangent of {path} has dtype {t.dtype.name}, but its "
                             f"primal is {primal.dtype.name}; tangents of floats are floats")
         t = trace.apply("cast", t, dtype=primal.dtype.name)
@@ -68,7 +58,7 @@ def _jvp_traced(fun, primals, tangents, who, has_aux=False):
         raise TypeError(f"{who}: the tangents must have the structure of the primals {p_def}, "
                         f"got {t_def}")
     paths = _tree.leaf_keypaths(p_def)
-    nodes = [_leaf_node(trace, x, who) for x in p_leaves]
+    nodes = [leaf_node(trace, x, who + ": primal of type {type}; expected arrays or scalars") for x in p_leaves]
     tans = [_tangent_node(trace, n, t, who, _tree.format_keypath(paths[i], "primals"))
             for i, (n, t) in enumerate(zip(nodes, t_leaves))]
     first = trace.mark()           # everything recorded from here on has tangents
@@ -84,7 +74,7 @@ def _jvp_traced(fun, primals, tangents, who, has_aux=False):
     outs = [_output_tracer(trace, x, functools.partial(
                 lambda i: repr(_tree.format_keypath(_tree.leaf_keypaths(out_def)[i], "result")), i))
             for i, x in enumerate(out_leaves)]
-    wrt = [(p, t) for p, t in zip(proxies, tans) if p.dtype in _FLOATS]
+    wrt = [(p, t) for p, t in zip(proxies, tans) if p.dtype in FLOATS]
     touts = trace.jvp([p for p, _ in wrt], [t for _, t in wrt], outs, first)
     touts = [t if t is not None else _zeros(trace, o) for o, t in zip(outs, touts)]
     out = (_tree.unflatten(out_def, outs), _tree.unflatten(out_def, touts))
@@ -139,15 +129,6 @@ def linearize(fun, *primals):
     return out, f_jvp
 
 
-def _argnums_tuple(argnums, who):
-    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool):
-        return (int(argnums),), True
-    if isinstance(argnums, (tuple, list)) and argnums and all(
-            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in argnums):
-        return tuple(int(a) for a in argnums), False
-    raise TypeError(f"{who}: argnums must be an int or a non-empty tuple of ints, got {argnums!r}")
-
-
 def _basis(trace, n, shape, dtype):
     """The n x n identity as an (n, *shape) Tracer (an iota comparison, no array)."""
     rows = trace.apply("iota", shape=(n, n), axis=0, dtype="int64")
@@ -170,9 +151,9 @@ def _diff_leaves(trace, args, nums, who):
             raise TypeError(f"{who}: argnums {i} is out of range for a call with {len(args)} "
                             "positional arguments")
         leaves, treedef = _tree.flatten(args[i])
-        nodes = [_leaf_node(trace, x, who) for x in leaves]
+        nodes = [leaf_node(trace, x, who + ": primal of type {type}; expected arrays or scalars") for x in leaves]
         for j, t in enumerate(nodes):
-            if t.dtype not in _FLOATS:
+            if t.dtype not in FLOATS:
                 path = _tree.format_keypath(_tree.leaf_keypaths(treedef)[j], f"argument {i}")
                 raise TypeError(f"{who} requires float inputs, but {path} has dtype {t.dtype.name}")
         out.append((i, treedef, nodes))
@@ -211,7 +192,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
     batched by vmap.  Each output leaf gets shape ``out.shape + in.shape``."""
     from ._vmap import vmap
     who = "cjit.jacfwd"
-    nums, single = _argnums_tuple(argnums, who)
+    nums, single = argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
         trace = current_trace()
@@ -252,7 +233,7 @@ def jacrev(fun, argnums=0, has_aux=False):
     from ._autodiff import _vjp_traced
     from ._vmap import vmap
     who = "cjit.jacrev"
-    nums, single = _argnums_tuple(argnums, who)
+    nums, single = argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
         trace = current_trace()
@@ -270,7 +251,7 @@ def jacrev(fun, argnums=0, has_aux=False):
         o_leaves, out_def = _tree.flatten(out)
         o_leaves = [_output_tracer(trace, x, lambda: "result") for x in o_leaves]
         for o in o_leaves:
-            if o.dtype not in _FLOATS:
+            if o.dtype not in FLOATS:
                 raise TypeError(f"{who} requires float outputs, got dtype {o.dtype.name}")
         per_out = []
         for j, o in enumerate(o_leaves):

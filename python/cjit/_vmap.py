@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _cjit, _tree
 from ._jitted import Jitted
+from ._transform_util import leaf_node
 from ._signature import _output_tracer
 from ._trace_state import current_trace, user_location
 
@@ -60,19 +61,6 @@ def _in_axes_per_arg(in_axes, nargs):
     return (in_axes,) * nargs
 
 
-def _as_tracer(trace, x, what):
-    if isinstance(x, _cjit.Tracer):
-        return x
-    if isinstance(x, np.ndarray):
-        return trace.array(x)
-    if isinstance(x, (bool, int, float, np.generic)):
-        return trace.apply("name", x, name="")
-    if hasattr(x, "__array__"):
-        return trace.array(np.asarray(x))
-    raise TypeError(f"cjit.vmap: {what} has type {type(x).__name__}; only arrays and scalars "
-                    f"can be mapped")
-
-
 def _move_axis(trace, x, src, dst):
     if src == dst:
         return x
@@ -102,7 +90,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
     for k, (x, ax) in enumerate(zip(leaves, axes)):
         if ax is None:
             continue
-        t = _as_tracer(trace, x, where(k))
+        t = leaf_node(trace, x, f"cjit.vmap: {where(k)} has type {{type}}; only arrays and scalars can be mapped")
         rank = len(t.shape)
         if not -rank <= ax < rank:
             raise ValueError(f"cjit.vmap: in_axes {ax} for {where(k)} of shape {tuple(t.shape)}: "
