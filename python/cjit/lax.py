@@ -12,6 +12,7 @@ with CJIT_DISABLE_JIT=1 they run as Python loops on concrete values.
 """
 from __future__ import annotations
 
+import builtins
 import enum
 
 import numpy as np
@@ -320,14 +321,14 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         raise TypeError("cjit.lax.fori_loop: body_fun must be callable")
     lo, hi = _static_int(lower), _static_int(upper)
     if lo is not None and hi is not None:
-        n = max(hi - lo, 0)
+        n = builtins.max(hi - lo, 0)
 
         def step(i, carry, _):
             return body_fun(i + lo, carry), None
         if current_trace() is None and _eager():
             val = init_val
             for i in range(lo, hi):
-                val = body_fun(np.int32(i) if abs(i) < 2**31 else i, val)
+                val = body_fun(np.int32(i) if builtins.abs(i) < 2**31 else i, val)
             return val
         return _scan(step, init_val, None, n, False, 1, True)[0]
     trace = current_trace()
@@ -417,7 +418,7 @@ def switch(index, branches, *operands):
             if i.shape != () or i.dtype.kind not in "iub":
                 raise TypeError(f"cjit.lax.switch: the index must be an integer scalar, got "
                                 f"{i.dtype.name}{list(i.shape)} {_where()}")
-            return branches[min(max(int(i), 0), len(branches) - 1)](*operands)
+            return branches[builtins.min(builtins.max(int(i), 0), len(branches) - 1)](*operands)
         fn = _compiled(("switch", tuple(branches)), lambda: lambda i, ops: switch(i, branches, *ops))
         return fn(index, operands)
     t = _index_tracer(trace, index, "switch")
@@ -474,3 +475,12 @@ def stop_gradient(x):
     """``x`` (a pytree) with a zero gradient."""
     from . import numpy as cnp
     return _tree.tree_map(cnp.stop_gradient, x)
+
+
+# jax.lax's operation names (elementwise, shapes, reductions, dot_general,
+# map, associative_scan); they shadow builtins such as max and map here, so
+# the code above spells those builtins.max etc.
+from ._lax_ops import *  # noqa: E402,F401,F403
+from ._lax_ops import __all__ as _ops_all  # noqa: E402
+
+__all__ = __all__ + list(_ops_all)

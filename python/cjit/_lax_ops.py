@@ -1,0 +1,398 @@
+"""jax.lax's operation names (cjit.lax re-exports them): thin spellings of
+cjit.numpy and cjit.scipy.special, with lax's conventions where they differ
+from NumPy's (`div` and `rem` round toward zero, `clamp(min, x, max)`,
+explicit dimensions everywhere), plus `dot_general`, `map` (a scan without
+a carry) and `associative_scan` (the log-depth parallel prefix)."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from . import _tree
+from . import numpy as cnp
+from .scipy import special as _special
+
+__all__ = [
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "cos", "cosh", "digamma",
+    "div", "eq", "erf", "erfc", "erf_inv", "exp", "exp2", "expm1", "floor", "ge", "gt",
+    "integer_pow", "is_finite", "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min",
+    "mul", "ne", "neg", "nextafter", "pow", "rem", "round", "rsqrt", "sign", "sin", "sinh", "sqrt",
+    "square", "sub", "tan", "tanh", "shift_left", "shift_right_logical", "shift_right_arithmetic",
+    "convert_element_type", "reshape", "broadcast", "broadcast_in_dim", "expand_dims", "squeeze",
+    "transpose", "concatenate", "slice", "slice_in_dim", "index_in_dim", "pad", "rev", "iota",
+    "full", "full_like", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
+    "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "dot",
+    "dot_general", "map", "associative_scan",
+]
+
+# ---- elementwise ------------------------------------------------------------------
+
+abs = cnp.abs
+acos, acosh, asin, asinh = cnp.arccos, cnp.arccosh, cnp.arcsin, cnp.arcsinh
+atan, atan2, atanh = cnp.arctan, cnp.arctan2, cnp.arctanh
+add, sub, mul, neg, pow = cnp.add, cnp.subtract, cnp.multiply, cnp.negative, cnp.power
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = (cnp.bitwise_and, cnp.bitwise_or,
+                                                     cnp.bitwise_xor, cnp.bitwise_not)
+cbrt, ceil, floor, cos, cosh, sin, sinh, tan, tanh = (cnp.cbrt, cnp.ceil, cnp.floor, cnp.cos,
+                                                      cnp.cosh, cnp.sin, cnp.sinh, cnp.tan, cnp.tanh)
+exp, exp2, expm1, log, log1p = cnp.exp, cnp.exp2, cnp.expm1, cnp.log, cnp.log1p
+sqrt, square, sign, nextafter = cnp.sqrt, cnp.square, cnp.sign, cnp.nextafter
+eq, ne, lt, le, gt, ge = (cnp.equal, cnp.not_equal, cnp.less, cnp.less_equal, cnp.greater,
+                          cnp.greater_equal)
+max, min = cnp.maximum, cnp.minimum
+is_finite = cnp.isfinite
+shift_left, shift_right_arithmetic = cnp.left_shift, cnp.right_shift
+erf, erfc, erf_inv = _special.erf, _special.erfc, _special.erfinv
+lgamma, digamma, logistic = _special.gammaln, _special.digamma, _special.expit
+
+
+def shift_right_logical(x, y):
+    """x >> y filling with zeros, for signed x too (through the unsigned
+    dtype of the same width)."""
+    x = cnp.asarray(x) if not hasattr(x, "dtype") else x
+    dt = np.dtype(x.dtype)
+    if dt.kind != "i":
+        return cnp.right_shift(x, y)
+    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32}.get(dt.itemsize)
+    if unsigned is None:
+        raise NotImplementedError("cjit.lax.shift_right_logical: int64 needs uint64, which cjit "
+                                  "does not have")
+    u = _bitcast(x, unsigned)
+    return _bitcast(cnp.right_shift(u, cnp.astype(y, unsigned)), dt)
+
+
+def _bitcast(x, dtype):
+    from ._trace_state import current_trace
+    t = current_trace()
+    if t is None:
+        return np.asarray(x).view(dtype)
+    return t.apply("bitcast", x, dtype=np.dtype(dtype).name)
+
+
+def rsqrt(x):
+    """1 / sqrt(x)."""
+    return cnp.reciprocal(cnp.sqrt(x))
+
+
+def round(x, rounding_method=0):
+    """Rounded to the nearest integer: halves away from zero (lax's default,
+    rounding_method 0) or to even (1, NumPy's)."""
+    if int(getattr(rounding_method, "value", rounding_method)) == 1:
+        return cnp.round(x)
+    return cnp.where(cnp.greater_equal(x, 0), cnp.floor(cnp.add(x, 0.5)),
+                     cnp.ceil(cnp.subtract(x, 0.5)))
+
+
+def clamp(min, x, max):
+    """x limited to [min, max] (lax's argument order)."""
+    return cnp.minimum(cnp.maximum(x, min), max)
+
+
+def div(x, y):
+    """x / y; on integers rounded toward zero (C's division, not NumPy's
+    floor division)."""
+    dt = np.result_type(getattr(x, "dtype", type(x)), getattr(y, "dtype", type(y)))
+    if dt.kind in "iu":
+        q = cnp.floor_divide(x, y)
+        # floor and truncation differ where the remainder is nonzero and the signs differ
+        fix = cnp.logical_and(cnp.not_equal(cnp.remainder(x, y), 0),
+                              cnp.less(cnp.multiply(cnp.sign(x), cnp.sign(y)), 0))
+        return cnp.where(fix, cnp.add(q, 1), q)
+    return cnp.divide(x, y)
+
+
+def rem(x, y):
+    """The remainder with the sign of x (C's fmod), as lax.rem."""
+    return cnp.fmod(x, y)
+
+
+def integer_pow(x, y):
+    """x ** y for a static int y, by repeated multiplication."""
+    y = int(y)
+    if y == 0:
+        return cnp.ones_like(x)
+    base = x if y > 0 else cnp.reciprocal(x)
+    result, n = None, builtins.abs(y)
+    while n:
+        if n & 1:
+            result = base if result is None else cnp.multiply(result, base)
+        n >>= 1
+        if n:
+            base = cnp.multiply(base, base)
+    return result
+
+
+def convert_element_type(operand, new_dtype):
+    return cnp.astype(operand, new_dtype)
+
+
+# ---- shapes -----------------------------------------------------------------------
+
+def reshape(operand, new_sizes, dimensions=None):
+    """operand (transposed by `dimensions` first, if given) reshaped."""
+    if dimensions is not None:
+        operand = cnp.transpose(operand, tuple(dimensions))
+    return cnp.reshape(operand, tuple(new_sizes))
+
+
+def broadcast(operand, sizes):
+    """operand with new leading dims of the given sizes."""
+    shape = tuple(sizes) + tuple(np.shape(operand))
+    return cnp.broadcast_to(operand, shape)
+
+
+def broadcast_in_dim(operand, shape, broadcast_dimensions):
+    """operand's dim i placed at output dim broadcast_dimensions[i], the
+    other output dims broadcast."""
+    in_shape = tuple(np.shape(operand))
+    if len(broadcast_dimensions) != len(in_shape):
+        raise ValueError(f"cjit.lax.broadcast_in_dim: {len(broadcast_dimensions)} "
+                         f"broadcast_dimensions for an operand of rank {len(in_shape)}")
+    dims = list(broadcast_dimensions)
+    if dims != sorted(dims):
+        order = sorted(range(len(dims)), key=lambda i: dims[i])
+        operand = cnp.transpose(operand, tuple(order))
+        in_shape = tuple(in_shape[i] for i in order)
+        dims = sorted(dims)
+    mid = [1] * len(shape)
+    for d, size in zip(dims, in_shape):
+        mid[d] = size
+    return cnp.broadcast_to(cnp.reshape(operand, tuple(mid)), tuple(shape))
+
+
+def expand_dims(x, dimensions):
+    return cnp.expand_dims(x, tuple(dimensions))
+
+
+def squeeze(array, dimensions):
+    return cnp.squeeze(array, tuple(dimensions))
+
+
+def transpose(operand, permutation):
+    return cnp.transpose(operand, tuple(permutation))
+
+
+def concatenate(operands, dimension):
+    return cnp.concatenate(list(operands), axis=dimension)
+
+
+def slice(operand, start_indices, limit_indices, strides=None):
+    """operand[start:limit:stride] along every dim (static bounds)."""
+    strides = strides or (1,) * len(start_indices)
+    key = tuple(builtins.slice(s, e, st) for s, e, st in zip(start_indices, limit_indices, strides))
+    return operand[key]
+
+
+def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+    nd = np.ndim(operand)
+    key = [builtins.slice(None)] * nd
+    key[axis % nd] = builtins.slice(start_index, limit_index, stride)
+    return operand[tuple(key)]
+
+
+def index_in_dim(operand, index, axis=0, keepdims=True):
+    nd = np.ndim(operand)
+    key = [builtins.slice(None)] * nd
+    key[axis % nd] = builtins.slice(index, index + 1) if keepdims else index
+    return operand[tuple(key)]
+
+
+def pad(operand, padding_value, padding_config):
+    """Edge padding (lo, hi, interior) per dim; negative lo/hi crop.
+    Interior padding is not supported."""
+    cfg = [tuple(c) for c in padding_config]
+    if any(c[2] for c in cfg):
+        raise NotImplementedError("cjit.lax.pad: interior padding is not supported")
+    crop = tuple(builtins.slice(-lo if lo < 0 else 0, (n + hi) if hi < 0 else None)
+                 for (lo, hi, _), n in zip(cfg, np.shape(operand)))
+    operand = operand[crop]
+    widths = tuple((builtins.max(lo, 0), builtins.max(hi, 0)) for lo, hi, _ in cfg)
+    return cnp.pad(operand, widths, constant_values=padding_value)
+
+
+def rev(operand, dimensions):
+    return cnp.flip(operand, tuple(dimensions)) if dimensions else operand
+
+
+def iota(dtype, size):
+    return cnp.arange(size, dtype=dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    return cnp.full(tuple(shape) if not isinstance(shape, int) else (shape,), fill_value, dtype)
+
+
+def full_like(x, fill_value, dtype=None, shape=None):
+    return cnp.full_like(x, fill_value, dtype=dtype, shape=shape)
+
+
+# ---- reductions and scans -------------------------------------------------------------
+
+def reduce_sum(operand, axes):
+    return cnp.sum(operand, axis=tuple(axes))
+
+
+def reduce_prod(operand, axes):
+    return cnp.prod(operand, axis=tuple(axes))
+
+
+def reduce_max(operand, axes):
+    return cnp.max(operand, axis=tuple(axes))
+
+
+def reduce_min(operand, axes):
+    return cnp.min(operand, axis=tuple(axes))
+
+
+def reduce_and(operand, axes):
+    return cnp.all(operand, axis=tuple(axes))
+
+
+def reduce_or(operand, axes):
+    return cnp.any(operand, axis=tuple(axes))
+
+
+def argmax(operand, axis, index_dtype):
+    return cnp.astype(cnp.argmax(operand, axis=axis), index_dtype)
+
+
+def argmin(operand, axis, index_dtype):
+    return cnp.astype(cnp.argmin(operand, axis=axis), index_dtype)
+
+
+def _cum(combine, operand, axis, reverse):
+    return associative_scan(combine, operand, reverse=reverse, axis=axis)
+
+
+def cumsum(operand, axis=0, reverse=False):
+    if not reverse:
+        return cnp.cumsum(operand, axis=axis)
+    return cnp.flip(cnp.cumsum(cnp.flip(operand, axis), axis=axis), axis)
+
+
+def cumprod(operand, axis=0, reverse=False):
+    if not reverse:
+        return cnp.cumprod(operand, axis=axis)
+    return cnp.flip(cnp.cumprod(cnp.flip(operand, axis), axis=axis), axis)
+
+
+def cummax(operand, axis=0, reverse=False):
+    return _cum(cnp.maximum, operand, axis, reverse)
+
+
+def cummin(operand, axis=0, reverse=False):
+    return _cum(cnp.minimum, operand, axis, reverse)
+
+
+def cumlogsumexp(operand, axis=0, reverse=False):
+    return _cum(cnp.logaddexp, operand, axis, reverse)
+
+
+# ---- contractions -------------------------------------------------------------------------
+
+def dot(lhs, rhs, precision=None, preferred_element_type=None):
+    r = cnp.dot(lhs, rhs)
+    return r if preferred_element_type is None else cnp.astype(r, preferred_element_type)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+    """The contraction ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)):
+    output dims are the batch dims, then lhs's free dims, then rhs's (lax's
+    order), computed as one einsum."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    ln, rn = np.ndim(lhs), np.ndim(rhs)
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        raise ValueError("cjit.lax.dot_general: contracting and batch dimensions must pair up")
+    letters = iter(_LETTERS)
+    ls, rs = [None] * ln, [None] * rn
+    for a, b in list(zip(lb, rb)) + list(zip(lc, rc)):
+        ls[a] = rs[b] = next(letters)
+    for i in range(ln):
+        ls[i] = ls[i] or next(letters)
+    for i in range(rn):
+        rs[i] = rs[i] or next(letters)
+    out = [ls[a] for a in lb] + [ls[i] for i in range(ln) if i not in lb and i not in lc] + \
+          [rs[i] for i in range(rn) if i not in rb and i not in rc]
+    r = cnp.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", lhs, rhs)
+    return r if preferred_element_type is None else cnp.astype(r, preferred_element_type)
+
+
+# ---- map and associative_scan ---------------------------------------------------------
+
+def map(f, xs, *, batch_size=None):
+    """[f(x) for x in xs] stacked, as one scan (the body traced once)."""
+    from .lax import scan
+    if batch_size is not None:
+        raise NotImplementedError("cjit.lax.map: batch_size= is not supported")
+    _, ys = scan(lambda carry, x: (carry, f(x)), None, xs)
+    return ys
+
+
+def _take_axis(x, start, stop, step, axis):
+    key = [builtins.slice(None)] * np.ndim(x)
+    key[axis] = builtins.slice(start, stop, step)
+    return x[tuple(key)]
+
+
+def _interleave(evens, odds, axis):
+    """e0, o0, e1, o1, ... along axis (evens may have one more)."""
+    n_e, n_o = np.shape(evens)[axis], np.shape(odds)[axis]
+    if n_e > n_o:
+        odds_full = cnp.concatenate([odds, cnp.zeros_like(_take_axis(evens, 0, 1, 1, axis))],
+                                    axis=axis)
+    else:
+        odds_full = odds
+    both = cnp.stack([evens, odds_full], axis=axis + 1)
+    shape = list(np.shape(evens))
+    shape[axis] = 2 * n_e
+    merged = cnp.reshape(both, tuple(shape))
+    return _take_axis(merged, 0, n_e + n_o, 1, axis)
+
+
+def associative_scan(fn, elems, reverse=False, axis=0):
+    """Inclusive prefix of an associative fn over axis in O(log n) rounds of
+    elementwise work (the Blelloch-style odd/even recursion, as lax's)."""
+    leaves, treedef = _tree.flatten(elems)
+    if not leaves:
+        raise ValueError("cjit.lax.associative_scan: elems has no arrays")
+    nd = np.ndim(leaves[0])
+    axis = axis % nd
+    n = np.shape(leaves[0])[axis]
+    if any(np.shape(x)[axis] != n for x in leaves):
+        raise ValueError("cjit.lax.associative_scan: every array of elems needs the same length "
+                         "along axis")
+
+    def combine(a, b):
+        out = fn(_tree.unflatten(treedef, a), _tree.unflatten(treedef, b))
+        return _tree.tree_leaves(out)
+
+    def scan_leaves(xs):
+        length = np.shape(xs[0])[axis]
+        if length < 2:
+            return xs
+        # pairs reduced, the odd positions' prefix found recursively
+        reduced = combine([_take_axis(x, 0, length - 1, 2, axis) for x in xs],
+                          [_take_axis(x, 1, None, 2, axis) for x in xs])
+        odd = scan_leaves(reduced)
+        if length % 2 == 0:
+            even = combine([_take_axis(x, 0, -1, 1, axis) for x in odd],
+                           [_take_axis(x, 2, None, 2, axis) for x in xs])
+        else:
+            even = combine([_take_axis(x, 0, None, 1, axis) for x in odd],
+                           [_take_axis(x, 2, None, 2, axis) for x in xs])
+        even = [cnp.concatenate([_take_axis(x, 0, 1, 1, axis), e], axis=axis)
+                for x, e in zip(xs, even)]
+        return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+    if reverse:
+        leaves = [cnp.flip(x, axis) for x in leaves]
+    out = scan_leaves(leaves)
+    if reverse:
+        out = [cnp.flip(x, axis) for x in out]
+    return _tree.unflatten(treedef, out)
+
