@@ -23,8 +23,10 @@
  * Nodes that do not depend on a placeholder (closed-over values, constants,
  * values of the enclosing trace) are shared, not copied. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "batching.h"
+#include "regions.h"
 
 static const cj_batch_rule rules[CJ_NUM_OPS] = {
     [CJ_OP_PARAM] = CJ_BATCH_NONE,
@@ -187,6 +189,193 @@ static int matmul(batch_ctx *c, const cj_node *n) {
     return shift(c, n);
 }
 
+
+/* ---- control flow: scan and cond --------------------------------------------
+ *
+ * A region whose inputs are batched becomes a new region whose bodies are
+ * batched copies of the old ones: each body graph is copied, given
+ * parameters with the batch dimension for the batched slots, and run
+ * through cj_batch (a body's own regions recurse here).  To keep the loop
+ * types fixed, every carry and every result is batched (broadcast if it
+ * would not be).  SCAN: a batched xs (B, T, ...) enters as (T, B, ...) so the
+ * loop still walks dim 0, and a stacked y leaves (T, B, ...) -> (B, T, ...).
+ * COND: the index must not be batched (each example taking its own branch
+ * is a select).  WHILE: refused (the condition would differ per example). */
+
+/* The body slot region input a feeds: scan's slot 0 is the iteration
+ * number, cond's input 0 the branch index (-1). */
+static int slot_of_input(cj_op op, int a) { return op == CJ_OP_SCAN ? a + 1 : a - 1; }
+
+/* (B, T, ...) <-> (T, B, ...) */
+static int swap_leading(cj_graph *g, int x, int loc, cj_error *err) {
+    int rank = g->nodes[x].shape.rank, perm[CJ_MAX_RANK];
+    for (int d = 0; d < rank; d++) perm[d] = d;
+    perm[0] = 1, perm[1] = 0;
+    return cj_build_transpose(g, x, perm, loc, err);
+}
+
+/* A copy of graph src, node for node (ids unchanged). */
+static cj_graph *copy_graph(const cj_graph *src, cj_error *err) {
+    cj_graph *c = cj_graph_new();
+    if (!c) return cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory"), NULL;
+    for (int i = 0; i < src->nnodes; i++) {
+        cj_node nd = src->nodes[i];
+        nd.loc = nd.loc >= 0 ? cj_graph_loc(c, cj_graph_loc_str(src, nd.loc)) : -1;
+        cj_body *b = cj_region_body(src, &src->nodes[i]);
+        if (b && (nd.attrs.index = cj_graph_add_body(c, b)) < 0) {
+            cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory");
+            cj_graph_free(c);
+            return NULL;
+        }
+        if (cj_graph_append(c, &nd, err) < 0 ||
+            (i == src->nnodes - 1 && cj_graph_set_outputs(c, src->outputs, src->noutputs, err) != CJ_OK)) {
+            cj_graph_free(c);
+            return NULL;
+        }
+    }
+    if (src->nnodes == 0 && cj_graph_set_outputs(c, src->outputs, src->noutputs, err) != CJ_OK) {
+        cj_graph_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* The batched version of body graph src: parameter slot s batched when
+ * batched[s]; a slot the body never read gets a parameter of slot_shape[s]
+ * and slot_dtype[s] (as the region passes it); every output batched. */
+static cj_graph *batch_body(const cj_graph *src, const cj_shape *slot_shape, const cj_dtype *slot_dtype,
+                            const bool *batched, int nslots, int64_t size, cj_error *err) {
+    cj_graph *w = copy_graph(src, err), *out = NULL;
+    size_t ns = (size_t)nslots + 1, no = (size_t)src->noutputs + 1;
+    int *old = malloc(sizeof(int) * ns), *ph = malloc(sizeof(int) * ns), *fresh = malloc(sizeof(int) * ns);
+    int *from = malloc(sizeof(int) * ns), *outs = malloc(sizeof(int) * no), *outb = malloc(sizeof(int) * no);
+    int *consts = malloc(sizeof(int) * ((size_t)(w ? w->nnodes : 0) + 2 * ns + 2 * no + 8));
+    int nfresh = 0, nconsts = 0, nouts = src->noutputs;
+    if (!w) goto done;
+    if (!old || !ph || !fresh || !from || !outs || !outb || !consts) {
+        cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory");
+        goto done;
+    }
+    for (int s = 0; s < nslots; s++) old[s] = -1;
+    for (int i = 0; i < w->nnodes; i++)
+        if (w->nodes[i].op == CJ_OP_PARAM && w->nodes[i].attrs.index < nslots) old[w->nodes[i].attrs.index] = i;
+    /* a parameter per slot, in slot order: the old one when it stays as it
+     * is, else a new one (batched, or standing for a slot never read) */
+    for (int s = 0; s < nslots; s++) {
+        if (old[s] >= 0 && !batched[s]) {
+            ph[s] = old[s];
+            continue;
+        }
+        cj_node p;
+        memset(&p, 0, sizeof p);
+        p.op = CJ_OP_PARAM;
+        p.loc = -1;
+        p.attrs.index = s;
+        if (old[s] >= 0) { /* batched: the old parameter with the batch dimension */
+            const cj_node *o = &w->nodes[old[s]];
+            p.dtype = o->dtype;
+            p.shape.rank = o->shape.rank + 1;
+            p.shape.dims[0] = size;
+            for (int d = 0; d < o->shape.rank; d++) p.shape.dims[d + 1] = o->shape.dims[d];
+        } else {
+            p.dtype = slot_dtype[s];
+            p.shape = slot_shape[s];
+        }
+        if ((ph[s] = cj_graph_append(w, &p, err)) < 0) goto done;
+        if (old[s] >= 0) {
+            fresh[nfresh] = ph[s];
+            from[nfresh++] = old[s];
+        }
+    }
+    for (int k = 0; k < nouts; k++) outs[k] = w->outputs[k];
+    if (cj_batch(w, 0, from, fresh, nfresh, size, outs, nouts, outb, err) != CJ_OK) goto done;
+    for (int k = 0; k < nouts; k++) {
+        if (outb[k] >= 0) {
+            outs[k] = outb[k];
+            continue;
+        }
+        const cj_node *o = &w->nodes[outs[k]];
+        cj_shape s = {o->shape.rank + 1, {size}};
+        for (int d = 0; d < o->shape.rank; d++) s.dims[d + 1] = o->shape.dims[d];
+        if ((outs[k] = cj_build_broadcast(w, outs[k], &s, -1, err)) < 0) goto done;
+    }
+    out = cj_region_extract(w, 0, ph, nslots, outs, nouts, consts, &nconsts, err);
+    if (out && nconsts) {
+        cj_error_set(err, CJ_ERR_INTERNAL, "vmap: a batched body reads a value from outside it");
+        cj_graph_free(out);
+        out = NULL;
+    }
+done:
+    free(old), free(ph), free(fresh), free(from), free(outs), free(outb), free(consts);
+    cj_graph_free(w);
+    return out;
+}
+
+/* The batched copy of region node n (SCAN or COND). */
+static int region(batch_ctx *c, const cj_node *n) {
+    const cj_body *b = cj_region_body(c->g, n);
+    const char *where = cj_graph_loc_str(c->g, c->loc);
+    if (!b || b->op == CJ_OP_WHILE)
+        return cj_error_set(c->err, CJ_ERR_VALUE,
+                            "vmap: batching a while_loop is not supported yet (use scan, or fori_loop with "
+                            "static bounds) (at %s)", where), -1;
+    if (b->op == CJ_OP_COND && c->bat[n->inputs[0]] >= 0)
+        return cj_error_set(c->err, CJ_ERR_VALUE,
+                            "vmap: a cond or switch whose branch index differs per example is not supported "
+                            "yet; compute both branches and pick with cjit.numpy.where (at %s)", where), -1;
+    int nin = n->ninputs, nslots = b->op == CJ_OP_SCAN ? nin + 1 : nin - 1;
+    int *ins = malloc(sizeof(int) * ((size_t)nin + 1));
+    cj_shape *shape = calloc((size_t)nslots + 1, sizeof(cj_shape));
+    cj_dtype *dtype = calloc((size_t)nslots + 1, sizeof(cj_dtype));
+    bool *batched = calloc((size_t)nslots + 1, sizeof(bool));
+    cj_body *nb = cj_body_new(b->op, b->ngraphs);
+    int r = -1;
+    if (!ins || !shape || !dtype || !batched || !nb) {
+        cj_error_set(c->err, CJ_ERR_MEMORY, "vmap: out of memory");
+        goto done;
+    }
+    if (b->op == CJ_OP_SCAN) {  /* slot 0: the iteration number */
+        shape[0].rank = 0;
+        dtype[0] = CJ_INT32;
+    }
+    for (int a = 0; a < nin; a++) {
+        int x = n->inputs[a], s = slot_of_input(b->op, a);
+        bool carry = b->op == CJ_OP_SCAN ? a < b->ncarry : a >= 1 && a <= b->ncarry;
+        bool xs = b->op == CJ_OP_SCAN && a >= b->ncarry && a < b->ncarry + b->nxs;
+        ins[a] = carry ? lift(c, x) : c->bat[x] >= 0 ? c->bat[x] : x;
+        if (ins[a] < 0) goto done;
+        if (xs && c->bat[x] >= 0 && (ins[a] = swap_leading(c->g, ins[a], c->loc, c->err)) < 0) goto done;
+        if (s < 0) continue;
+        batched[s] = carry || c->bat[x] >= 0;
+        shape[s] = c->g->nodes[ins[a]].shape;
+        dtype[s] = c->g->nodes[ins[a]].dtype;
+        if (xs) { /* the body sees one row */
+            for (int d = 1; d < shape[s].rank; d++) shape[s].dims[d - 1] = shape[s].dims[d];
+            shape[s].rank--;
+        }
+    }
+    for (int i = 0; i < b->ngraphs; i++)
+        if (!(nb->graphs[i] = batch_body(b->graphs[i], shape, dtype, batched, nslots, c->size, c->err))) goto done;
+    nb->ncarry = b->ncarry, nb->nxs = b->nxs, nb->nconsts = b->nconsts, nb->nys = b->nys;
+    nb->length = b->length, nb->reverse = b->reverse;
+    if (cj_body_finish(nb, c->err) != CJ_OK) goto done;
+    r = cj_build_region(c->g, nb, ins, nin, c->loc, c->err);
+done:
+    cj_body_unref(nb);
+    free(ins), free(shape), free(dtype), free(batched);
+    return r;
+}
+
+/* RESULT k of a batched region: the same result of the new region; a
+ * stacked y of a scan comes (T, B, ...) and leaves (B, T, ...). */
+static int result(batch_ctx *c, const cj_node *n) {
+    int nr = c->bat[n->inputs[0]];
+    const cj_body *b = cj_region_body(c->g, &c->g->nodes[nr]);
+    int r = cj_build_result(c->g, nr, n->attrs.index, c->loc, c->err);
+    if (r >= 0 && b->op == CJ_OP_SCAN && n->attrs.index >= b->ncarry) r = swap_leading(c->g, r, c->loc, c->err);
+    return r;
+}
+
 /* See batching.h. */
 cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *batched, int n, int64_t size,
                    const int *outs, int nouts, int *out_batched, cj_error *err) {
@@ -226,9 +415,10 @@ cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *b
         case CJ_BATCH_BROADCAST: r = broadcast(&c, &nd); break;
         case CJ_BATCH_MATMUL: r = matmul(&c, &nd); break;
         case CJ_BATCH_NONE:
-            if (cj_op_kind(nd.op) == CJ_OPKIND_REGION)
-                cj_error_set(err, CJ_ERR_VALUE, "vmap: batching cjit.lax control flow is not supported yet "
-                             "(at %s)", cj_graph_loc_str(g, nd.loc));
+            if (nd.op == CJ_OP_RESULT)
+                r = result(&c, &nd);
+            else if (cj_op_kind(nd.op) == CJ_OPKIND_REGION)
+                r = region(&c, &nd);
             else
                 cj_error_set(err, CJ_ERR_INTERNAL, "vmap: no batching rule for %s", cj_op_name(nd.op));
             break;

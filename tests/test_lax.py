@@ -445,12 +445,75 @@ def test_while_loop_gradient_is_refused_with_advice():
     assert float(g) == 10.0
 
 
-def test_forward_mode_and_vmap_are_refused_clearly():
+def test_forward_mode_is_refused_clearly():
     f = lambda x: lax.scan(lambda c, x: (c + x, c), 0.0, x)[0]   # noqa: E731
     with pytest.raises(ValueError, match="forward mode.*not supported yet"):
         cjit.jvp(f, (np.ones(3),), (np.ones(3),))
-    with pytest.raises(ValueError, match="vmap.*not supported yet"):
-        cjit.vmap(f)(np.ones((2, 3)))
+
+
+def _rnn_scan(h0, xs, w):
+    def step(h, x):
+        h = cnp.tanh(h @ w + x)
+        return h, h.sum()
+    return lax.scan(step, h0, xs)
+
+
+@pytest.mark.parametrize("in_axes", [(0, 0, None), (0, None, None), (None, None, 0), (None, 1, None)])
+def test_vmap_of_scan_equals_a_loop_over_examples(in_axes):
+    rng = np.random.default_rng(4)
+    B, T, H = 3, 6, 4
+    h0, xs, w = rng.standard_normal((B, H)), rng.standard_normal((B, T, H)), rng.standard_normal((B, H, H)) / 2
+    args = [h0 if in_axes[0] == 0 else h0[0], xs if in_axes[1] == 0 else xs[0],
+            w if in_axes[2] == 0 else w[0]]
+    if in_axes[1] == 1:
+        args[1] = np.moveaxis(xs, 0, 1)     # (T, B, H): mapped over its dim 1
+    for f in (cjit.vmap(_rnn_scan, in_axes=in_axes), cjit.jit(cjit.vmap(_rnn_scan, in_axes=in_axes))):
+        hb, ys = f(*args)
+        for b in range(B):
+            ex = [a[b] if ax == 0 else (a[:, b] if ax == 1 else a) for a, ax in zip(args, in_axes)]
+            h1, y1 = _rnn_scan(*ex)
+            np.testing.assert_allclose(hb[b], h1, rtol=1e-13)
+            np.testing.assert_allclose(ys[b], y1, rtol=1e-13)
+    # one scan in the batched program, not one per example
+    assert cjit.jit(cjit.vmap(_rnn_scan, in_axes=in_axes)).lower(*args).as_text().count("scan(") == 1
+
+
+def test_per_example_gradients_through_scan_and_grad_of_vmap():
+    rng = np.random.default_rng(5)
+    B, T, H = 4, 5, 3
+    h0, xs, w = rng.standard_normal((B, H)), rng.standard_normal((B, T, H)), rng.standard_normal((H, H)) / 2
+    loss = lambda w, h, x: _rnn_scan(h, x, w)[1].sum()   # noqa: E731
+    per = cjit.jit(cjit.vmap(cjit.grad(loss), in_axes=(None, 0, 0)))(w, h0, xs)
+    for b in range(B):
+        np.testing.assert_allclose(per[b], cjit.grad(loss)(w, h0[b], xs[b]), rtol=1e-12)
+    total = cjit.grad(lambda w: cjit.vmap(loss, in_axes=(None, 0, 0))(w, h0, xs).sum())(w)
+    np.testing.assert_allclose(total, per.sum(0), rtol=1e-12)
+
+
+def test_vmap_of_fori_loop_cond_and_nested_vmap():
+    rng = np.random.default_rng(6)
+    xb = rng.standard_normal((3, 2))
+    g = lambda x: lax.fori_loop(0, 4, lambda i, v: v * 0.5 + cnp.sin(v) + i, x)   # noqa: E731
+    np.testing.assert_allclose(cjit.vmap(g)(xb), np.stack([g(x) for x in xb]), rtol=1e-14)
+    c = lambda p, x: lax.cond(p > 0, lambda v: v * 2, lambda v: -v, x)   # noqa: E731
+    np.testing.assert_allclose(cjit.vmap(c, in_axes=(None, 0))(1.0, xb), xb * 2)
+    np.testing.assert_allclose(cjit.vmap(c, in_axes=(None, 0))(-1.0, xb), -xb)
+    xbb = rng.standard_normal((2, 3, 4))
+    s = lambda x: lax.scan(lambda c, r: (c * r, c), 1.0, x)   # noqa: E731
+    got_c, got_y = cjit.vmap(cjit.vmap(s))(xbb)
+    for i in range(2):
+        for j in range(3):
+            want_c, want_y = s(xbb[i, j])
+            np.testing.assert_allclose(got_c[i, j], want_c, rtol=1e-14)
+            np.testing.assert_allclose(got_y[i, j], want_y, rtol=1e-14)
+
+
+def test_vmap_refusals_name_the_way_out():
+    xb = np.ones((3, 2))
+    with pytest.raises(ValueError, match="branch index differs per example.*where"):
+        cjit.vmap(lambda p, x: lax.cond(p > 0, lambda v: v, lambda v: -v, x))(np.ones(3), xb)
+    with pytest.raises(ValueError, match="while_loop is not supported yet.*scan"):
+        cjit.vmap(lambda x: lax.while_loop(lambda v: v.sum() < 10, lambda v: v + 1, x))(xb)
 
 
 def test_against_jax():
