@@ -214,45 +214,18 @@ static int swap_leading(cj_graph *g, int x, int loc, cj_error *err) {
     return cj_build_transpose(g, x, perm, loc, err);
 }
 
-/* A copy of graph src, node for node (ids unchanged). */
-static cj_graph *copy_graph(const cj_graph *src, cj_error *err) {
-    cj_graph *c = cj_graph_new();
-    if (!c) return cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory"), NULL;
-    for (int i = 0; i < src->nnodes; i++) {
-        cj_node nd = src->nodes[i];
-        nd.loc = nd.loc >= 0 ? cj_graph_loc(c, cj_graph_loc_str(src, nd.loc)) : -1;
-        cj_body *b = cj_region_body(src, &src->nodes[i]);
-        if (b && (nd.attrs.index = cj_graph_add_body(c, b)) < 0) {
-            cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory");
-            cj_graph_free(c);
-            return NULL;
-        }
-        if (cj_graph_append(c, &nd, err) < 0 ||
-            (i == src->nnodes - 1 && cj_graph_set_outputs(c, src->outputs, src->noutputs, err) != CJ_OK)) {
-            cj_graph_free(c);
-            return NULL;
-        }
-    }
-    if (src->nnodes == 0 && cj_graph_set_outputs(c, src->outputs, src->noutputs, err) != CJ_OK) {
-        cj_graph_free(c);
-        return NULL;
-    }
-    return c;
-}
-
 /* The batched version of body graph src: parameter slot s batched when
  * batched[s]; a slot the body never read gets a parameter of slot_shape[s]
  * and slot_dtype[s] (as the region passes it); every output batched. */
 static cj_graph *batch_body(const cj_graph *src, const cj_shape *slot_shape, const cj_dtype *slot_dtype,
                             const bool *batched, int nslots, int64_t size, cj_error *err) {
-    cj_graph *w = copy_graph(src, err), *out = NULL;
+    cj_graph *w = cj_graph_copy(src, err), *out = NULL;
     size_t ns = (size_t)nslots + 1, no = (size_t)src->noutputs + 1;
     int *old = malloc(sizeof(int) * ns), *ph = malloc(sizeof(int) * ns), *fresh = malloc(sizeof(int) * ns);
     int *from = malloc(sizeof(int) * ns), *outs = malloc(sizeof(int) * no), *outb = malloc(sizeof(int) * no);
-    int *consts = malloc(sizeof(int) * ((size_t)(w ? w->nnodes : 0) + 2 * ns + 2 * no + 8));
-    int nfresh = 0, nconsts = 0, nouts = src->noutputs;
+    int nfresh = 0, nouts = src->noutputs;
     if (!w) goto done;
-    if (!old || !ph || !fresh || !from || !outs || !outb || !consts) {
+    if (!old || !ph || !fresh || !from || !outs || !outb) {
         cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory");
         goto done;
     }
@@ -299,14 +272,9 @@ static cj_graph *batch_body(const cj_graph *src, const cj_shape *slot_shape, con
         for (int d = 0; d < o->shape.rank; d++) s.dims[d + 1] = o->shape.dims[d];
         if ((outs[k] = cj_build_broadcast(w, outs[k], &s, -1, err)) < 0) goto done;
     }
-    out = cj_region_extract(w, 0, ph, nslots, outs, nouts, consts, &nconsts, err);
-    if (out && nconsts) {
-        cj_error_set(err, CJ_ERR_INTERNAL, "vmap: a batched body reads a value from outside it");
-        cj_graph_free(out);
-        out = NULL;
-    }
+    out = cj_graph_reslot(w, ph, nslots, outs, nouts, err);
 done:
-    free(old), free(ph), free(fresh), free(from), free(outs), free(outb), free(consts);
+    free(old), free(ph), free(fresh), free(from), free(outs), free(outb);
     cj_graph_free(w);
     return out;
 }

@@ -271,11 +271,22 @@ cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, in
         for (int a = 0; a < n.ninputs; a++) any |= tan[n.inputs[a]] >= 0;
         if (!any) continue;
         if (!rules[n.op] && cj_op_kind(n.op) == CJ_OPKIND_REGION) {
-            cj_error_set(err, CJ_ERR_VALUE, "jvp: forward mode (jvp, jacfwd, hessian) through cjit.lax.%s is "
-                         "not supported yet; use reverse mode (grad, vjp, jacrev) (at %s)",
-                         n.op == CJ_OP_RESULT ? "scan/while_loop/cond" : cj_op_name(n.op), cj_graph_loc_str(g, n.loc));
-            ok = false;
-            break;
+            /* control flow: a JVP region (jvp_regions.c); its results' tangents read it */
+            if (n.op == CJ_OP_RESULT) {
+                tan[id] = cj_jvp_result(g, id, tan[n.inputs[0]], err);
+            } else {
+                int *t = malloc(sizeof(int) * ((size_t)n.ninputs + 1));
+                if (!t) {
+                    cj_error_set(err, CJ_ERR_MEMORY, "jvp: out of memory");
+                    ok = false;
+                    break;
+                }
+                for (int a = 0; a < n.ninputs; a++) t[a] = tan[n.inputs[a]];
+                tan[id] = cj_jvp_region(g, id, t, err);
+                free(t);
+            }
+            ok = tan[id] >= 0;
+            continue;
         }
         if (!rules[n.op]) {
             cj_error_set(err, CJ_ERR_INTERNAL, "jvp: no rule for %s", cj_op_name(n.op));

@@ -15,6 +15,13 @@
 cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, int nwrt, const int *outs,
                  int nouts, int *out_tangents, cj_error *err);
 
+/* Forward mode through a region (jvp_regions.c, called by cj_jvp): the
+ * JVP region of region node id, whose input a has tangent in_tan[a] (-1:
+ * none); returns its id or -1 with err set. */
+int cj_jvp_region(cj_graph *g, int id, const int *in_tan, cj_error *err);
+/* The tangent of RESULT node result_id, read from the JVP region new_region. */
+int cj_jvp_result(cj_graph *g, int result_id, int new_region, cj_error *err);
+
 /* Whether op has a JVP rule (every op that is neither a source nor
  * flagged CJ_OPF_ZERO_GRAD must have one: tests/c/test_ops.c). */
 bool cj_jvp_has_rule(cj_op op);

@@ -188,6 +188,32 @@ int cj_build_result(cj_graph *g, int region, int k, int loc, cj_error *err) {
     return cj_graph_append(g, &n, err);
 }
 
+/* See regions.h. */
+cj_graph *cj_graph_copy(const cj_graph *src, cj_error *err) {
+    cj_graph *c = cj_graph_new();
+    if (!c) return cj_error_set(err, CJ_ERR_MEMORY, "out of memory"), NULL;
+    for (int i = 0; i < src->nnodes; i++) {
+        cj_node nd = src->nodes[i];
+        nd.loc = nd.loc >= 0 ? cj_graph_loc(c, cj_graph_loc_str(src, nd.loc)) : -1;
+        cj_body *b = cj_region_body(src, &src->nodes[i]);
+        if (b && (nd.attrs.index = cj_graph_add_body(c, b)) < 0) {
+            cj_error_set(err, CJ_ERR_MEMORY, "out of memory");
+            cj_graph_free(c);
+            return NULL;
+        }
+        if (cj_graph_append(c, &nd, err) < 0 ||
+            (i == src->nnodes - 1 && cj_graph_set_outputs(c, src->outputs, src->noutputs, err) != CJ_OK)) {
+            cj_graph_free(c);
+            return NULL;
+        }
+    }
+    if (src->nnodes == 0 && cj_graph_set_outputs(c, src->outputs, src->noutputs, err) != CJ_OK) {
+        cj_graph_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 /* ---- cutting a body out of the graph it was traced into --------------------- */
 
 /* A PARAM of child c standing for outer node `of`, slot `slot`. */
@@ -216,15 +242,24 @@ static bool cheap(const cj_graph *g, const char *cheap_of, int i) {
 
 /* See regions.h.  One pass forward (what depends on the placeholders), one
  * backward (what the outputs need), one forward copying: no recursion. */
-cj_graph *cj_region_extract(cj_graph *g, int first, const int *ph, int nph, const int *outs, int nouts,
-                            int *consts, int *nconsts, cj_error *err) {
+/* cj_region_extract, and cj_graph_reslot when local_only: then a value
+ * that no parameter reaches (a constant expression) is copied in too. */
+static cj_graph *extract(cj_graph *g, int first, const int *ph, int nph, const int *outs, int nouts, int *consts,
+                         int *nconsts, bool local_only, cj_error *err) {
     int n = g->nnodes;
     char *dep = calloc((size_t)n + 1, 1), *need = calloc((size_t)n + 1, 1), *cheap_of = calloc((size_t)n + 1, 1);
     int *remap = malloc(sizeof(int) * ((size_t)n + 1)), *const_of = malloc(sizeof(int) * ((size_t)n + 1));
     int *ins = NULL, ins_cap = 0, *o = malloc(sizeof(int) * ((size_t)nouts + 1));
     cj_graph *c = cj_graph_new();
     if (!dep || !need || !remap || !const_of || !c || !o || !cheap_of) goto oom;
-    for (int i = 0; i < n; i++) cheap_of[i] = cheap(g, cheap_of, i);
+    for (int i = 0; i < n; i++) {
+        cheap_of[i] = cheap(g, cheap_of, i);
+        if (local_only && g->nodes[i].op != CJ_OP_PARAM) { /* no parameter among its inputs' ancestors */
+            bool local = true;
+            for (int a = 0; a < g->nodes[i].ninputs && local; a++) local = cheap_of[g->nodes[i].inputs[a]];
+            cheap_of[i] |= local;
+        }
+    }
     for (int i = 0; i < n; i++) remap[i] = const_of[i] = -1;
     for (int k = 0; k < *nconsts; k++) const_of[consts[k]] = k;
     for (int k = 0; k < nph; k++) {
@@ -301,4 +336,24 @@ fail:
     free(dep), free(need), free(remap), free(const_of), free(ins), free(o), free(cheap_of);
     cj_graph_free(c);
     return NULL;
+}
+
+/* See regions.h. */
+cj_graph *cj_region_extract(cj_graph *g, int first, const int *ph, int nph, const int *outs, int nouts,
+                            int *consts, int *nconsts, cj_error *err) {
+    return extract(g, first, ph, nph, outs, nouts, consts, nconsts, false, err);
+}
+
+/* See regions.h. */
+cj_graph *cj_graph_reslot(cj_graph *g, const int *ph, int nph, const int *outs, int nouts, cj_error *err) {
+    int nconsts = 0, *consts = malloc(sizeof(int) * ((size_t)g->nnodes + 1));
+    if (!consts) return cj_error_set(err, CJ_ERR_MEMORY, "out of memory"), NULL;
+    cj_graph *c = extract(g, 0, ph, nph, outs, nouts, consts, &nconsts, true, err);
+    free(consts);
+    if (c && nconsts) {
+        cj_error_set(err, CJ_ERR_INTERNAL, "a body reads a value that is not one of its parameters");
+        cj_graph_free(c);
+        return NULL;
+    }
+    return c;
 }

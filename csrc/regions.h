@@ -66,6 +66,16 @@ const char *cj_region_check(const cj_graph *g, const cj_node *n);
 cj_graph *cj_region_extract(cj_graph *g, int first, const int *ph, int nph, const int *outs, int nouts,
                             int *consts, int *nconsts, cj_error *err);
 
+/* A new graph computing g's outputs outs[] from the nodes ph[] as its
+ * parameters 0..nph-1 (everything else they need is copied, constant
+ * expressions included): how a transformed copy of a body is cut back into
+ * a body.  NULL with err set if they need any other value. */
+cj_graph *cj_graph_reslot(cj_graph *g, const int *ph, int nph, const int *outs, int nouts, cj_error *err);
+
+/* A copy of graph src, node for node (the same ids, bodies shared by
+ * reference, outputs too), for a transformation to work on. */
+cj_graph *cj_graph_copy(const cj_graph *src, cj_error *err);
+
 /* Appends the region node of body b (a reference is taken) with `inputs`;
  * returns its id or -1 with err set. */
 int cj_build_region(cj_graph *g, cj_body *b, const int *inputs, int ninputs, int loc, cj_error *err);

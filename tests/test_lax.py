@@ -445,10 +445,54 @@ def test_while_loop_gradient_is_refused_with_advice():
     assert float(g) == 10.0
 
 
-def test_forward_mode_is_refused_clearly():
-    f = lambda x: lax.scan(lambda c, x: (c + x, c), 0.0, x)[0]   # noqa: E731
-    with pytest.raises(ValueError, match="forward mode.*not supported yet"):
-        cjit.jvp(f, (np.ones(3),), (np.ones(3),))
+def _fd_jvp(f, x, v, eps=1e-6):
+    return (np.asarray(f(x + eps * v)) - np.asarray(f(x - eps * v))) / (2 * eps)
+
+
+def test_forward_mode_through_scan_while_and_cond():
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((3, 3)) / 2
+    xs = rng.standard_normal((5, 3))
+
+    def through_scan(h0):
+        h, ys = lax.scan(lambda h, x: (cnp.tanh(h @ w + x), (h * h).sum()), h0, xs)
+        return h.sum() + ys.sum()
+
+    def through_while(x):
+        # the trip count depends on the value, not on the tangent
+        return lax.while_loop(lambda c: c[1] < 4, lambda c: (cnp.sin(c[0]) * 1.5, c[1] + 1), (x, 0))[0]
+
+    def through_cond(x):
+        return lax.cond(x.sum() > 0, lambda v: cnp.exp(v) * v, lambda v: v ** 3, x)
+
+    def through_fori(x):
+        return lax.fori_loop(0, 6, lambda i, v: v * cnp.cos(v) + i, x)
+
+    for f, x in ((through_scan, rng.standard_normal(3)), (through_while, rng.standard_normal(3)),
+                 (through_cond, rng.standard_normal(3)), (through_cond, -np.abs(rng.standard_normal(3))),
+                 (through_fori, rng.standard_normal(3))):
+        v = rng.standard_normal(3)
+        for jvp in (cjit.jvp, lambda f_, p, t: cjit.jit(lambda a, b: cjit.jvp(f_, (a,), (b,)))(p[0], t[0])):
+            y, t = jvp(f, (x,), (v,))
+            np.testing.assert_allclose(y, f(x), rtol=1e-12)
+            np.testing.assert_allclose(t, _fd_jvp(f, x, v), rtol=1e-6, atol=1e-9)
+
+
+def test_jacfwd_and_hessian_through_scan():
+    rng = np.random.default_rng(9)
+    xs = rng.standard_normal((4, 2))
+
+    def f(p):
+        c, _ = lax.scan(lambda c, x: (cnp.tanh(c * p + x), None), cnp.ones(2), xs)
+        return (c * c).sum()
+
+    p = rng.standard_normal(2)
+    np.testing.assert_allclose(cjit.jacfwd(f)(p), cjit.grad(f)(p), rtol=1e-10)
+    h = cjit.hessian(f)(p)
+    eps = 1e-5
+    fd = np.stack([(cjit.grad(f)(p + eps * e) - cjit.grad(f)(p - eps * e)) / (2 * eps) for e in np.eye(2)])
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(h, h.T, rtol=1e-10)
 
 
 def _rnn_scan(h0, xs, w):
