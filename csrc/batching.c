@@ -100,8 +100,14 @@ typedef struct {
     cj_graph *g;
     cj_error *err;
     int *bat;     /* batched copy of each node, -1: not batched */
+    int last;     /* bat's length: the nodes that existed when cj_batch began */
     int64_t size; /* the batch size */
     int loc;
+    /* conds with a batched index, turned into selects: region id -> results */
+    struct selected {
+        int region, *results;
+    } *selected;
+    int nselected;
 } batch_ctx;
 
 /* s with the batch dimension in front; false (err set) past the rank limit. */
@@ -120,7 +126,7 @@ static bool prefixed(batch_ctx *c, const cj_shape *s, cj_shape *out, cj_op op) {
 
 /* Node x with the batch dimension: its batched copy, or x broadcast. */
 static int lift(batch_ctx *c, int x) {
-    if (c->bat[x] >= 0) return c->bat[x];
+    if (x < c->last && c->bat[x] >= 0) return c->bat[x];
     cj_node n = c->g->nodes[x];
     cj_shape s;
     if (!prefixed(c, &n.shape, &s, n.op)) return -1;
@@ -279,18 +285,70 @@ done:
     return out;
 }
 
+/* A cond whose branch index differs per example: every branch computed
+ * on the whole batch (inlined, then batched) and the results picked per
+ * example, as a select does.  Returns the first result (the region node's
+ * batched stand-in); the results are kept for cj_batch_result. */
+static int select_branches(batch_ctx *c, const cj_node *n, int id) {
+    const cj_body *b = cj_region_body(c->g, n);
+    int nb = b->ngraphs, nout = b->nresults, nargs = n->ninputs - 1, start = c->g->nnodes;
+    int *outs = malloc(sizeof(int) * ((size_t)nb * (size_t)nout + 1));
+    int *flat = malloc(sizeof(int) * ((size_t)nb * (size_t)nout + 1)), *res = malloc(sizeof(int) * ((size_t)nout + 1));
+    int *ph = malloc(sizeof(int) * ((size_t)nargs + 1)), *bt = malloc(sizeof(int) * ((size_t)nargs + 1)), np = 0;
+    struct selected *grown = realloc(c->selected, sizeof *grown * ((size_t)c->nselected + 1));
+    int r = -1;
+    if (grown) c->selected = grown;
+    if (!outs || !flat || !res || !ph || !bt || !grown) {
+        cj_error_set(c->err, CJ_ERR_MEMORY, "vmap: out of memory");
+        goto done;
+    }
+    /* each branch on one example's values, then the new nodes batched */
+    for (int i = 0; i < nb; i++)
+        if (cj_graph_inline(c->g, b->graphs[i], n->inputs + 1, nargs, outs + i * nout, c->loc, c->err) != CJ_OK)
+            goto done;
+    for (int a = 0; a < nargs; a++)
+        if (c->bat[n->inputs[a + 1]] >= 0) {
+            ph[np] = n->inputs[a + 1];
+            bt[np++] = c->bat[n->inputs[a + 1]];
+        }
+    if (cj_batch(c->g, start, ph, bt, np, c->size, outs, nb * nout, flat, c->err) != CJ_OK) goto done;
+    for (int j = 0; j < nb * nout; j++)
+        if ((flat[j] = flat[j] >= 0 ? flat[j] : lift(c, outs[j])) < 0) goto done;
+    /* the last branch unless the index names an earlier one */
+    int index = c->bat[n->inputs[0]];
+    for (int k = 0; k < nout; k++) {
+        int acc = flat[(nb - 1) * nout + k];
+        const cj_shape *os = &c->g->nodes[acc].shape;
+        cj_shape cs = {os->rank, {c->size}};
+        for (int d = 1; d < os->rank; d++) cs.dims[d] = 1;
+        for (int i = nb - 2; i >= 0; i--) {
+            cj_shape scalar = {0, {0}};
+            int ci = cj_build_constant(c->g, i, i, CJ_INT32, false, &scalar, c->loc, c->err);
+            int eq = ci < 0 ? -1 : cj_build_binary(c->g, CJ_OP_EQ, index, ci, c->loc, c->err);
+            int col = eq < 0 ? -1 : cj_build_reshape(c->g, eq, &cs, c->loc, c->err);
+            if ((acc = col < 0 ? -1 : cj_build_select(c->g, col, flat[i * nout + k], acc, c->loc, c->err)) < 0)
+                goto done;
+        }
+        res[k] = acc;
+    }
+    c->selected[c->nselected].region = id;
+    c->selected[c->nselected++].results = res;
+    res = NULL;
+    r = c->selected[c->nselected - 1].results[0];
+done:
+    free(outs), free(flat), free(res), free(ph), free(bt);
+    return r;
+}
+
 /* The batched copy of region node n (SCAN or COND). */
-static int region(batch_ctx *c, const cj_node *n) {
+static int region(batch_ctx *c, const cj_node *n, int id) {
     const cj_body *b = cj_region_body(c->g, n);
     const char *where = cj_graph_loc_str(c->g, c->loc);
     if (!b || b->op == CJ_OP_WHILE)
         return cj_error_set(c->err, CJ_ERR_VALUE,
                             "vmap: batching a while_loop is not supported yet (use scan, or fori_loop with "
                             "static bounds) (at %s)", where), -1;
-    if (b->op == CJ_OP_COND && c->bat[n->inputs[0]] >= 0)
-        return cj_error_set(c->err, CJ_ERR_VALUE,
-                            "vmap: a cond or switch whose branch index differs per example is not supported "
-                            "yet; compute both branches and pick with cjit.numpy.where (at %s)", where), -1;
+    if (b->op == CJ_OP_COND && c->bat[n->inputs[0]] >= 0) return select_branches(c, n, id);
     int nin = n->ninputs, nslots = b->op == CJ_OP_SCAN ? nin + 1 : nin - 1;
     int *ins = malloc(sizeof(int) * ((size_t)nin + 1));
     cj_shape *shape = calloc((size_t)nslots + 1, sizeof(cj_shape));
@@ -337,6 +395,8 @@ done:
 /* RESULT k of a batched region: the same result of the new region; a
  * stacked y of a scan comes (T, B, ...) and leaves (B, T, ...). */
 static int result(batch_ctx *c, const cj_node *n) {
+    for (int i = 0; i < c->nselected; i++)
+        if (c->selected[i].region == n->inputs[0]) return c->selected[i].results[n->attrs.index];
     int nr = c->bat[n->inputs[0]];
     const cj_body *b = cj_region_body(c->g, &c->g->nodes[nr]);
     int r = cj_build_result(c->g, nr, n->attrs.index, c->loc, c->err);
@@ -348,7 +408,7 @@ static int result(batch_ctx *c, const cj_node *n) {
 cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *batched, int n, int64_t size,
                    const int *outs, int nouts, int *out_batched, cj_error *err) {
     int last = g->nnodes; /* rules run on the nodes that existed before we started */
-    batch_ctx c = {.g = g, .err = err, .size = size, .loc = -1};
+    batch_ctx c = {.g = g, .err = err, .size = size, .loc = -1, .last = last};
     c.bat = malloc(sizeof(int) * ((size_t)last + 1));
     if (!c.bat) return cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory");
     for (int i = 0; i < last; i++) c.bat[i] = -1;
@@ -357,7 +417,7 @@ cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *b
     for (int i = 0; ok && i < n; i++) {
         int p = placeholders[i], b = batched[i];
         cj_shape want;
-        if (p < first || p >= last || b < 0 || b >= last) {
+        if (p < 0 || p >= last || b < 0 || b >= last) {
             cj_error_set(err, CJ_ERR_INTERNAL, "vmap: bad node id");
             ok = false;
         } else if (!prefixed(&c, &g->nodes[p].shape, &want, g->nodes[p].op)) {
@@ -386,7 +446,7 @@ cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *b
             if (nd.op == CJ_OP_RESULT)
                 r = result(&c, &nd);
             else if (cj_op_kind(nd.op) == CJ_OPKIND_REGION)
-                r = region(&c, &nd);
+                r = region(&c, &nd, id);
             else
                 cj_error_set(err, CJ_ERR_INTERNAL, "vmap: no batching rule for %s", cj_op_name(nd.op));
             break;
@@ -395,13 +455,15 @@ cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *b
     }
     for (int j = 0; ok && j < nouts; j++) {
         if (outs[j] < 0 || outs[j] >= last) {
-            cj_error_set(err, CJ_ERR_INTERNAL, "vmap: bad node id");
+            cj_error_set(err, CJ_ERR_INTERNAL, "vmap: bad node id (output %d: %d of %d)", j, outs[j], last);
             ok = false;
         } else {
             out_batched[j] = c.bat[outs[j]];
         }
     }
     free(c.bat);
+    for (int i = 0; i < c.nselected; i++) free(c.selected[i].results);
+    free(c.selected);
     if (!ok && err->status == CJ_OK) cj_error_set(err, CJ_ERR_INTERNAL, "vmap failed");
     return err->status;
 }

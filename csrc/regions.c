@@ -214,6 +214,45 @@ cj_graph *cj_graph_copy(const cj_graph *src, cj_error *err) {
     return c;
 }
 
+/* See regions.h. */
+cj_status cj_graph_inline(cj_graph *g, const cj_graph *body, const int *args, int nargs, int *outs, int loc,
+                          cj_error *err) {
+    int *remap = malloc(sizeof(int) * ((size_t)body->nnodes + 1)), *ins = NULL, cap = 0;
+    if (!remap) return cj_error_set(err, CJ_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < body->nnodes && err->status == CJ_OK; i++) {
+        cj_node nd = body->nodes[i];
+        if (nd.op == CJ_OP_PARAM) {
+            if (nd.attrs.index < 0 || nd.attrs.index >= nargs) {
+                cj_error_set(err, CJ_ERR_INTERNAL, "inline: parameter %d of %d", (int)nd.attrs.index, nargs);
+                break;
+            }
+            remap[i] = args[nd.attrs.index];
+            continue;
+        }
+        if (nd.ninputs > cap) {
+            free(ins);
+            cap = nd.ninputs;
+            if (!(ins = malloc(sizeof(int) * (size_t)cap))) {
+                cj_error_set(err, CJ_ERR_MEMORY, "out of memory");
+                break;
+            }
+        }
+        for (int a = 0; a < nd.ninputs; a++) ins[a] = remap[nd.inputs[a]];
+        nd.inputs = ins;
+        nd.loc = loc;
+        nd.region = g->current_region;
+        cj_body *b = cj_region_body(body, &body->nodes[i]);
+        if (b && (nd.attrs.index = cj_graph_add_body(g, b)) < 0) {
+            cj_error_set(err, CJ_ERR_MEMORY, "out of memory");
+            break;
+        }
+        remap[i] = cj_graph_append(g, &nd, err);
+    }
+    for (int k = 0; err->status == CJ_OK && k < body->noutputs; k++) outs[k] = remap[body->outputs[k]];
+    free(remap), free(ins);
+    return err->status;
+}
+
 /* ---- cutting a body out of the graph it was traced into --------------------- */
 
 /* A PARAM of child c standing for outer node `of`, slot `slot`. */

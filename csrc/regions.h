@@ -72,6 +72,11 @@ cj_graph *cj_region_extract(cj_graph *g, int first, const int *ph, int nph, cons
  * a body.  NULL with err set if they need any other value. */
 cj_graph *cj_graph_reslot(cj_graph *g, const int *ph, int nph, const int *outs, int nouts, cj_error *err);
 
+/* Appends to g the nodes of graph body with its parameter slot s read as
+ * g's node args[s] (each node at `loc`); outs[k] is body's output k in g. */
+cj_status cj_graph_inline(cj_graph *g, const cj_graph *body, const int *args, int nargs, int *outs, int loc,
+                          cj_error *err);
+
 /* A copy of graph src, node for node (the same ids, bodies shared by
  * reference, outputs too), for a transformation to work on. */
 cj_graph *cj_graph_copy(const cj_graph *src, cj_error *err);
