@@ -210,7 +210,7 @@ static int matmul(batch_ctx *c, const cj_node *n) {
 
 /* The body slot region input a feeds: scan's slot 0 is the iteration
  * number, cond's input 0 the branch index (-1). */
-static int slot_of_input(cj_op op, int a) { return op == CJ_OP_SCAN ? a + 1 : a - 1; }
+static int slot_of_input(cj_op op, int a) { return op == CJ_OP_SCAN ? a + 1 : op == CJ_OP_COND ? a - 1 : a; }
 
 /* (B, T, ...) <-> (T, B, ...) */
 static int swap_leading(cj_graph *g, int x, int loc, cj_error *err) {
@@ -340,16 +340,68 @@ done:
     return r;
 }
 
-/* The batched copy of region node n (SCAN or COND). */
+/* The params of body graph g by slot (every slot has one after batch_body). */
+static bool params_by_slot(const cj_graph *g, int *p, int nslots, cj_error *err) {
+    for (int s = 0; s < nslots; s++) p[s] = -1;
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == CJ_OP_PARAM && g->nodes[i].attrs.index < nslots) p[g->nodes[i].attrs.index] = i;
+    for (int s = 0; s < nslots; s++)
+        if (p[s] < 0) return cj_error_set(err, CJ_ERR_INTERNAL, "vmap: a body lacks parameter %d", s), false;
+    return true;
+}
+
+/* A while_loop over a batch, with the batched condition pred (B,) and body:
+ * the loop runs while any example's condition holds, and an example whose
+ * condition is false keeps its carries (JAX's semantics).  Rewrites the
+ * batched graphs of nb in place: cond -> any(pred); body -> select(pred,
+ * body(carries), carries), the condition recomputed inside the body. */
+static bool while_per_example(cj_body *nb, int ncarry, int nslots, int64_t size, cj_error *err) {
+    cj_graph *cond = nb->graphs[0], *body = nb->graphs[1], *wc = NULL, *wb = NULL, *nc = NULL, *nbody = NULL;
+    int *p = malloc(sizeof(int) * ((size_t)nslots + 1)), *outs = malloc(sizeof(int) * ((size_t)ncarry + 1));
+    bool ok = false;
+    if (!p || !outs) {
+        cj_error_set(err, CJ_ERR_MEMORY, "vmap: out of memory");
+        goto done;
+    }
+    /* the condition: any example's */
+    if (!(wc = cj_graph_copy(cond, err)) || !params_by_slot(wc, p, nslots, err)) goto done;
+    cj_shape scalar = {0, {0}};
+    int pred = wc->outputs[0];
+    int as_int = cj_build_cast(wc, pred, CJ_INT32, -1, err);
+    int most = as_int < 0 ? -1 : cj_build_reduce(wc, CJ_OP_REDUCE_MAX, as_int, 1u, -1, err);
+    int zero = most < 0 ? -1 : cj_build_constant(wc, 0, 0, CJ_INT32, false, &scalar, -1, err);
+    int any = zero < 0 ? -1 : cj_build_binary(wc, CJ_OP_NE, most, zero, -1, err);
+    if (any < 0 || !(nc = cj_graph_reslot(wc, p, nslots, &any, 1, err))) goto done;
+    /* the body: the step where the example's condition holds, else the carry as it was */
+    if (!(wb = cj_graph_copy(body, err)) || !params_by_slot(wb, p, nslots, err)) goto done;
+    int mine;
+    if (cj_graph_inline(wb, cond, p, nslots, &mine, -1, err) != CJ_OK) goto done;
+    for (int k = 0; k < ncarry; k++) {
+        const cj_shape *os = &wb->nodes[wb->outputs[k]].shape;
+        cj_shape col = {os->rank, {size}};
+        for (int d = 1; d < os->rank; d++) col.dims[d] = 1;
+        int m = cj_build_reshape(wb, mine, &col, -1, err);
+        if (m < 0 || (outs[k] = cj_build_select(wb, m, wb->outputs[k], p[k], -1, err)) < 0) goto done;
+    }
+    if (!(nbody = cj_graph_reslot(wb, p, nslots, outs, ncarry, err))) goto done;
+    cj_graph_free(nb->graphs[0]);
+    cj_graph_free(nb->graphs[1]);
+    nb->graphs[0] = nc, nb->graphs[1] = nbody;
+    nc = nbody = NULL;
+    ok = true;
+done:
+    free(p), free(outs);
+    cj_graph_free(wc), cj_graph_free(wb), cj_graph_free(nc), cj_graph_free(nbody);
+    return ok;
+}
+
+/* The batched copy of region node n (SCAN, WHILE or COND). */
 static int region(batch_ctx *c, const cj_node *n, int id) {
     const cj_body *b = cj_region_body(c->g, n);
     const char *where = cj_graph_loc_str(c->g, c->loc);
-    if (!b || b->op == CJ_OP_WHILE)
-        return cj_error_set(c->err, CJ_ERR_VALUE,
-                            "vmap: batching a while_loop is not supported yet (use scan, or fori_loop with "
-                            "static bounds) (at %s)", where), -1;
+    if (!b) return cj_error_set(c->err, CJ_ERR_INTERNAL, "vmap: a region without a body (at %s)", where), -1;
     if (b->op == CJ_OP_COND && c->bat[n->inputs[0]] >= 0) return select_branches(c, n, id);
-    int nin = n->ninputs, nslots = b->op == CJ_OP_SCAN ? nin + 1 : nin - 1;
+    int nin = n->ninputs, nslots = b->op == CJ_OP_SCAN ? nin + 1 : b->op == CJ_OP_COND ? nin - 1 : nin;
     int *ins = malloc(sizeof(int) * ((size_t)nin + 1));
     cj_shape *shape = calloc((size_t)nslots + 1, sizeof(cj_shape));
     cj_dtype *dtype = calloc((size_t)nslots + 1, sizeof(cj_dtype));
@@ -366,7 +418,7 @@ static int region(batch_ctx *c, const cj_node *n, int id) {
     }
     for (int a = 0; a < nin; a++) {
         int x = n->inputs[a], s = slot_of_input(b->op, a);
-        bool carry = b->op == CJ_OP_SCAN ? a < b->ncarry : a >= 1 && a <= b->ncarry;
+        bool carry = b->op == CJ_OP_COND ? a >= 1 && a <= b->ncarry : a < b->ncarry;
         bool xs = b->op == CJ_OP_SCAN && a >= b->ncarry && a < b->ncarry + b->nxs;
         ins[a] = carry ? lift(c, x) : c->bat[x] >= 0 ? c->bat[x] : x;
         if (ins[a] < 0) goto done;
@@ -382,6 +434,7 @@ static int region(batch_ctx *c, const cj_node *n, int id) {
     }
     for (int i = 0; i < b->ngraphs; i++)
         if (!(nb->graphs[i] = batch_body(b->graphs[i], shape, dtype, batched, nslots, c->size, c->err))) goto done;
+    if (b->op == CJ_OP_WHILE && !while_per_example(nb, b->ncarry, nslots, c->size, c->err)) goto done;
     nb->ncarry = b->ncarry, nb->nxs = b->nxs, nb->nconsts = b->nconsts, nb->nys = b->nys;
     nb->length = b->length, nb->reverse = b->reverse;
     if (cj_body_finish(nb, c->err) != CJ_OK) goto done;

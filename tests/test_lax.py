@@ -573,9 +573,25 @@ def test_vmap_of_cond_and_switch_with_a_per_example_index():
         np.testing.assert_allclose(got_y[b], want_y, rtol=1e-14)
 
 
-def test_vmap_of_while_loop_is_refused_naming_the_way_out():
-    with pytest.raises(ValueError, match="while_loop is not supported yet.*scan"):
-        cjit.vmap(lambda x: lax.while_loop(lambda v: v.sum() < 10, lambda v: v + 1, x))(np.ones((3, 2)))
+def test_vmap_of_while_loop_runs_each_example_its_own_number_of_steps():
+    xb = np.array([[1.0, 2.0], [5.0, 0.0], [12.0, 1.0]])
+    f = lambda x: lax.while_loop(lambda v: v.sum() < 10, lambda v: v * 1.5 + 1, x)   # noqa: E731
+    np.testing.assert_array_equal(cjit.vmap(f)(xb), np.stack([f(x) for x in xb]))
+    # Newton's square root: iteration counts differ per example, carries include an int
+    g = lambda a: lax.while_loop(lambda c: cnp.abs(c[0] * c[0] - a) > 1e-12,   # noqa: E731
+                                 lambda c: ((c[0] + a / c[0]) / 2, c[1] + 1), (a, 0))
+    a = np.array([2.0, 9.0, 100.0, 1.0])
+    roots, steps = cjit.jit(cjit.vmap(g))(a)
+    np.testing.assert_allclose(roots, np.sqrt(a), rtol=1e-14)
+    assert steps.tolist() == [int(g(v)[1]) for v in a] and len(set(steps.tolist())) > 1
+    # fori_loop with a traced (per-example) trip count is a while_loop
+    h = lambda n, x: lax.fori_loop(0, n, lambda i, v: v + i, x)   # noqa: E731
+    n = np.array([0, 3, 5], np.int32)
+    np.testing.assert_allclose(cjit.vmap(h)(n, np.ones(3)), [h(k, 1.0) for k in n])
+    # a batched constant read by the condition and the body
+    lim = np.array([3.0, 30.0])
+    k = lambda x, m: lax.while_loop(lambda v: v < m, lambda v: v * 2 + m * 0.01, x)   # noqa: E731
+    np.testing.assert_allclose(cjit.vmap(k, in_axes=(None, 0))(1.0, lim), [k(1.0, m) for m in lim])
 
 
 def test_against_jax():
