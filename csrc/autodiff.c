@@ -714,6 +714,7 @@ static const struct {
     [CJ_OP_SCAN] = {vjp_region, 0},
     [CJ_OP_WHILE] = {vjp_region, 0},
     [CJ_OP_COND] = {vjp_region, 0},
+    [CJ_OP_CUSTOM] = {vjp_region, 0},
 };
 
 /* See autodiff.h. */

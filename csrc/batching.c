@@ -395,11 +395,60 @@ done:
     return ok;
 }
 
-/* The batched copy of region node n (SCAN, WHILE or COND). */
+/* A custom node (cjit.custom_vjp/custom_jvp) with every input batched:
+ * the function and the rule batched whole, so the rule still applies to
+ * the batched function.  Slots (regions.h): function [primals, consts];
+ * bwd [residuals, output cotangents, consts]; jvp [primals, tangents,
+ * consts]; each one batched. */
+static int custom_region(batch_ctx *c, const cj_node *n) {
+    const cj_body *b = cj_region_body(c->g, n);
+    int nin = n->ninputs, np = b->ncarry, no = b->nys, nslots = nin + np + b->nres + no + 1;
+    int *ins = malloc(sizeof(int) * ((size_t)nin + 1));
+    cj_shape *shape = calloc((size_t)nslots, sizeof(cj_shape));
+    cj_dtype *dtype = calloc((size_t)nslots, sizeof(cj_dtype));
+    bool *batched = calloc((size_t)nslots, sizeof(bool));
+    cj_body *nb = cj_body_new(CJ_OP_CUSTOM, 2);
+    int r = -1, m = 0;
+    if (!ins || !shape || !dtype || !batched || !nb) {
+        cj_error_set(c->err, CJ_ERR_MEMORY, "vmap: out of memory");
+        goto done;
+    }
+    for (int s = 0; s < nslots; s++) batched[s] = true;
+    for (int a = 0; a < nin; a++)
+        if ((ins[a] = lift(c, n->inputs[a])) < 0) goto done;
+#define SLOT(shp, dt)                                                         \
+    do {                                                                      \
+        if (!prefixed(c, (shp), &shape[m], CJ_OP_CUSTOM)) goto done;           \
+        dtype[m++] = (dt);                                                    \
+    } while (0)
+    for (int a = 0; a < nin; a++) SLOT(&c->g->nodes[n->inputs[a]].shape, c->g->nodes[n->inputs[a]].dtype);
+    if (!(nb->graphs[0] = batch_body(b->graphs[0], shape, dtype, batched, nin, c->size, c->err))) goto done;
+    m = 0;
+    if (b->jvp_rule) {
+        for (int a = 0; a < np; a++) SLOT(&c->g->nodes[n->inputs[a]].shape, c->g->nodes[n->inputs[a]].dtype);
+        for (int a = 0; a < np; a++) SLOT(&c->g->nodes[n->inputs[a]].shape, c->g->nodes[n->inputs[a]].dtype);
+    } else {
+        for (int k = 0; k < b->nres; k++) SLOT(&b->result_shape[no + k], b->result_dtype[no + k]);
+        for (int k = 0; k < no; k++) SLOT(&b->result_shape[k], b->result_dtype[k]);
+    }
+    for (int a = np; a < nin; a++) SLOT(&c->g->nodes[n->inputs[a]].shape, c->g->nodes[n->inputs[a]].dtype);
+#undef SLOT
+    if (!(nb->graphs[1] = batch_body(b->graphs[1], shape, dtype, batched, m, c->size, c->err))) goto done;
+    nb->ncarry = np, nb->nconsts = b->nconsts, nb->nres = b->nres, nb->jvp_rule = b->jvp_rule;
+    if (cj_body_finish(nb, c->err) != CJ_OK) goto done;
+    r = cj_build_region(c->g, nb, ins, nin, c->loc, c->err);
+done:
+    cj_body_unref(nb);
+    free(ins), free(shape), free(dtype), free(batched);
+    return r;
+}
+
+/* The batched copy of region node n (SCAN, WHILE, COND or CUSTOM). */
 static int region(batch_ctx *c, const cj_node *n, int id) {
     const cj_body *b = cj_region_body(c->g, n);
     const char *where = cj_graph_loc_str(c->g, c->loc);
     if (!b) return cj_error_set(c->err, CJ_ERR_INTERNAL, "vmap: a region without a body (at %s)", where), -1;
+    if (b->op == CJ_OP_CUSTOM) return custom_region(c, n);
     if (b->op == CJ_OP_COND && c->bat[n->inputs[0]] >= 0) return select_branches(c, n, id);
     int nin = n->ninputs, nslots = b->op == CJ_OP_SCAN ? nin + 1 : b->op == CJ_OP_COND ? nin - 1 : nin;
     int *ins = malloc(sizeof(int) * ((size_t)nin + 1));

@@ -9,7 +9,9 @@
  * only float values carry one. */
 #include <stdlib.h>
 
+#include "custom.h"
 #include "jvp.h"
+#include "regions.h"
 
 typedef struct {
     cj_graph *g;
@@ -237,6 +239,32 @@ static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, cons
     [CJ_OP_MATMUL] = jvp_matmul,
 };
 
+/* A custom node (its results' tangents kept in (*custom_tan)[id], the
+ * node's own tan a marker) or a result of one. */
+static bool jvp_custom(cj_graph *g, int id, int *tan, int ***custom_tan, int last, cj_error *err) {
+    const cj_node *n = &g->nodes[id];
+    if (n->op == CJ_OP_RESULT) {
+        const int *t = (*custom_tan)[n->inputs[0]];
+        tan[id] = t[n->attrs.index];
+        return true;
+    }
+    if (!*custom_tan && !(*custom_tan = calloc((size_t)last + 1, sizeof(int *))))
+        return cj_error_set(err, CJ_ERR_MEMORY, "jvp: out of memory"), false;
+    const cj_body *b = cj_region_body(g, n);
+    int nin = n->ninputs, *in_tan = malloc(sizeof(int) * ((size_t)nin + 1));
+    int *out = (*custom_tan)[id] = malloc(sizeof(int) * ((size_t)b->nresults + 1));
+    if (!in_tan || !out) {
+        free(in_tan);
+        return cj_error_set(err, CJ_ERR_MEMORY, "jvp: out of memory"), false;
+    }
+    for (int a = 0; a < nin; a++) in_tan[a] = tan[n->inputs[a]];
+    for (int k = 0; k < b->nresults; k++) out[k] = -1;
+    bool ok = cj_custom_jvp(g, id, in_tan, out, err) == CJ_OK;
+    free(in_tan);
+    tan[id] = id;
+    return ok;
+}
+
 /* See jvp.h. */
 bool cj_jvp_has_rule(cj_op op) { return (int)op >= 0 && op < CJ_NUM_OPS && rules[op] != NULL; }
 
@@ -244,7 +272,7 @@ bool cj_jvp_has_rule(cj_op op) { return (int)op >= 0 && op < CJ_NUM_OPS && rules
 cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, int nwrt, const int *outs,
                  int nouts, int *out_tangents, cj_error *err) {
     int last = g->nnodes; /* rules run on the nodes that existed before we started */
-    int *tan = malloc(sizeof(int) * ((size_t)last + 1));
+    int *tan = malloc(sizeof(int) * ((size_t)last + 1)), **custom_tan = NULL;
     if (!tan) return cj_error_set(err, CJ_ERR_MEMORY, "jvp: out of memory");
     for (int i = 0; i < last; i++) tan[i] = -1;
     bool ok = true;
@@ -270,6 +298,11 @@ cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, in
         bool any = false;
         for (int a = 0; a < n.ninputs; a++) any |= tan[n.inputs[a]] >= 0;
         if (!any) continue;
+        if (n.op == CJ_OP_CUSTOM || (n.op == CJ_OP_RESULT && g->nodes[n.inputs[0]].op == CJ_OP_CUSTOM)) {
+            /* a user-defined rule (custom.c): the region stands for its results' tangents */
+            ok = jvp_custom(g, id, tan, &custom_tan, last, err);
+            continue;
+        }
         if (!rules[n.op] && cj_op_kind(n.op) == CJ_OPKIND_REGION) {
             /* control flow: a JVP region (jvp_regions.c); its results' tangents read it */
             if (n.op == CJ_OP_RESULT) {
@@ -317,6 +350,9 @@ cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, in
         }
     }
     free(tan);
+    if (custom_tan)
+        for (int i = 0; i < last; i++) free(custom_tan[i]);
+    free(custom_tan);
     if (!ok && err->status == CJ_OK) cj_error_set(err, CJ_ERR_INTERNAL, "jvp failed");
     return err->status;
 }

@@ -4,6 +4,7 @@
 #include "regions.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The node ids of a sequence of Tracers of tr into ids (PyMem, caller
  * frees); the count, or -1 with an exception set. */
@@ -35,7 +36,8 @@ static Py_ssize_t ids_of(cj_py_trace *tr, PyObject *obj, const char *what, int *
 }
 
 /* lax_region(trace, kind, first, graphs, inputs, ncarry, nxs, length, reverse)
- * -> list of Tracers.  kind: "scan", "while" or "cond"; graphs: a list of
+ * -> list of Tracers.  kind: "scan", "while", "cond", "custom_vjp" or
+ * "custom_jvp" (nxs: the number of residuals); graphs: a list of
  * (placeholders, outputs) pairs, each traced since node `first`; inputs:
  * the region node's inputs before the consts (carries and xs; for cond the
  * index and the operands).  Returns the region's results. */
@@ -55,7 +57,15 @@ static PyObject *lax_region(PyObject *self, PyObject *args)
         return NULL;
     }
     cj_op op;
-    if (!cj_op_from_name(kind, &op) || cj_op_kind(op) != CJ_OPKIND_REGION || op == CJ_OP_RESULT) {
+    bool custom_vjp = !strcmp(kind, "custom_vjp"), custom_jvp = !strcmp(kind, "custom_jvp");
+    if (custom_vjp || custom_jvp) {
+        op = CJ_OP_CUSTOM;
+        if (!PyList_Check(graphs) || PyList_GET_SIZE(graphs) != 2) {
+            PyErr_SetString(PyExc_ValueError, "lax_region: a custom rule has two graphs (function, rule)");
+            return NULL;
+        }
+    } else if (!cj_op_from_name(kind, &op) || cj_op_kind(op) != CJ_OPKIND_REGION || op == CJ_OP_RESULT ||
+               op == CJ_OP_CUSTOM) {
         PyErr_Format(PyExc_ValueError, "lax_region: unknown kind '%s'", kind);
         return NULL;
     }
@@ -97,6 +107,8 @@ static PyObject *lax_region(PyObject *self, PyObject *args)
     }
     b->ncarry = ncarry;
     b->nxs = op == CJ_OP_SCAN ? nxs : 0;
+    b->nres = custom_vjp ? nxs : 0; /* a custom_vjp's residuals */
+    b->jvp_rule = custom_jvp;
     b->nconsts = nconsts;
     b->length = length;
     b->reverse = reverse;

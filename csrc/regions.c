@@ -51,6 +51,15 @@ cj_status cj_body_finish(cj_body *b, cj_error *err) {
         if (c->noutputs != 1 || output_node(c, 0)->dtype != CJ_BOOL || output_node(c, 0)->shape.rank != 0)
             return cj_error_set(err, CJ_ERR_INTERNAL, "while: the condition must return one bool scalar");
     }
+    if (b->op == CJ_OP_CUSTOM) {
+        const cj_graph *rule = b->ngraphs == 2 ? b->graphs[1] : NULL;
+        int nys = main->noutputs - b->nres;
+        int rule_outs = b->jvp_rule ? 2 * nys : b->ncarry;
+        if (!rule || nys < 0 || rule->noutputs != rule_outs)
+            return cj_error_set(err, CJ_ERR_INTERNAL, "custom: the rule returns %d values, expected %d",
+                                rule ? rule->noutputs : -1, rule_outs);
+        b->nys = nys;
+    }
     if (b->op == CJ_OP_COND)
         for (int i = 1; i < b->ngraphs; i++) {
             if (b->graphs[i]->noutputs != want)
@@ -135,7 +144,7 @@ const char *cj_region_check(const cj_graph *g, const cj_node *n) {
     if (!b || b->op != n->op) return "the node's body is missing or of another kind";
     if (n->ninputs != region_inputs(b)) return "input count differs from the body's";
     if (n->dtype != CJ_FLOAT32 || n->shape.rank != 0) return "a region node is a float32 scalar";
-    int carries = b->op == CJ_OP_COND ? 0 : b->ncarry;
+    int carries = b->op == CJ_OP_COND || b->op == CJ_OP_CUSTOM ? 0 : b->ncarry;
     for (int k = 0; k < carries; k++) {
         const cj_node *in = &g->nodes[n->inputs[k]];
         if (in->dtype != b->result_dtype[k] || !cj_shape_equal(&in->shape, &b->result_shape[k]))
@@ -214,9 +223,10 @@ cj_graph *cj_graph_copy(const cj_graph *src, cj_error *err) {
     return c;
 }
 
-/* See regions.h. */
-cj_status cj_graph_inline(cj_graph *g, const cj_graph *body, const int *args, int nargs, int *outs, int loc,
-                          cj_error *err) {
+/* cj_graph_inline (every node at loc) and cj_graph_inline_located (loc
+ * -2: each node keeps its own location). */
+static cj_status inline_nodes(cj_graph *g, const cj_graph *body, const int *args, int nargs, int *outs, int loc,
+                              cj_error *err) {
     int *remap = malloc(sizeof(int) * ((size_t)body->nnodes + 1)), *ins = NULL, cap = 0;
     if (!remap) return cj_error_set(err, CJ_ERR_MEMORY, "out of memory");
     for (int i = 0; i < body->nnodes && err->status == CJ_OK; i++) {
@@ -239,7 +249,7 @@ cj_status cj_graph_inline(cj_graph *g, const cj_graph *body, const int *args, in
         }
         for (int a = 0; a < nd.ninputs; a++) ins[a] = remap[nd.inputs[a]];
         nd.inputs = ins;
-        nd.loc = loc;
+        nd.loc = loc != -2 ? loc : nd.loc >= 0 ? cj_graph_loc(g, cj_graph_loc_str(body, nd.loc)) : -1;
         nd.region = g->current_region;
         cj_body *b = cj_region_body(body, &body->nodes[i]);
         if (b && (nd.attrs.index = cj_graph_add_body(g, b)) < 0) {
@@ -251,6 +261,18 @@ cj_status cj_graph_inline(cj_graph *g, const cj_graph *body, const int *args, in
     for (int k = 0; err->status == CJ_OK && k < body->noutputs; k++) outs[k] = remap[body->outputs[k]];
     free(remap), free(ins);
     return err->status;
+}
+
+/* See regions.h. */
+cj_status cj_graph_inline(cj_graph *g, const cj_graph *body, const int *args, int nargs, int *outs, int loc,
+                          cj_error *err) {
+    return inline_nodes(g, body, args, nargs, outs, loc < 0 ? -1 : loc, err);
+}
+
+/* See regions.h. */
+cj_status cj_graph_inline_located(cj_graph *g, const cj_graph *body, const int *args, int nargs, int *outs,
+                                  cj_error *err) {
+    return inline_nodes(g, body, args, nargs, outs, -2, err);
 }
 
 /* ---- cutting a body out of the graph it was traced into --------------------- */

@@ -16,6 +16,16 @@
  *   COND   branch: [operands, consts] -> [outputs]
  * (a body may have fewer parameters than the consts: those it never reads).
  *
+ *   CUSTOM inputs: primals (ncarry), consts; results: outputs (nys), then
+ *          residuals (nres, a custom_vjp's).  graphs[0], the function:
+ *          [primals, consts] -> [outputs, residuals].  graphs[1], the rule:
+ *          custom_vjp (!jvp_rule)  bwd: [residuals, output cotangents, consts]
+ *                                       -> [a cotangent per primal]
+ *          custom_jvp (jvp_rule)   jvp: [primals, a tangent per primal, consts]
+ *                                       -> [outputs, output tangents]
+ *          The rule is read by autodiff, jvp and vmap only (custom.c): the
+ *          lowering inlines graphs[0] first, so it fuses like any code.
+ *
  * Lowering (loops.c) plans each body as a graph of its own; the region
  * becomes one kernel of the outer plan (a kernel boundary, as a gemm is)
  * whose `loop` is the plan of its bodies, run by loops_rt.c. */
@@ -28,12 +38,14 @@
 
 typedef struct cj_body {
     int refs;
-    cj_op op;               /* CJ_OP_SCAN, CJ_OP_WHILE or CJ_OP_COND */
+    cj_op op;               /* CJ_OP_SCAN, CJ_OP_WHILE, CJ_OP_COND or CJ_OP_CUSTOM */
     int ngraphs;            /* scan 1, while 2 (cond, body), cond: the branches */
     cj_graph **graphs;      /* owned */
     int ncarry, nxs, nconsts, nys;
     int64_t length;         /* SCAN: the trip count */
     bool reverse;           /* SCAN: rows from the last to the first */
+    int nres;               /* CUSTOM: residuals after the outputs */
+    bool jvp_rule;          /* CUSTOM: graphs[1] is a JVP rule (else a VJP's bwd) */
     int nresults;
     cj_shape *result_shape; /* per result */
     cj_dtype *result_dtype;
@@ -86,6 +98,12 @@ cj_graph *cj_graph_copy(const cj_graph *src, cj_error *err);
 int cj_build_region(cj_graph *g, cj_body *b, const int *inputs, int ninputs, int loc, cj_error *err);
 /* Result k of region node `region`. */
 int cj_build_result(cj_graph *g, int region, int k, int loc, cj_error *err);
+
+/* Appends to g the nodes of graph body with its parameter slot s read as
+ * g's node args[s], each node keeping its own source location (as the
+ * lowering inlines a custom node's function). */
+cj_status cj_graph_inline_located(cj_graph *g, const cj_graph *body, const int *args, int nargs, int *outs,
+                                  cj_error *err);
 
 /* Reverse mode through region node id (regions_vjp.c, called by
  * autodiff.c): res_ct[k] is the cotangent of result k (-1: none); appends

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "autodiff.h"
+#include "custom.h"
 #include "regions.h"
 
 static bool is_float(cj_dtype dt) { return dt == CJ_FLOAT32 || dt == CJ_FLOAT64; }
@@ -332,6 +333,7 @@ cj_status cj_region_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_e
     for (int a = 0; a < n->ninputs; a++) in_ct[a] = -1;
     if (n->op == CJ_OP_SCAN) return scan_vjp(&o, id, res_ct, in_ct);
     if (n->op == CJ_OP_COND) return cond_vjp(&o, id, res_ct, in_ct);
+    if (n->op == CJ_OP_CUSTOM) return cj_custom_vjp(g, id, res_ct, in_ct, err);
     return cj_error_set(err, CJ_ERR_VALUE,
                         "grad: reverse-mode differentiation of cjit.lax.while_loop (and of fori_loop with "
                         "traced bounds, which is one) is not supported: its trip count is unknown until it "

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "custom.h"
 #include "regions.h"
 #include "simplify.h"
 
@@ -73,8 +74,7 @@ static uint64_t node_hash(const cj_node *n, const int *inputs) {
     return h;
 }
 
-/* See simplify.h. */
-cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
+static cj_graph *simplify(const cj_graph *src, bool cse, cj_error *err) {
     int n = src->nnodes;
     bool *live = calloc((size_t)n + 1, sizeof(bool));
     int *remap = malloc(sizeof(int) * ((size_t)n + 1));
@@ -164,4 +164,14 @@ fail:
     free(bucket);
     if (g) cj_graph_free(g);
     return NULL;
+}
+
+/* See simplify.h.  Custom nodes (cjit.custom_vjp/custom_jvp) are for the
+ * transformations only: what is lowered is their function, inlined here. */
+cj_graph *cj_simplify_run(const cj_graph *src, bool cse, cj_error *err) {
+    cj_graph *expanded = cj_custom_expand(src, err);
+    if (!expanded && err->status != CJ_OK) return NULL;
+    cj_graph *g = simplify(expanded ? expanded : src, cse, err);
+    cj_graph_free(expanded);
+    return g;
 }

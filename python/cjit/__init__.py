@@ -45,6 +45,7 @@ from .api import (  # noqa: E402
 from ._autodiff import grad, value_and_grad, vjp  # noqa: E402
 from ._forward import hessian, jacfwd, jacrev, jvp, linearize  # noqa: E402
 from ._vmap import vmap  # noqa: E402
+from ._custom import custom_jvp, custom_vjp  # noqa: E402
 from ._remat import checkpoint, remat, saved_residuals  # noqa: E402
 from ._inspect import make_jaxpr  # noqa: E402
 from ._config import config  # noqa: E402
@@ -59,7 +60,7 @@ from . import lax  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap", "make_jaxpr", "config", "checkpoint", "remat", "checkpoint_name",
+    "jit", "grad", "value_and_grad", "vjp", "jvp", "linearize", "jacfwd", "jacrev", "hessian", "vmap", "custom_vjp", "custom_jvp", "make_jaxpr", "config", "checkpoint", "remat", "checkpoint_name",
     "checkpoint_policies", "saved_residuals", "stop_gradient", "clear_caches", "cache_info", "set_cache_limits",
     "memory_stats", "plot_memory",
     "reset_peak_memory_stats", "devices", "device_put", "ShapeDtypeStruct", "Array", "Device",

@@ -217,7 +217,7 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
         int x = IN(2, 3);
         return cj_build_matmul(g, x, IN(3, 2), -1, err);
     }
-    case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_RESULT: /* need bodies: tests/test_lax.py */
+    case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_CUSTOM: case CJ_OP_RESULT: /* need bodies: tests/test_lax.py */
     case CJ_NUM_OPS: break;
     }
 #undef IN
