@@ -74,10 +74,91 @@ static uint64_t node_hash(const cj_node *n, const int *inputs) {
     return h;
 }
 
+/* ---- scans: stacked outputs nobody reads are not computed ------------------
+ * The backward pass of a scan stacks a cotangent for every float xs, also
+ * for data that is not differentiated; dropping the ys no result reads
+ * (their nodes then die in the body's own simplify) saves that work and
+ * its memory.  ys_live[s] is an array over scan s's results, or NULL. */
+
+/* A copy of scan body b keeping the carries and the ys with keep[k]. */
+static cj_body *scan_without(const cj_body *b, const bool *keep, cj_error *err) {
+    cj_body *nb = cj_body_new(CJ_OP_SCAN, 1);
+    const cj_graph *f = b->graphs[0];
+    int *outs = malloc(sizeof(int) * ((size_t)f->noutputs + 1)), n = 0;
+    if (!nb || !outs || !(nb->graphs[0] = cj_graph_copy(f, err))) {
+        if (err->status == CJ_OK) cj_error_set(err, CJ_ERR_MEMORY, "simplify: out of memory");
+        goto fail;
+    }
+    for (int k = 0; k < f->noutputs; k++)
+        if (k < b->ncarry || keep[k]) outs[n++] = f->outputs[k];
+    if (cj_graph_set_outputs(nb->graphs[0], outs, n, err) != CJ_OK) goto fail;
+    nb->ncarry = b->ncarry, nb->nxs = b->nxs, nb->nconsts = b->nconsts, nb->nys = n - b->ncarry;
+    nb->length = b->length, nb->reverse = b->reverse;
+    if (cj_body_finish(nb, err) != CJ_OK) goto fail;
+    free(outs);
+    return nb;
+fail:
+    free(outs);
+    cj_body_unref(nb);
+    return NULL;
+}
+
+/* For each live scan node with a dead y: a slimmer body (added to g) and
+ * the new result numbers; *renum[i][k] is -1 for a dropped result. */
+static bool prune_scans(const cj_graph *src, const bool *live, cj_graph *g, int **renum, int *body_of,
+                        cj_error *err) {
+    int n = src->nnodes;
+    for (int i = 0; i < n; i++) {
+        const cj_node *r = &src->nodes[i];
+        if (!live[i] || r->op != CJ_OP_RESULT || src->nodes[r->inputs[0]].op != CJ_OP_SCAN) continue;
+        int s = r->inputs[0];
+        const cj_body *b = cj_region_body(src, &src->nodes[s]);
+        if (!renum[s]) {
+            if (!(renum[s] = calloc((size_t)b->nresults + 1, sizeof(int)))) goto oom;
+            for (int k = 0; k < b->nresults; k++) renum[s][k] = k < b->ncarry ? 0 : -1;
+        }
+        renum[s][r->attrs.index] = 0; /* read */
+    }
+    for (int s = 0; s < n; s++) {
+        if (!renum[s]) continue;
+        const cj_body *b = cj_region_body(src, &src->nodes[s]);
+        bool *keep = malloc(sizeof(bool) * ((size_t)b->nresults + 1));
+        int dropped = 0, m = 0;
+        if (!keep) goto oom;
+        for (int k = 0; k < b->nresults; k++) {
+            keep[k] = renum[s][k] >= 0;
+            dropped += !keep[k];
+            renum[s][k] = keep[k] ? m++ : -1;
+        }
+        if (dropped) {
+            cj_body *nb = scan_without(b, keep, err);
+            body_of[s] = nb ? cj_graph_add_body(g, nb) : -1;
+            cj_body_unref(nb);
+            if (body_of[s] < 0) {
+                free(keep);
+                if (err->status == CJ_OK) goto oom;
+                return false;
+            }
+        }
+        free(keep);
+    }
+    return true;
+oom:
+    cj_error_set(err, CJ_ERR_MEMORY, "simplify: out of memory");
+    return false;
+}
+
+static void free_renum(int **renum, int n, int *body_of) {
+    if (renum)
+        for (int i = 0; i < n; i++) free(renum[i]);
+    free(renum);
+    free(body_of);
+}
+
 static cj_graph *simplify(const cj_graph *src, bool cse, cj_error *err) {
     int n = src->nnodes;
     bool *live = calloc((size_t)n + 1, sizeof(bool));
-    int *remap = malloc(sizeof(int) * ((size_t)n + 1));
+    int *remap = malloc(sizeof(int) * ((size_t)n + 1)), **renum = NULL, *body_of = NULL;
     int nbuckets = 1;
     while (nbuckets < 2 * n) nbuckets *= 2;
     int *bucket = malloc(sizeof(int) * (size_t)nbuckets); /* new node id, open addressing */
@@ -97,11 +178,19 @@ static cj_graph *simplify(const cj_graph *src, bool cse, cj_error *err) {
     }
     for (int i = 0; i < src->nlocs; i++)
         if (cj_graph_loc(g, src->locs[i]) != i) goto oom;
+    if (src->nbodies > 0) {
+        if (!(renum = calloc((size_t)n + 1, sizeof(int *))) || !(body_of = malloc(sizeof(int) * ((size_t)n + 1))))
+            goto oom;
+        for (int i = 0; i < n; i++) body_of[i] = -1;
+        if (!prune_scans(src, live, g, renum, body_of, err)) goto fail;
+    }
 
     for (int i = 0; i < n; i++) {
         remap[i] = -1;
         if (!live[i]) continue;
         cj_node nd = src->nodes[i];
+        if (body_of && body_of[i] >= 0) nd.attrs.index = body_of[i]; /* a scan with ys dropped */
+        if (renum && nd.op == CJ_OP_RESULT && renum[nd.inputs[0]]) nd.attrs.index = renum[nd.inputs[0]][nd.attrs.index];
         if (nd.ninputs > (int)(sizeof small / sizeof small[0])) {
             if (ins != small) free(ins);
             if (!(ins = malloc(sizeof(int) * (size_t)nd.ninputs))) goto oom;
@@ -154,6 +243,7 @@ static cj_graph *simplify(const cj_graph *src, bool cse, cj_error *err) {
     free(live);
     free(remap);
     free(bucket);
+    free_renum(renum, n, body_of);
     return g;
 oom:
     cj_error_set(err, CJ_ERR_MEMORY, "simplify: out of memory");
@@ -162,6 +252,7 @@ fail:
     free(live);
     free(remap);
     free(bucket);
+    free_renum(renum, n, body_of);
     if (g) cj_graph_free(g);
     return NULL;
 }

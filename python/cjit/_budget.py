@@ -13,6 +13,9 @@ Two families, the plan's peak (Lowered.plan_peak) the oracle for both:
   every layer from the chain's start, holding one value at a time) is the
   floor: weights, their gradients, the chain's ends and one layer's
   working set.
+- scans (cjit.lax): each one split into 2, 3 or 4 nested scans, so that
+  the backward pass keeps every k-th carry and recomputes the segments
+  between them (lax._scan_segmented);
 - otherwise a few candidate sets of values to recompute (_CANDIDATES).
 """
 from __future__ import annotations
@@ -42,6 +45,12 @@ def take_budget_request(trace):
 def forced_remat():
     """The forward node ids a budget search wants recomputed, or None."""
     return getattr(_remat_tls, "force", None)
+
+
+def forced_scan_levels():
+    """Into how many nested levels a budget search wants each cjit.lax.scan
+    split (1: none); see lax._scan_segmented."""
+    return getattr(_remat_tls, "scan_levels", 1)
 
 
 def take_forced_chain(first):
@@ -155,16 +164,19 @@ def revolve_schedule(n, c):
     return keep, stores
 
 
-def _trace_with(jitted, treedef, call, avals, force=None, chain=None):
-    """Retraces with `force` recomputed (a list of node ids) or `chain`
-    followed; returns (lowered, out_treedef, out_avals)."""
+def _trace_with(jitted, treedef, call, avals, force=None, chain=None, scan_levels=1):
+    """Retraces with `force` recomputed (a list of node ids), `chain`
+    followed, or every scan split into `scan_levels` nested scans; returns
+    (lowered, out_treedef, out_avals)."""
     _remat_tls.force = force if force is not None else []
     _remat_tls.chain = chain
+    _remat_tls.scan_levels = scan_levels
     try:
         return jitted._trace(treedef, call, avals)
     finally:
         _remat_tls.force = None
         _remat_tls.chain = None
+        _remat_tls.scan_levels = 1
 
 
 def _fit_chain(jitted, treedef, call, avals, budget, bounds):
@@ -231,6 +243,14 @@ def _fit_memory_budget(jitted, treedef, call, avals, budget, lowered, out_treede
         if result is not None:
             return result
         least = min(least, floor)
+    if lowered.has_control_flow:
+        # scans: keep every k-th carry and recompute the segments, on 2, 3, 4 levels
+        for levels in (2, 3, 4):
+            result = _trace_with(jitted, treedef, call, avals, scan_levels=levels)
+            p = result[0].plan_peak()
+            if p <= budget:
+                return result
+            least = min(least, p)
     for force in _candidates(lowered.forward_values()):
         result = _trace_with(jitted, treedef, call, avals, force=force)
         p = result[0].plan_peak()

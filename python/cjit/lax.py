@@ -166,12 +166,77 @@ def _scan_length(xs_leaves, xs_names, length):
     return length
 
 
-def _scan_traced(trace, f, init, xs, length, reverse, with_index):
+def _segment_length(n, levels):
+    """The rows per segment when a scan of n rows is split over `levels`
+    nested scans: n ** ((levels - 1) / levels), so each level holds about
+    n ** (1 / levels) carries for the backward pass."""
+    target = n ** ((levels - 1) / levels)
+    # a divisor of n near the target leaves no tail scan (and no slice of xs to copy)
+    near = [d for d in range(builtins.max(2, int(target / 2)), int(2 * target) + 1) if n % d == 0]
+    if near:
+        return builtins.min(near, key=lambda d: builtins.abs(d - target))
+    return builtins.max(2, int(builtins.round(target)))
+
+
+def _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels):
+    """A scan of `length` rows as an outer scan over segments of k rows whose
+    body is a scan of those rows (itself split while levels remain), plus a
+    plain scan of the last length % k rows.  The value is the same; what
+    changes is the gradient's memory: reverse mode through a scan keeps each
+    iteration's input carries and recomputes its body, so the outer scan
+    keeps one carry per segment and each segment's rows are recomputed,
+    and kept, only while the backward pass is inside it (checkpointing
+    every k-th carry; k ~ sqrt(length) for two levels)."""
+    from . import numpy as cnp
+    k = _segment_length(length, levels)
+    nseg = length // k
+    head = nseg * k
+    xs_leaves, xs_def = _tree.flatten(xs)
+    x_head = [cnp.reshape(x[:head], (nseg, k) + tuple(np.shape(x)[1:])) for x in xs_leaves]
+    x_tail = [x[head:] for x in xs_leaves]
+
+    def rows(offset):
+        if with_index:
+            return lambda j, c, x: f(offset(j), c, x)
+        return lambda j, c, x: f(c, x)
+
+    def segment(s, c, xseg):
+        body = rows(lambda j: s * k + j)
+        return _scan_traced(trace, body, c, _tree.unflatten(xs_def, xseg), k, reverse, True, levels - 1)
+
+    def run_head(c):
+        return _scan_traced(trace, segment, c, x_head, nseg, reverse, True, 1)
+
+    def run_tail(c):
+        if head == length:
+            return c, None
+        return _scan_traced(trace, rows(lambda j: head + j), c, _tree.unflatten(xs_def, x_tail),
+                            length - head, reverse, True, 1)
+
+    if reverse:   # the last rows run first
+        c, y_tail = run_tail(init)
+        c, y_head = run_head(c)
+    else:
+        c, y_head = run_head(init)
+        c, y_tail = run_tail(c)
+    yh, y_def = _tree.flatten(y_head)
+    yh = [cnp.reshape(y, (head,) + tuple(np.shape(y)[2:])) for y in yh]
+    if y_tail is not None:
+        yh = [cnp.concatenate([a, b]) for a, b in zip(yh, _tree.flatten(y_tail)[0])]
+    return c, _tree.unflatten(y_def, yh)
+
+
+def _scan_traced(trace, f, init, xs, length, reverse, with_index, levels=None):
     init_leaves, init_def = _tree.flatten(init)
     xs_leaves, xs_def = _tree.flatten(xs)
     init_names = _leaf_names(init_def, "init")
     xs_names = _leaf_names(xs_def, "xs")
     length = _scan_length(xs_leaves, xs_names, length)
+    if levels is None:
+        from ._budget import forced_scan_levels
+        levels = forced_scan_levels()
+    if levels > 1 and length >= 4 and length // _segment_length(length, levels) >= 2:
+        return _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels)
     carries = _tracers(trace, init_leaves, init_names)
     xs_t = _tracers(trace, xs_leaves, xs_names)
     for _ in range(2):
