@@ -673,6 +673,20 @@ static bool vjp_region(vjp_ctx *c, const rule_args *r) {
     return ok;
 }
 
+static bool vjp_gather(vjp_ctx *c, const rule_args *r) { /* the cotangent summed back where each element came from */
+    if (!wants(c, r, 0)) return true;
+    const cj_node x = node(c, r->x);
+    return give(c, r, 0, cj_build_scatter(c->g, CJ_OP_SCATTER_ADD, r->Y, r->g, r->n.attrs.axis, &x.shape, false, c->loc,
+                                          c->err));
+}
+static bool vjp_scatter(vjp_ctx *c, const rule_args *r) { /* each update's cotangent read back at its index */
+    if (!wants(c, r, 1)) return true;
+    int ct = cj_build_gather(c->g, r->g, r->X, r->n.attrs.axis, c->loc, c->err);
+    if (r->n.op != CJ_OP_SCATTER_ADD || r->n.attrs.index == 1) /* scaled by d out / d update */
+        ct = bin(c, CJ_OP_MUL, ct, cj_build_scatter_partials(c->g, &r->n, r->X, r->Y, r->OUT, c->loc, c->err));
+    return give(c, r, 1, ct);
+}
+
 /* Every op with a gradient: sources have none and ops flagged
  * CJ_OPF_ZERO_GRAD in ops.def give zero, so they have no entry. */
 static const struct {
@@ -710,6 +724,11 @@ static const struct {
     [CJ_OP_REDUCE_MAX] = {vjp_reduce_maxmin, READS_X | READS_OUT},
     [CJ_OP_REDUCE_MIN] = {vjp_reduce_maxmin, READS_X | READS_OUT},
     [CJ_OP_MATMUL] = {vjp_matmul, READS_X | READS_Y},
+    [CJ_OP_GATHER] = {vjp_gather, READS_Y},
+    [CJ_OP_SCATTER_ADD] = {vjp_scatter, READS_X},
+    [CJ_OP_SCATTER_MUL] = {vjp_scatter, READS_X | READS_Y},
+    [CJ_OP_SCATTER_MIN] = {vjp_scatter, READS_X | READS_Y | READS_OUT},
+    [CJ_OP_SCATTER_MAX] = {vjp_scatter, READS_X | READS_Y | READS_OUT},
     [CJ_OP_RESULT] = {vjp_result, 0},
     [CJ_OP_SCAN] = {vjp_region, 0},
     [CJ_OP_WHILE] = {vjp_region, 0},

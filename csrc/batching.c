@@ -89,6 +89,11 @@ static const cj_batch_rule rules[CJ_NUM_OPS] = {
     [CJ_OP_REDUCE_MAX] = CJ_BATCH_SHIFT,
     [CJ_OP_REDUCE_MIN] = CJ_BATCH_SHIFT,
     [CJ_OP_MATMUL] = CJ_BATCH_MATMUL,
+    [CJ_OP_GATHER] = CJ_BATCH_INDEX,
+    [CJ_OP_SCATTER_ADD] = CJ_BATCH_INDEX,
+    [CJ_OP_SCATTER_MUL] = CJ_BATCH_INDEX,
+    [CJ_OP_SCATTER_MIN] = CJ_BATCH_INDEX,
+    [CJ_OP_SCATTER_MAX] = CJ_BATCH_INDEX,
 };
 
 /* See batching.h.  Sources are NONE (0), so a new op without an entry
@@ -207,6 +212,88 @@ static int matmul(batch_ctx *c, const cj_node *n) {
  * loop still walks dim 0, and a stacked y leaves (T, B, ...) -> (B, T, ...).
  * COND: the index must not be batched (each example taking its own branch
  * is a select).  WHILE: refused (the condition would differ per example). */
+
+/* ---- indexing (gather, scatters) ---------------------------------------------
+ * An unbatched index gathers from (or scatters into) every example alike:
+ * the op again one dim further in.  A batched one (each example its own
+ * indices) merges the batch into the indexed dim, B x n -> B*n, and offsets
+ * example b's indices by b*n, so one gather or scatter serves all. */
+
+/* x with its dim `from` moved to `to`, the others in order. */
+static int move_dim(batch_ctx *c, int x, int from, int to) {
+    int rank = c->g->nodes[x].shape.rank, perm[CJ_MAX_RANK], k = 0;
+    if (from == to) return x;
+    for (int d = 0; d < rank; d++)
+        if (d != from) perm[k++] = d;
+    memmove(perm + to + 1, perm + to, sizeof(int) * (size_t)(rank - 1 - to));
+    perm[to] = from;
+    return cj_build_transpose(c->g, x, perm, c->loc, c->err);
+}
+
+/* Example b's index i into a dim of n, as an index into the merged dim of
+ * B*n (B*n itself, out of range, for a dropped one when drop). */
+static int merged_index(batch_ctx *c, int bidx, int64_t n, bool drop) {
+    cj_graph *g = c->g;
+    cj_shape is = g->nodes[bidx].shape, scalar = {0, {0}};
+    int i = cj_build_index_clamped(g, bidx, n, c->loc, c->err);
+    int b = cj_build_iota(g, &is, 0, CJ_INT64, c->loc, c->err);
+    int len = cj_build_constant(g, (double)n, n, CJ_INT64, false, &scalar, c->loc, c->err);
+    int off = b < 0 || len < 0 ? -1 : cj_build_binary(g, CJ_OP_MUL, b, len, c->loc, c->err);
+    int r = i < 0 || off < 0 ? -1 : cj_build_binary(g, CJ_OP_ADD, i, off, c->loc, c->err);
+    if (r < 0 || !drop) return r;
+    int ok = cj_build_index_in_range(g, bidx, n, c->loc, c->err);
+    int out = cj_build_constant(g, (double)(c->size * n), c->size * n, CJ_INT64, false, &scalar, c->loc, c->err);
+    return ok < 0 || out < 0 ? -1 : cj_build_select(g, ok, r, out, c->loc, c->err);
+}
+
+/* x (batched, dims (B, s[0], ..., s[r-1])) with B merged into dim `axis` of s: (s[:axis], B*n, s[axis+1:]). */
+static int merge_batch(batch_ctx *c, int x, int axis) {
+    int m = move_dim(c, x, 0, axis);
+    if (m < 0) return -1;
+    cj_shape s = c->g->nodes[m].shape, t;
+    t.rank = s.rank - 1;
+    for (int d = 0, k = 0; d < s.rank; d++) {
+        if (d == axis + 1) continue;
+        t.dims[k++] = d == axis ? s.dims[axis] * s.dims[axis + 1] : s.dims[d];
+    }
+    return cj_build_reshape(c->g, m, &t, c->loc, c->err);
+}
+
+static int indexed(batch_ctx *c, const cj_node *n) {
+    cj_graph *g = c->g;
+    int axis = n->attrs.axis;
+    if (n->op == CJ_OP_GATHER) {
+        int x = n->inputs[0], ix = n->inputs[1], bx = c->bat[x], bi = c->bat[ix];
+        if (bi < 0) return cj_build_gather(g, bx, ix, axis + 1, c->loc, c->err);
+        if (bx < 0) { /* (x[:axis], B, idx..., rest) */
+            int r = cj_build_gather(g, x, bi, axis, c->loc, c->err);
+            return r < 0 ? -1 : move_dim(c, r, axis, 0);
+        }
+        int merged = merge_batch(c, bx, axis), mi = merged_index(c, bi, g->nodes[x].shape.dims[axis], false);
+        int r = merged < 0 || mi < 0 ? -1 : cj_build_gather(g, merged, mi, axis, c->loc, c->err);
+        return r < 0 ? -1 : move_dim(c, r, axis, 0);
+    }
+    /* a scatter: inputs (idx, updates) */
+    int ix = n->inputs[0], bi = c->bat[ix];
+    bool drop = n->attrs.index == 1;
+    int upd = lift(c, n->inputs[1]);
+    if (upd < 0) return -1;
+    cj_shape out;
+    if (!prefixed(c, &n->shape, &out, n->op)) return -1;
+    if (bi < 0) return cj_build_scatter(g, n->op, ix, upd, axis + 1, &out, drop, c->loc, c->err);
+    /* updates (B, s[:axis], idx..., rest) -> (s[:axis], B, idx..., rest); the result merged */
+    cj_shape merged = n->shape;
+    merged.dims[axis] *= c->size;
+    int u = move_dim(c, upd, 0, axis), mi = merged_index(c, bi, n->shape.dims[axis], drop);
+    int r = u < 0 || mi < 0 ? -1 : cj_build_scatter(g, n->op, mi, u, axis, &merged, drop, c->loc, c->err);
+    if (r < 0) return -1;
+    cj_shape split = n->shape;
+    split.rank = n->shape.rank + 1;
+    for (int d = 0; d < split.rank; d++)
+        split.dims[d] = d < axis ? n->shape.dims[d] : d == axis ? c->size : n->shape.dims[d - 1];
+    r = cj_build_reshape(g, r, &split, c->loc, c->err);
+    return r < 0 ? -1 : move_dim(c, r, axis, 0);
+}
 
 /* The body slot region input a feeds: scan's slot 0 is the iteration
  * number, cond's input 0 the branch index (-1). */
@@ -544,6 +631,7 @@ cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *b
         case CJ_BATCH_SHIFT: r = shift(&c, &nd); break;
         case CJ_BATCH_BROADCAST: r = broadcast(&c, &nd); break;
         case CJ_BATCH_MATMUL: r = matmul(&c, &nd); break;
+        case CJ_BATCH_INDEX: r = indexed(&c, &nd); break;
         case CJ_BATCH_NONE:
             if (nd.op == CJ_OP_RESULT)
                 r = result(&c, &nd);

@@ -21,8 +21,11 @@ cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *b
  * ELEMENTWISE (unbatched operands broadcast, the op applied with the batch
  * dimension in front), SHIFT (the op's dims and attributes moved up by
  * one: reshape, transpose, slice, concatenate, reductions), BROADCAST,
- * MATMUL, or NONE for sources (never batched: they depend on nothing). */
-typedef enum { CJ_BATCH_NONE, CJ_BATCH_ELEMENTWISE, CJ_BATCH_SHIFT, CJ_BATCH_BROADCAST, CJ_BATCH_MATMUL } cj_batch_rule;
+ * MATMUL, INDEX (gather and scatters: batched indices are merged into the
+ * indexed dim), or NONE for sources (never batched: they depend on nothing). */
+typedef enum {
+    CJ_BATCH_NONE, CJ_BATCH_ELEMENTWISE, CJ_BATCH_SHIFT, CJ_BATCH_BROADCAST, CJ_BATCH_MATMUL, CJ_BATCH_INDEX
+} cj_batch_rule;
 cj_batch_rule cj_batch_rule_of(cj_op op);
 
 #endif

@@ -73,7 +73,7 @@ static void load_buffer_pointer(cg *c, int buffer) {
     others[nothers++] = k->out_buffer;
     for (int i = 0; i < k->nalso && nothers < 32; i++) others[nothers++] = k->also[i].buffer;
     for (int e = 0; e < k->nexprs && nothers < (int)(sizeof others / sizeof *others); e++)
-        if (k->exprs[e].kind == CJ_EX_LOAD) others[nothers++] = k->exprs[e].buffer;
+        if (cj_expr_reads(&k->exprs[e])) others[nothers++] = k->exprs[e].buffer;
     for (int i = 0; i < nothers; i++) {
         int o = others[i];
         if (o == buffer || !c->buf_ptr[o]) continue;
@@ -275,7 +275,7 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     load_buffer_pointer(c, k->out_buffer);
     for (int i = 0; i < k->nalso; i++) load_buffer_pointer(c, k->also[i].buffer);
     for (int e = 0; e < k->nexprs; e++)
-        if (k->exprs[e].kind == CJ_EX_LOAD) load_buffer_pointer(c, k->exprs[e].buffer);
+        if (cj_expr_reads(&k->exprs[e])) load_buffer_pointer(c, k->exprs[e].buffer);
     if (c->scope) set_alias_scopes(c, ki, k);
     c->call_math = c->target == CJ_TARGET_CPU && cj_kernel_long_math(k) > CJ_INLINE_MATH_MAX;
     /* the register accumulator lives in a stack slot that mem2reg promotes */

@@ -70,11 +70,11 @@ static LLVMValueRef affine_value(cg *c, const cj_affine *a) {
     return v;
 }
 
-static LLVMValueRef element_ptr(cg *c, int buffer, const cj_affine *a) {
+static LLVMValueRef element_ptr_at(cg *c, int buffer, LLVMValueRef off) {
     cj_dtype dt = c->plan->buffers[buffer].dtype;
-    LLVMValueRef off = affine_value(c, a);
     return LLVMBuildInBoundsGEP2(c->b, mem_type(c, dt), c->buf_ptr[buffer], &off, 1, "addr");
 }
+
 
 /* Tags a load or store of `buffer` with its alias scope (see set_alias_scopes). */
 static void tag_access(cg *c, int buffer, LLVMValueRef inst) {
@@ -83,18 +83,45 @@ static void tag_access(cg *c, int buffer, LLVMValueRef inst) {
     LLVMSetMetadata(inst, LLVMGetMDKindIDInContext(c->ctx, "noalias", 7), c->noalias[buffer]);
 }
 
-LLVMValueRef load_value(cg *c, int buffer, const cj_affine *a) {
+/* buffer[off] (off an i64 element offset) */
+static LLVMValueRef load_at(cg *c, int buffer, LLVMValueRef off) {
     cj_dtype dt = c->plan->buffers[buffer].dtype;
-    LLVMValueRef v = LLVMBuildLoad2(c->b, mem_type(c, dt), element_ptr(c, buffer, a), "ld");
+    LLVMValueRef v = LLVMBuildLoad2(c->b, mem_type(c, dt), element_ptr_at(c, buffer, off), "ld");
     tag_access(c, buffer, v);
     if (dt == CJ_BOOL) v = LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->i8, 0, 0), "ldb");
     return v;
 }
 
-void store_value(cg *c, int buffer, const cj_affine *a, LLVMValueRef v) {
+static void store_at(cg *c, int buffer, LLVMValueRef off, LLVMValueRef v) {
     cj_dtype dt = c->plan->buffers[buffer].dtype;
     if (dt == CJ_BOOL) v = LLVMBuildZExt(c->b, v, c->i8, "stb");
-    tag_access(c, buffer, LLVMBuildStore(c->b, v, element_ptr(c, buffer, a)));
+    tag_access(c, buffer, LLVMBuildStore(c->b, v, element_ptr_at(c, buffer, off)));
+}
+
+LLVMValueRef load_value(cg *c, int buffer, const cj_affine *a) { return load_at(c, buffer, affine_value(c, a)); }
+
+void store_value(cg *c, int buffer, const cj_affine *a, LLVMValueRef v) { store_at(c, buffer, affine_value(c, a), v); }
+
+static LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to);
+
+/* The element offset that index value i (of dtype dt) gives along a dim of
+ * `dim` elements `stride` apart (graph_index.c): a negative index counts
+ * from the end, then it is clamped into range.  *in_range, when asked,
+ * says whether it was in range before the clamp. */
+static LLVMValueRef index_offset(cg *c, LLVMValueRef i, cj_dtype dt, int64_t dim, int64_t stride,
+                                 LLVMValueRef *in_range) {
+    LLVMValueRef x = emit_cast(c, i, dt, CJ_INT64), zero = LLVMConstInt(c->i64, 0, 0);
+    LLVMValueRef n = LLVMConstInt(c->i64, (unsigned long long)dim, 1);
+    LLVMValueRef hi = LLVMConstInt(c->i64, (unsigned long long)(dim > 0 ? dim - 1 : 0), 1);
+    if (!cj_dtype_unsigned(dt))
+        x = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, zero, "neg"), LLVMBuildAdd(c->b, x, n, "wrap"),
+                            x, "ix");
+    if (in_range)
+        *in_range = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntSGE, x, zero, "ge0"),
+                                 LLVMBuildICmp(c->b, LLVMIntSLT, x, n, "ltn"), "inrange");
+    x = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, zero, "lo"), zero, x, "cl");
+    x = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, x, hi, "hi"), hi, x, "ch");
+    return LLVMBuildMul(c->b, x, LLVMConstInt(c->i64, (unsigned long long)stride, 1), "dyn");
 }
 
 /* A distinct node !{self, ops...}: loop ids, alias scopes and
@@ -436,6 +463,7 @@ LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, 
     case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
     case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
     case CJ_OP_MATMUL: case CJ_NUM_OPS:
+    case CJ_OP_GATHER: case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX:
     case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_CUSTOM: case CJ_OP_RESULT:
         break;
     }
@@ -456,6 +484,11 @@ static LLVMValueRef *emit_values(cg *c) {
         case CJ_EX_LOAD: v = load_value(c, e->buffer, &e->index); break;
         case CJ_EX_CONST: v = const_of(c, e->dtype, e->fvalue, e->ivalue); break;
         case CJ_EX_INDEX: v = emit_cast(c, affine_value(c, &e->index), CJ_INT64, e->dtype); break;
+        case CJ_EX_GATHER: {
+            LLVMValueRef at = index_offset(c, val[e->args[0]], k->exprs[e->args[0]].dtype, e->dyn_dim, e->dyn_stride, NULL);
+            v = load_at(c, e->buffer, LLVMBuildAdd(c->b, affine_value(c, &e->index), at, "goff"));
+            break;
+        }
         case CJ_EX_OP: {
             LLVMValueRef args[3] = {NULL, NULL, NULL};
             for (int a = 0; a < e->nargs && a < 3; a++) args[a] = val[e->args[a]];
@@ -487,6 +520,26 @@ bool emit_stores(cg *c) {
     LLVMValueRef *val = emit_values(c);
     if (!val) return false;
     for (int i = 0; i < k->nalso; i++) store_value(c, k->also[i].buffer, &k->also[i].index, val[k->also[i].expr]);
+    if (k->scatter.on) { /* combined in at the index (kernel.h, cj_scatter) */
+        const cj_scatter *s = &k->scatter;
+        cj_dtype dt = c->plan->buffers[k->out_buffer].dtype;
+        LLVMValueRef ok = NULL;
+        LLVMValueRef at = index_offset(c, val[s->index_expr], k->exprs[s->index_expr].dtype, s->dim, s->stride,
+                                       s->drop ? &ok : NULL);
+        LLVMValueRef off = LLVMBuildAdd(c->b, affine_value(c, &k->out_index), at, "soff");
+        if (s->dim > 0) { /* an empty dim takes no update (the builder allows it only when dropping) */
+            LLVMValueRef before = load_at(c, k->out_buffer, off);
+            LLVMValueRef r = reduce_combine(c, k->reduce_op, before, val[k->nexprs - 1], dt);
+            if (!r) {
+                free(val);
+                return false;
+            }
+            if (ok) r = LLVMBuildSelect(c->b, ok, r, before, "kept");
+            store_at(c, k->out_buffer, off, r);
+        }
+        free(val);
+        return true;
+    }
     store_value(c, k->out_buffer, &k->out_index, val[k->nexprs - 1]);
     free(val);
     return true;

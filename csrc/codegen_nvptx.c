@@ -15,7 +15,7 @@ int cj_codegen_kernel_buffers(const cj_kernel *k, int *bufs) {
     bufs[n++] = k->out_buffer;
     for (int i = 0; i < k->nalso; i++) bufs[n++] = k->also[i].buffer;
     for (int e = 0; e < k->nexprs; e++) {
-        if (k->exprs[e].kind != CJ_EX_LOAD) continue;
+        if (!cj_expr_reads(&k->exprs[e])) continue;
         bool seen = false;
         for (int j = 0; j < n; j++) seen |= bufs[j] == k->exprs[e].buffer;
         if (!seen) bufs[n++] = k->exprs[e].buffer;
@@ -45,7 +45,7 @@ static bool stores_disjoint(const cj_kernel *k) {
 int64_t cj_codegen_gpu_points(const cj_plan *plan, int ki, bool *serial) {
     const cj_kernel *k = &plan->kernels[ki];
     int64_t points = 1;
-    bool ok = stores_disjoint(k);
+    bool ok = stores_disjoint(k) && !k->scatter.on; /* a scatter's stores may collide: one thread */
     for (int d = 0; d < k->rank; d++) {
         bool red = k->reduced & (1u << d);
         if (red && k->dims[d] > 1 && k->out_index.stride[d] != 0) ok = false;
@@ -203,7 +203,7 @@ bool emit_kernel_nvptx(cg *c, int ki, const char *prefix) {
     grid_loop_end(c, &L, step);
     LLVMBuildRetVoid(c->b);
 
-    if (k->reduced) {
+    if (cj_kernel_needs_identity(k)) {
         const cj_buffer *out = &c->plan->buffers[k->out_buffer];
         snprintf(name, sizeof name, "%s_k%d_init", prefix, ki);
         new_gpu_function(c, name, &k->out_buffer, 1);

@@ -240,13 +240,51 @@ static bool emit_concatenate(fuser *f, int node, int buf) {
     return true;
 }
 
+/* The reduction whose combine and identity a scatter op uses. */
+static cj_op scatter_combine(cj_op op) {
+    return op == CJ_OP_SCATTER_MUL ? CJ_OP_REDUCE_PROD : op == CJ_OP_SCATTER_MIN ? CJ_OP_REDUCE_MIN
+         : op == CJ_OP_SCATTER_MAX ? CJ_OP_REDUCE_MAX : CJ_OP_REDUCE_SUM;
+}
+
+/* A scatter: loops over the updates (shape[:axis] + idx + shape[axis+1:]),
+ * each point combining its update into the output at its index (kernel.h,
+ * cj_scatter); the output holds the identity first. */
+static bool emit_scatter(fuser *f, int node, int buf) {
+    const cj_node *n = node_at(f, node);
+    const cj_node *ix = node_at(f, n->inputs[0]), *upd = node_at(f, n->inputs[1]);
+    int axis = n->attrs.axis, ri = ix->shape.rank;
+    if (!begin_kernel(f, node, upd->shape.rank, upd->shape.dims)) return false;
+    cj_kernel *k = f->k;
+    int dim_of[CJ_MAX_RANK];
+    for (int d = 0; d < n->shape.rank; d++) dim_of[d] = d < axis ? d : d == axis ? -1 : d + ri - 1;
+    int64_t strides[CJ_MAX_RANK];
+    fuse_contiguous_strides(&n->shape, strides);
+    k->out_buffer = buf;
+    k->out_index = store_index(&n->shape, dim_of, 0);
+    k->reduce_op = scatter_combine(n->op);
+    k->scatter.on = true;
+    k->scatter.drop = n->attrs.index == 1;
+    k->scatter.dim = n->shape.dims[axis];
+    k->scatter.stride = n->shape.dims[axis] == 1 ? 0 : strides[axis];
+    node_view vi;
+    memset(&vi, 0, sizeof vi);
+    vi.rank = ri;
+    for (int j = 0; j < ri; j++) vi.idx[j].stride[axis + j] = 1;
+    k->scatter.index_expr = fuse_build_expr(f, n->inputs[0], &vi);
+    node_view vu = identity_view(upd->shape.rank);
+    int ev = k->scatter.index_expr < 0 ? -1 : fuse_build_expr(f, n->inputs[1], &vu);
+    fuse_append_label(f, cj_op_name(n->op));
+    return end_kernel(f, ev);
+}
+
 static bool emit_node(fuser *f, int node, int buf) {
     switch (cj_op_kind(node_at(f, node)->op)) {
     case CJ_OPKIND_REDUCE: return emit_reduce(f, node, buf);
     case CJ_OPKIND_MATMUL: return emit_matmul(f, node, buf);
     case CJ_OPKIND_CONCAT: return emit_concatenate(f, node, buf);
+    case CJ_OPKIND_SCATTER: return emit_scatter(f, node, buf);
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE:
-    case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE:
+    case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE: case CJ_OPKIND_GATHER:
         break;
     case CJ_OPKIND_REGION: /* built by emit_region */
         cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s built as a value", cj_op_name(node_at(f, node)->op));

@@ -277,9 +277,43 @@ static expr_step expr_visit(fuser *f, expr_frame *fr, int *out, int *in, node_vi
         return STEP_INPUT;
     }
 
+    case CJ_OP_GATHER: {
+        /* the index is computed here (seen through the dims it spans); the
+         * operand is loaded from its buffer at the index it gives */
+        const cj_node *x = node_at(f, n->inputs[0]), *ix = node_at(f, n->inputs[1]);
+        int axis = n->attrs.axis;
+        if (!fr->next) {
+            vin->rank = ix->shape.rank;
+            for (int j = 0; j < ix->shape.rank; j++) vin->idx[j] = v->idx[axis + j];
+            *in = n->inputs[1];
+            return STEP_INPUT;
+        }
+        if (f->node_buf[n->inputs[0]] < 0) {
+            f->must_materialize = n->inputs[0];
+            return STEP_FAIL;
+        }
+        node_view vx;
+        memset(&vx, 0, sizeof vx);
+        vx.rank = x->shape.rank;
+        for (int d = 0; d < x->shape.rank; d++)
+            if (d != axis) vx.idx[d] = v->idx[d < axis ? d : d + ix->shape.rank - 1];
+        int64_t strides[CJ_MAX_RANK];
+        fuse_contiguous_strides(&x->shape, strides);
+        e.kind = CJ_EX_GATHER;
+        e.buffer = f->node_buf[n->inputs[0]];
+        e.index = buffer_offset(&x->shape, &vx, f->k->rank);
+        e.nargs = 1;
+        e.args[0] = fr->args[0];
+        e.dyn_dim = x->shape.dims[axis];
+        e.dyn_stride = x->shape.dims[axis] == 1 ? 0 : strides[axis];
+        fuse_append_label(f, "gather");
+        *out = fuse_add_expr(f, &e);
+        return *out < 0 ? STEP_FAIL : STEP_DONE;
+    }
     case CJ_OP_CONCATENATE:
     case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
     case CJ_OP_MATMUL:
+    case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX:
     case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_CUSTOM: case CJ_OP_RESULT:
         /* always materialized, so only reached for the kernel's own root */
         cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s inlined", cj_op_name(n->op));

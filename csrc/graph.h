@@ -20,6 +20,7 @@ typedef enum {
     CJ_OPKIND_SOURCE, CJ_OPKIND_UNARY, CJ_OPKIND_BINARY, CJ_OPKIND_COMPARE,
     CJ_OPKIND_SELECT, CJ_OPKIND_CAST, CJ_OPKIND_MOVE, CJ_OPKIND_CONCAT,
     CJ_OPKIND_REDUCE, CJ_OPKIND_MATMUL,
+    CJ_OPKIND_GATHER, CJ_OPKIND_SCATTER, /* indexing at an integer array (graph_index.c) */
     CJ_OPKIND_REGION    /* control flow: scan, while, cond and their results (regions.h) */
 } cj_opkind;
 
@@ -197,6 +198,25 @@ int cj_build_reduce(cj_graph *g, cj_op op, int x, uint32_t axes, int loc, cj_err
 /* NumPy matmul on rank >= 1 operands (1-D promoted and squeezed as NumPy does). */
 int cj_build_matmul(cj_graph *g, int x, int y, int loc, cj_error *err);
 int cj_build_name(cj_graph *g, int x, const char *name, int loc, cj_error *err);
+/* x[..., idx, ...]: dim `axis` of x indexed by the integer array idx (a
+ * negative index counts from the end, an out-of-range one is clamped). */
+int cj_build_gather(cj_graph *g, int x, int idx, int axis, int loc, cj_error *err);
+/* A SCATTER_* op: the identity of `shape` (ops.def) with each row of upd
+ * combined in at idx along `axis`; upd has shape[:axis] + idx.shape +
+ * shape[axis+1:] and the result's dtype; drop: an out-of-range index's
+ * update is dropped (else clamped). */
+int cj_build_scatter(cj_graph *g, cj_op op, int idx, int upd, int axis, const cj_shape *shape, bool drop, int loc,
+                     cj_error *err);
+/* The int64 index idx gives into a dim of n, as gather reads it (negative
+ * from the end, then clamped into range); and whether it is in range (bool). */
+int cj_build_index_clamped(cj_graph *g, int idx, int64_t n, int loc, cj_error *err);
+int cj_build_index_in_range(cj_graph *g, int idx, int64_t n, int loc, cj_error *err);
+/* For a float scatter like node `scatter`, on indices idx and updates upd
+ * with result out (the forward values, perhaps recomputed copies):
+ * d out[idx[k]] / d upd[k] at every update, of upd's shape (1 for an add,
+ * the winners' share for min/max, the product of the others for mul; 0
+ * where one was dropped). */
+int cj_build_scatter_partials(cj_graph *g, const cj_node *scatter, int idx, int upd, int out, int loc, cj_error *err);
 
 /* NumPy result type of two operands, NEP 50 weak scalars included. */
 cj_dtype cj_promote(cj_dtype a, bool a_weak, cj_dtype b, bool b_weak, bool *weak_out);

@@ -65,4 +65,8 @@ int emit_constant(cj_graph *g, double f, int64_t i, cj_dtype dt, bool weak, cons
  * re-created constant, or CAST and/or BROADCAST nodes); see graph.c. */
 int coerce(cj_graph *g, const char *opname, int x, cj_dtype dt, const cj_shape *s, int loc, cj_error *err);
 
+/* graph.c's check of a GATHER or SCATTER node (graph_index.c); NULL when
+ * it is consistent. */
+const char *cj_index_check(const cj_graph *g, const cj_node *n);
+
 #endif

@@ -69,12 +69,13 @@ static bool joins_group(const cj_plan *p, int first, int k, const int *written_b
      * (with its epilogue).  This also keeps at most one activation of a
      * chain of layers per group, so layers still reuse each other's bytes. */
     if (kern->root_node >= 0 && p->graph && p->graph->nodes[kern->root_node].op == CJ_OP_MATMUL) return false;
-    if (!stores_row_local(p, kern)) return false;
-    /* buffers written by earlier stages must be read row by row */
+    if (kern->scatter.on || !stores_row_local(p, kern)) return false;
+    /* buffers written by earlier stages must be read row by row (a gather
+     * reads anywhere) */
     for (int e = 0; e < kern->nexprs; e++) {
         const cj_expr *x = &kern->exprs[e];
-        if (x->kind != CJ_EX_LOAD) continue;
-        if (written_by[x->buffer] == first && !row_local(p, kern, x->buffer, &x->index)) return false;
+        if (!cj_expr_reads(x) || written_by[x->buffer] != first) continue;
+        if (x->kind == CJ_EX_GATHER || !row_local(p, kern, x->buffer, &x->index)) return false;
     }
     return true;
 }
@@ -92,7 +93,7 @@ static int64_t row_bytes(const cj_plan *p, const cj_kernel *k) {
     for (int i = 0; i < k->nalso; i++)
         if (p->buffers[k->also[i].buffer].nbytes / rows > most) most = p->buffers[k->also[i].buffer].nbytes / rows;
     for (int e = 0; e < k->nexprs; e++) {
-        if (k->exprs[e].kind != CJ_EX_LOAD) continue;
+        if (!cj_expr_reads(&k->exprs[e])) continue;
         const cj_buffer *b = &p->buffers[k->exprs[e].buffer];
         int64_t r = b->shape.rank > 0 && b->shape.dims[0] == k->dims[0] ? b->nbytes / rows : 0;
         if (r > most) most = r;
@@ -114,7 +115,7 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         g->first = k;
         g->count = 1;
         const cj_kernel *head = &p->kernels[k];
-        bool can_lead = enabled && head->rank >= 1 && !(head->reduced & 1u) && head->dims[0] >= 2 &&
+        bool can_lead = enabled && head->rank >= 1 && !(head->reduced & 1u) && !head->scatter.on && head->dims[0] >= 2 &&
                         stores_row_local(p, head);
         note_writes(&p->kernels[k], k, written_by);
         while (can_lead && k + g->count < p->nkernels && joins_group(p, k, k + g->count, written_by))

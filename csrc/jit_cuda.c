@@ -456,7 +456,7 @@ cj_cuda_program *cj_cuda_program_new(const cj_plan *plan, int dev, cj_error *err
         L->init_points = cj_shape_numel(&plan->buffers[k->out_buffer].shape);
         snprintf(name, sizeof name, "cj_cuda_k%d", i);
         if (CU(err, cuModuleGetFunction, &L->fn, p->module, name) != CJ_OK) goto fail;
-        if (k->reduced) {
+        if (cj_kernel_needs_identity(k)) {
             snprintf(name, sizeof name, "cj_cuda_k%d_init", i);
             if (CU(err, cuModuleGetFunction, &L->init, p->module, name) != CJ_OK) goto fail;
         }

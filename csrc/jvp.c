@@ -205,6 +205,18 @@ RULE(matmul) { /* tx @ y + x @ ty, on the primitive's already-matched operands *
 /* Every op with a tangent: sources have none, and ops flagged
  * CJ_OPF_ZERO_GRAD in ops.def (piecewise constant, boolean, stop_gradient)
  * give zero, so they have no entry. */
+static int jvp_gather(jvp_ctx *c, const cj_node *n, int id, const int *t) { /* linear in x: the tangent gathered at the same indices */
+    (void)id;
+    return t[0] < 0 ? -1 : cj_build_gather(c->g, t[0], n->inputs[1], n->attrs.axis, c->loc, c->err);
+}
+static int jvp_scatter(jvp_ctx *c, const cj_node *n, int id, const int *t) {
+    if (t[1] < 0) return -1;
+    int tu = n->op == CJ_OP_SCATTER_ADD ? t[1] : bin(c, CJ_OP_MUL, t[1], cj_build_scatter_partials(c->g, n, n->inputs[0], n->inputs[1], id, c->loc, c->err));
+    /* min/max/mul: each update's tangent times d out / d update, summed at its index */
+    return tu < 0 ? -1 : cj_build_scatter(c->g, CJ_OP_SCATTER_ADD, n->inputs[0], tu, n->attrs.axis, &n->shape,
+                                          n->attrs.index == 1, c->loc, c->err);
+}
+
 static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, const int *t) = {
     [CJ_OP_NAME] = jvp_linear,
     [CJ_OP_CAST] = jvp_cast,
@@ -237,6 +249,11 @@ static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, cons
     [CJ_OP_REDUCE_MAX] = jvp_reduce_maxmin,
     [CJ_OP_REDUCE_MIN] = jvp_reduce_maxmin,
     [CJ_OP_MATMUL] = jvp_matmul,
+    [CJ_OP_GATHER] = jvp_gather,
+    [CJ_OP_SCATTER_ADD] = jvp_scatter,
+    [CJ_OP_SCATTER_MUL] = jvp_scatter,
+    [CJ_OP_SCATTER_MIN] = jvp_scatter,
+    [CJ_OP_SCATTER_MAX] = jvp_scatter,
 };
 
 /* A custom node (its results' tangents kept in (*custom_tan)[id], the

@@ -21,6 +21,8 @@ typedef enum {
     CJ_EX_CONST,   /* fvalue / ivalue */
     CJ_EX_INDEX,   /* the integer value of affine `index` (iota) */
     CJ_EX_OP,      /* a UNARY, BINARY, COMPARE, SELECT or CAST op on args */
+    CJ_EX_GATHER,  /* buffer[index + dyn_stride * i], i = the integer args[0]
+                    * made an index into a dim of dyn_dim (graph_index.c) */
 } cj_expr_kind;
 
 typedef struct {
@@ -30,10 +32,25 @@ typedef struct {
     int nargs;
     int args[3];        /* indices of earlier exprs in the kernel */
     int buffer;         /* CJ_EX_LOAD: index into the plan's buffers */
-    cj_affine index;    /* CJ_EX_LOAD, CJ_EX_INDEX */
+    cj_affine index;    /* CJ_EX_LOAD, CJ_EX_INDEX, CJ_EX_GATHER */
     double fvalue;      /* CJ_EX_CONST */
     int64_t ivalue;
+    int64_t dyn_stride, dyn_dim; /* CJ_EX_GATHER */
 } cj_expr;
+
+/* Does expression e read a buffer (e->buffer)? */
+static inline bool cj_expr_reads(const cj_expr *e) { return e->kind == CJ_EX_LOAD || e->kind == CJ_EX_GATHER; }
+
+/* A scatter kernel (fuse.c, emit_scatter): its last expression is combined
+ * (by the kernel's reduce_op) into out_buffer at out_index + stride * i,
+ * i = expression index_expr made an index into a dim of `dim`; the output
+ * holds the identity first, and the loop is never split across threads. */
+typedef struct {
+    bool on;
+    bool drop;              /* an out-of-range index's value is dropped (else clamped) */
+    int index_expr;
+    int64_t stride, dim;
+} cj_scatter;
 
 /* A matmul kernel that one BLAS gemm call per batch index runs (blas.c).
  * The kernel's loops are (batch..., M, K, N) with K reduced; C is the
@@ -72,6 +89,7 @@ typedef struct {
     cj_gemm gemm;           /* on: a BLAS call runs this kernel, not a loop nest */
     cj_store *also;         /* the other values it stores (multi-output), or NULL */
     int nalso;
+    cj_scatter scatter;     /* on: a scatter's read-modify-write store */
     struct cj_loop_plan *loop; /* a scan, while or cond node: the runtime runs its bodies
                                 * (loops.h); no code of its own.  Owned. */
 } cj_kernel;

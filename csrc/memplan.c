@@ -39,7 +39,7 @@ static void compute_liveness(cj_plan *p, int *first_touch) {
             note_use(&p->buffers[kern->out_buffer], g);
             for (int i = 0; i < kern->nalso; i++) note_use(&p->buffers[kern->also[i].buffer], g);
             for (int e = 0; e < kern->nexprs; e++)
-                if (kern->exprs[e].kind == CJ_EX_LOAD) note_use(&p->buffers[kern->exprs[e].buffer], g);
+                if (cj_expr_reads(&kern->exprs[e])) note_use(&p->buffers[kern->exprs[e].buffer], g);
         }
     }
     /* arguments and outputs are held for the whole call */
@@ -111,7 +111,7 @@ static bool facts_gather(const cj_plan *p, plan_facts *f) {
         for (int i = 0; i < kern->nalso; i++) f->writers[kern->also[i].buffer]++;
         for (int e = 0; e < kern->nexprs; e++) {
             const cj_expr *ex = &kern->exprs[e];
-            if (ex->kind != CJ_EX_LOAD || counted_by[ex->buffer] == k) continue;
+            if (!cj_expr_reads(ex) || counted_by[ex->buffer] == k) continue;
             counted_by[ex->buffer] = k;
             if (g > f->last_group[ex->buffer]) {
                 f->last_group[ex->buffer] = g;
@@ -136,13 +136,14 @@ static bool reads_elsewhere(const cj_kernel *kern, int x, const cj_affine *at, i
     for (int e = 0; e < kern->nexprs; e++) {
         const cj_expr *ex = &kern->exprs[e];
         if (ex->kind == CJ_EX_LOAD && ex->buffer == x && !same_index(&ex->index, at, rank)) return true;
+        if (ex->kind == CJ_EX_GATHER && ex->buffer == x) return true; /* anywhere */
     }
     return false;
 }
 
 static bool reads_buffer(const cj_kernel *kern, int x) {
     for (int e = 0; e < kern->nexprs; e++)
-        if (kern->exprs[e].kind == CJ_EX_LOAD && kern->exprs[e].buffer == x) return true;
+        if (cj_expr_reads(&kern->exprs[e]) && kern->exprs[e].buffer == x) return true;
     return false;
 }
 
@@ -201,7 +202,8 @@ static bool output_fits_donor(const cj_buffer *y, const cj_buffer *x) {
 static void store_in_place(cj_plan *p, const plan_facts *f, bool *hosts, int k, int y, const cj_affine *at) {
     const cj_kernel *kern = &p->kernels[k];
     cj_buffer *Y = &p->buffers[y];
-    if (kern->loop || kern->reduced || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1) return;
+    /* a scatter fills its output with the identity before it reads anything */
+    if (kern->loop || kern->reduced || kern->scatter.on || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1) return;
     if (Y->kind != CJ_BUF_TEMP && Y->kind != CJ_BUF_OUTPUT) return;
     /* pass -1: an output over the donated argument of its own slot (a train
      * step's new parameters over the old ones, when the outputs' tree starts
@@ -634,7 +636,7 @@ static bool must_follow(const cj_plan *p, const cj_group *h, const order_marks *
         }
         for (int e = 0; e < kern->nexprs; e++) {
             int b = kern->exprs[e].buffer;
-            if (kern->exprs[e].kind == CJ_EX_LOAD && (m->stamp_write[b] == mark || (donors && m->stamp_donor[b] == mark)))
+            if (cj_expr_reads(&kern->exprs[e]) && (m->stamp_write[b] == mark || (donors && m->stamp_donor[b] == mark)))
                 return true;
         }
     }
@@ -645,7 +647,7 @@ static bool reads_marked(const cj_plan *p, const cj_group *h, const int *stamp, 
     for (int k = h->first; k < h->first + h->count; k++) {
         const cj_kernel *kern = &p->kernels[k];
         for (int e = 0; e < kern->nexprs; e++)
-            if (kern->exprs[e].kind == CJ_EX_LOAD && stamp[kern->exprs[e].buffer] == mark) return true;
+            if (cj_expr_reads(&kern->exprs[e]) && stamp[kern->exprs[e].buffer] == mark) return true;
     }
     return false;
 }
@@ -674,7 +676,7 @@ static bool mark_group(const cj_plan *p, const cj_group *g, const int *donors, i
                 }
         }
         for (int e = 0; e < kern->nexprs; e++) {
-            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
+            if (!cj_expr_reads(&kern->exprs[e])) continue;
             int b = kern->exprs[e].buffer;
             m->stamp_read[b] = mark;
             if (is_donated(p, &p->buffers[b])) m->stamp_donor[b] = mark;

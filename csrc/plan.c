@@ -44,7 +44,7 @@ void cj_kernel_collapse(cj_kernel *k) {
         bool ok = k->out_index.stride[d] == k->out_index.stride[d + 1] * inner;
         for (int e = 0; ok && e < k->nexprs; e++) {
             const cj_expr *x = &k->exprs[e];
-            if (x->kind == CJ_EX_LOAD || x->kind == CJ_EX_INDEX)
+            if (x->kind == CJ_EX_LOAD || x->kind == CJ_EX_INDEX || x->kind == CJ_EX_GATHER)
                 ok = x->index.stride[d] == x->index.stride[d + 1] * inner;
         }
         for (int i = 0; ok && i < k->nalso; i++)
@@ -65,7 +65,7 @@ void cj_kernel_collapse(cj_kernel *k) {
 }
 
 /* See kernel.h. */
-bool cj_kernel_needs_identity(const cj_kernel *k) { return k->reduced != 0 && !k->gemm.on; }
+bool cj_kernel_needs_identity(const cj_kernel *k) { return (k->reduced != 0 && !k->gemm.on) || k->scatter.on; }
 
 /* See kernel.h. */
 bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
@@ -159,7 +159,7 @@ static bool *read_by_backward(const cj_plan *p) {
         const cj_kernel *kern = &p->kernels[k];
         if (kern->root_node < g->backward_start) continue;
         for (int e = 0; e < kern->nexprs; e++)
-            if (kern->exprs[e].kind == CJ_EX_LOAD) read[kern->exprs[e].buffer] = true;
+            if (cj_expr_reads(&kern->exprs[e])) read[kern->exprs[e].buffer] = true;
     }
     return read;
 }
@@ -178,10 +178,10 @@ void cj_plan_costs(const cj_plan *p, int64_t *flops, int64_t *bytes) {
         *bytes += p->buffers[kern->out_buffer].nbytes;
         for (int i = 0; i < kern->nalso; i++) *bytes += p->buffers[kern->also[i].buffer].nbytes;
         for (int e = 0; e < kern->nexprs; e++) {
-            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
+            if (!cj_expr_reads(&kern->exprs[e])) continue;
             bool seen = false;
             for (int f = 0; f < e; f++)
-                seen |= kern->exprs[f].kind == CJ_EX_LOAD && kern->exprs[f].buffer == kern->exprs[e].buffer;
+                seen |= cj_expr_reads(&kern->exprs[f]) && kern->exprs[f].buffer == kern->exprs[e].buffer;
             if (!seen) *bytes += p->buffers[kern->exprs[e].buffer].nbytes;
         }
     }
@@ -216,10 +216,10 @@ char *cj_plan_to_text(const cj_plan *p) {
         put(&t, "\n      reads:");
         int nreads = 0;
         for (int e = 0; e < kern->nexprs; e++) {
-            if (kern->exprs[e].kind != CJ_EX_LOAD) continue;
+            if (!cj_expr_reads(&kern->exprs[e])) continue;
             bool seen = false;
             for (int f = 0; f < e; f++)
-                seen |= kern->exprs[f].kind == CJ_EX_LOAD && kern->exprs[f].buffer == kern->exprs[e].buffer;
+                seen |= cj_expr_reads(&kern->exprs[f]) && kern->exprs[f].buffer == kern->exprs[e].buffer;
             if (!seen) put(&t, " buf%d", kern->exprs[e].buffer), nreads++;
         }
         put(&t, "%s\n", nreads ? "" : " (nothing)");

@@ -318,6 +318,8 @@ static void put_kernel(cj_wbuf *w, const cj_kernel *k) {
         put_affine(w, &x->index);
         cj_put_f64(w, x->fvalue);
         cj_put_int(w, x->ivalue);
+        cj_put_int(w, x->dyn_stride);
+        cj_put_int(w, x->dyn_dim);
     }
     cj_put_int(w, k->out_buffer);
     put_affine(w, &k->out_index);
@@ -329,6 +331,11 @@ static void put_kernel(cj_wbuf *w, const cj_kernel *k) {
     cj_put_int(w, k->gemm.lda);
     cj_put_int(w, k->gemm.ldb);
     cj_put_int(w, k->gemm.ldc);
+    cj_put_int(w, k->scatter.on);
+    cj_put_int(w, k->scatter.drop);
+    cj_put_int(w, k->scatter.index_expr);
+    cj_put_int(w, k->scatter.stride);
+    cj_put_int(w, k->scatter.dim);
     cj_put_int(w, k->nalso);
     for (int i = 0; i < k->nalso; i++) {
         cj_put_int(w, k->also[i].expr);
@@ -351,16 +358,18 @@ static void get_kernel(cj_rbuf *r, cj_kernel *k, int nbuffers, int nnodes) {
     }
     for (int e = 0; e < k->nexprs && !r->bad; e++) {
         cj_expr *x = &k->exprs[e];
-        x->kind = (cj_expr_kind)cj_get_int(r, CJ_EX_LOAD, CJ_EX_OP);
+        x->kind = (cj_expr_kind)cj_get_int(r, CJ_EX_LOAD, CJ_EX_GATHER);
         x->op = (cj_op)cj_get_int(r, 0, CJ_NUM_OPS - 1);
         x->dtype = (cj_dtype)cj_get_int(r, 0, CJ_NUM_DTYPES - 1);
         x->nargs = (int)cj_get_int(r, 0, 3);
         for (int a = 0; a < 3; a++) x->args[a] = (int)cj_get_int(r, 0, e > 0 ? e - 1 : 0);
         if (x->nargs > 0 && e == 0) r->bad = true; /* arguments are earlier expressions (x * x names one twice) */
-        x->buffer = (int)cj_get_int(r, x->kind == CJ_EX_LOAD ? 0 : INT_MIN, nbuffers - 1);
+        x->buffer = (int)cj_get_int(r, cj_expr_reads(x) ? 0 : INT_MIN, nbuffers - 1);
         get_affine(r, &x->index);
         x->fvalue = cj_get_f64(r);
         x->ivalue = cj_get_int(r, INT64_MIN, INT64_MAX);
+        x->dyn_stride = cj_get_int(r, 0, INT64_MAX);
+        x->dyn_dim = cj_get_int(r, 0, INT64_MAX);
     }
     k->out_buffer = (int)cj_get_int(r, 0, nbuffers - 1);
     get_affine(r, &k->out_index);
@@ -373,6 +382,11 @@ static void get_kernel(cj_rbuf *r, cj_kernel *k, int nbuffers, int nnodes) {
     k->gemm.lda = cj_get_int(r, INT64_MIN, INT64_MAX);
     k->gemm.ldb = cj_get_int(r, INT64_MIN, INT64_MAX);
     k->gemm.ldc = cj_get_int(r, INT64_MIN, INT64_MAX);
+    k->scatter.on = cj_get_int(r, 0, 1);
+    k->scatter.drop = cj_get_int(r, 0, 1);
+    k->scatter.index_expr = (int)cj_get_int(r, 0, k->nexprs - 1);
+    k->scatter.stride = cj_get_int(r, 0, INT64_MAX);
+    k->scatter.dim = cj_get_int(r, 0, INT64_MAX);
     int nalso = get_count(r);
     if (r->bad || nalso == 0) return;
     if (!(k->also = calloc((size_t)nalso, sizeof(cj_store)))) {

@@ -12,10 +12,10 @@
 enum {
     A_SHAPE = 1 << 0, A_PERM = 1 << 1, A_START = 1 << 2, A_STOP = 1 << 3, A_STEP = 1 << 4,
     A_AXIS = 1 << 5, A_AXES = 1 << 6, A_DTYPE = 1 << 7, A_VALUE = 1 << 8, A_WEAK = 1 << 9,
-    A_NAME = 1 << 10,
+    A_NAME = 1 << 10, A_MODE = 1 << 11,
 };
 static const char *const attr_names[] = {"shape", "perm", "start", "stop", "step", "axis",
-                                         "axes", "dtype", "value", "weak", "name"};
+                                         "axes", "dtype", "value", "weak", "name", "mode"};
 #define NUM_ATTRS ((int)(sizeof attr_names / sizeof attr_names[0]))
 
 typedef struct {
@@ -29,15 +29,16 @@ typedef struct {
  * extent, given with its start). */
 static const unsigned attr_fields[NUM_ATTRS] = {
     CJ_ATTR_SHAPE, CJ_ATTR_PERM, CJ_ATTR_START, CJ_ATTR_START, CJ_ATTR_STEP, CJ_ATTR_AXIS,
-    CJ_ATTR_AXES, CJ_ATTR_DTYPE, CJ_ATTR_FVALUE, CJ_ATTR_WEAK, CJ_ATTR_NAME,
+    CJ_ATTR_AXES, CJ_ATTR_DTYPE, CJ_ATTR_FVALUE, CJ_ATTR_WEAK, CJ_ATTR_NAME, CJ_ATTR_INDEX,
 };
 
 /* The keywords op accepts: those of the attributes it uses (ops.def).  Ops
- * with a slot (PARAM, ARRAY) take none: Trace.param and Trace.array make them. */
+ * with a slot (PARAM, ARRAY) take none: Trace.param and Trace.array make them.
+ * A scatter's `index` is its mode ("mode": 'drop' or 'clip'). */
 static unsigned attrs_allowed(cj_op op)
 {
     unsigned used = cj_op_attrs(op), allowed = 0;
-    if (used & CJ_ATTR_INDEX)
+    if ((used & CJ_ATTR_INDEX) && cj_op_kind(op) != CJ_OPKIND_SCATTER)
         return 0;
     for (int i = 0; i < NUM_ATTRS; i++)
         if (used & attr_fields[i])
@@ -340,6 +341,36 @@ static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs
     case CJ_OPKIND_REGION:
         PyErr_Format(PyExc_TypeError, "apply('%s'): control flow is built by cjit.lax, not by apply", opname);
         return -1;
+    case CJ_OPKIND_GATHER: {
+        int axis = 0;
+        if (ATTR(at, A_AXIS) != NULL && norm_axis(ATTR(at, A_AXIS), rank, opname, &axis) < 0)
+            return -1;
+        id = cj_build_gather(g, xs[0], xs[1], axis, loc, &err);
+        break;
+    }
+    case CJ_OPKIND_SCATTER: {
+        /* apply('scatter_add', idx, updates, shape=..., axis=0, mode='drop' or 'clip') */
+        cj_shape to;
+        int axis = 0;
+        if (ATTR(at, A_SHAPE) == NULL) {
+            PyErr_Format(PyExc_TypeError, "apply('%s'): missing attribute 'shape'", opname);
+            return -1;
+        }
+        if (cj_py_shape_from_obj(ATTR(at, A_SHAPE), &to, "apply('scatter')") < 0)
+            return -1;
+        if (ATTR(at, A_AXIS) != NULL && norm_axis(ATTR(at, A_AXIS), to.rank, opname, &axis) < 0)
+            return -1;
+        const char *mode = "drop";
+        if (ATTR(at, A_MODE) != NULL && (!PyUnicode_Check(ATTR(at, A_MODE)) ||
+                                         (mode = PyUnicode_AsUTF8(ATTR(at, A_MODE))) == NULL))
+            return PyErr_Occurred() ? -1 : (PyErr_SetString(PyExc_TypeError, "apply: mode must be a str"), -1);
+        if (strcmp(mode, "drop") != 0 && strcmp(mode, "clip") != 0) {
+            PyErr_Format(PyExc_ValueError, "apply('%s'): mode must be 'drop' or 'clip', got '%s'", opname, mode);
+            return -1;
+        }
+        id = cj_build_scatter(g, op, xs[0], xs[1], axis, &to, mode[0] == 'd', loc, &err);
+        break;
+    }
     case CJ_OPKIND_MOVE:
         if (op == CJ_OP_TRANSPOSE) {
             int64_t p64[CJ_MAX_RANK];

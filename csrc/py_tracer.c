@@ -545,6 +545,7 @@ static PyGetSetDef tracer_getset[] = {
     {"trace", (getter)tracer_get_trace, NULL, "the Trace this value belongs to", NULL},
     {"T", (getter)tracer_get_T, NULL, "transpose (reversed axes)", NULL},
     {"mT", (getter)tracer_get_forwarded, NULL, "the last two axes swapped", "matrix_transpose"},
+    {"at", (getter)tracer_get_forwarded, NULL, "x.at[key].set/add/...: functional updates, as JAX's", "_at"},
     {"real", (getter)tracer_get_forwarded, NULL, "cjit.numpy.real(self)", "real"},
     {"imag", (getter)tracer_get_forwarded, NULL, "cjit.numpy.imag(self)", "imag"},
     {"itemsize", (getter)tracer_get_itemsize, NULL, "bytes per element", NULL},

@@ -405,7 +405,7 @@ static cj_status run_groups(cj_executable *x, void *const *slots, const cj_run_p
                                 p->buffers[kern->out_buffer].dtype, kern->reduce_op);
         int64_t points = 1;
         for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
-        bool split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u);
+        bool split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
         parallel_for(x->kernels[k], kern->rank > 0 ? kern->dims[0] : 1, split, kern->gemm.on, slots);
     }
     return CJ_OK;

@@ -53,8 +53,26 @@ def _f32_bits(m, x):
     return x.astype(np.float32).view(np.int32)
 
 
+_IDX = np.array([2, 0, 3, 3, -1])   # repeats, and one from the end
+
+
+def _at(m, x, u, how):
+    """x.at[:, _IDX].<how>(u): cjit's scatter ops; NumPy's ufunc.at."""
+    if m is cnp:
+        return getattr(x.at[:, _IDX], how)(u)
+    y = x.copy()
+    ufunc = {"add": np.add, "multiply": np.multiply, "min": np.minimum, "max": np.maximum}[how]
+    ufunc.at(y, (slice(None), _IDX), u)
+    return y
+
+
 # name: (function of (module, *args), shapes of the args, domain fix, differentiable)
 OPS = {
+    "gather": (lambda m, x: m.take(x, _IDX, axis=1) * x[:, :1], [(3, 4)], None, True),
+    "scatter_add": (lambda m, x, u: _at(m, x, u, "add"), [(3, 4), (3, 5)], None, True),
+    "scatter_mul": (lambda m, x, u: _at(m, x, u, "multiply"), [(3, 4), (3, 5)], None, True),
+    "scatter_min": (lambda m, x, u: _at(m, x, u, "min"), [(3, 4), (3, 5)], None, True),
+    "scatter_max": (lambda m, x, u: _at(m, x, u, "max"), [(3, 4), (3, 5)], None, True),
     "neg": (lambda m, x: -x, [(3, 4)], None, True),
     "abs": (lambda m, x: m.abs(x), [(3, 4)], None, True),
     "sign": (lambda m, x: m.sign(x) * x, [(3, 4)], None, True),

@@ -24,7 +24,9 @@ __all__ = [
     "transpose", "concatenate", "slice", "slice_in_dim", "index_in_dim", "pad", "rev", "iota",
     "full", "full_like", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
     "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "dot",
-    "dot_general", "map", "associative_scan",
+    "dot_general", "map", "associative_scan", "dynamic_slice", "dynamic_slice_in_dim",
+    "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
+    "dynamic_update_index_in_dim",
 ]
 
 # ---- elementwise ------------------------------------------------------------------
@@ -197,6 +199,82 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     key = [builtins.slice(None)] * nd
     key[axis % nd] = builtins.slice(index, index + 1) if keepdims else index
     return operand[tuple(key)]
+
+
+# ---- slices at traced positions (gathers and scatters) ----------------------------
+
+def _starts(operand, start_indices, sizes, who):
+    """Each start as lax clamps it, so that the slice fits: a Python int, or
+    an int64 traced scalar."""
+    shape = np.shape(operand)
+    if len(start_indices) != len(shape) or len(sizes) != len(shape):
+        raise TypeError(f"cjit.lax.{who}: need one start and one size per dimension of an operand of "
+                        f"shape {tuple(shape)}")
+    out = []
+    for s, k, n in zip(start_indices, sizes, shape):
+        if not 0 <= k <= n:
+            raise TypeError(f"cjit.lax.{who}: slice size {k} does not fit a dimension of {n}")
+        if isinstance(s, (int, np.integer)):
+            out.append(builtins.min(builtins.max(int(s), 0), n - k))
+        else:
+            out.append(cnp.clip(cnp.asarray(s).astype("int64"), 0, n - k))
+    return out
+
+
+def dynamic_slice(operand, start_indices, slice_sizes):
+    """operand[start:start+size] along every dim, the starts traced or not
+    (clamped so that the slice fits, as lax does)."""
+    starts = _starts(operand, start_indices, slice_sizes, "dynamic_slice")
+    x = cnp.asarray(operand)
+    for d, (s, k) in enumerate(zip(starts, slice_sizes)):
+        if isinstance(s, int):
+            x = slice_in_dim(x, s, s + k, axis=d)
+        else:
+            x = cnp.take(x, s + cnp.arange(k), axis=d)
+    return x
+
+
+def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+    nd = np.ndim(operand)
+    starts = [0] * nd
+    sizes = list(np.shape(operand))
+    starts[axis % nd], sizes[axis % nd] = start_index, slice_size
+    return dynamic_slice(operand, starts, sizes)
+
+
+def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+    r = dynamic_slice_in_dim(operand, index, 1, axis)
+    return r if keepdims else cnp.squeeze(r, axis % np.ndim(operand))
+
+
+def dynamic_update_slice(operand, update, start_indices):
+    """operand with update written at start_indices (clamped so that it
+    fits, as lax does): a scatter when a start is traced."""
+    sizes = np.shape(update)
+    starts = _starts(operand, start_indices, sizes, "dynamic_update_slice")
+    x = cnp.asarray(operand)
+    nd = len(sizes)
+    if builtins.all(isinstance(s, int) for s in starts):
+        key = tuple(builtins.slice(s, s + k) for s, k in zip(starts, sizes))
+    else:   # an open mesh of per-dim index arrays, as np.ix_ builds
+        key = tuple(cnp.reshape((s if isinstance(s, int) else s) + cnp.arange(k),
+                                (1,) * d + (k,) + (1,) * (nd - d - 1))
+                    for d, (s, k) in enumerate(zip(starts, sizes)))
+    return x.at[key].set(cnp.asarray(update).astype(x.dtype))
+
+
+def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+    nd = np.ndim(operand)
+    starts = [0] * nd
+    starts[axis % nd] = start_index
+    return dynamic_update_slice(operand, update, starts)
+
+
+def dynamic_update_index_in_dim(operand, update, index, axis):
+    nd = np.ndim(operand)
+    if np.ndim(update) == nd - 1:
+        update = cnp.expand_dims(cnp.asarray(update), axis % nd)
+    return dynamic_update_slice_in_dim(operand, update, index, axis)
 
 
 def pad(operand, padding_value, padding_config):

@@ -67,6 +67,7 @@ static int kind_arity(cj_opkind k) {
     case CJ_OPKIND_SOURCE: return 0;
     case CJ_OPKIND_UNARY: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE: case CJ_OPKIND_REDUCE: return 1;
     case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_MATMUL: return 2;
+    case CJ_OPKIND_GATHER: case CJ_OPKIND_SCATTER: return 2;
     case CJ_OPKIND_SELECT: return 3;
     case CJ_OPKIND_CONCAT: return -1;
     case CJ_OPKIND_REGION: return -1;
@@ -88,8 +89,9 @@ static void test_table(void) {
                       "%s: a bitwise op is elementwise on integers, with a zero gradient", name);
         CHECK_MSG(cj_op_arity(op) == kind_arity(kind), "%s: arity %d, its kind says %d", name, cj_op_arity(op),
                   kind_arity(kind));
-        /* a reduction starts from its identity; nothing else has one */
-        CHECK_MSG((kind == CJ_OPKIND_REDUCE) == (cj_op_identity(op) != CJ_IDENTITY_NONE), "%s: identity", name);
+        /* a reduction or a scatter starts from its identity; nothing else has one */
+        CHECK_MSG((kind == CJ_OPKIND_REDUCE || kind == CJ_OPKIND_SCATTER) == (cj_op_identity(op) != CJ_IDENTITY_NONE),
+                  "%s: identity", name);
         CHECK_MSG((kind == CJ_OPKIND_REDUCE) == ((attrs & CJ_ATTR_AXES) != 0), "%s: axes", name);
         /* costs: long math 4, views and identities 0, other computing ops at least 1 */
         if (flags & CJ_OPF_LONG_MATH) CHECK_MSG(cost == 4, "%s: long math costs %d", name, cost);
@@ -101,7 +103,7 @@ static void test_table(void) {
         if (flags & (CJ_OPF_LONG_MATH | CJ_OPF_FLOAT_MATH))
             CHECK_MSG(kind == CJ_OPKIND_UNARY || kind == CJ_OPKIND_BINARY, "%s: math is elementwise", name);
         /* slots belong to sources; a source's shape and dtype are given */
-        if (attrs & CJ_ATTR_INDEX) CHECK_MSG(kind == CJ_OPKIND_SOURCE, "%s: index", name);
+        if (attrs & CJ_ATTR_INDEX) CHECK_MSG(kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_SCATTER, "%s: index", name);
         if (kind == CJ_OPKIND_SOURCE)
             CHECK_MSG((attrs & CJ_ATTR_SHAPE) && (attrs & CJ_ATTR_DTYPE), "%s: a source's shape", name);
         /* a gradient rule, or a reason to have none */
@@ -216,6 +218,14 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
     case CJ_OP_MATMUL: {
         int x = IN(2, 3);
         return cj_build_matmul(g, x, IN(3, 2), -1, err);
+    }
+    case CJ_OP_GATHER: { /* rows of a (2, 3) picked by 4 indices along dim 1 */
+        int x = IN(2, 3);
+        return cj_build_gather(g, x, input(g, (cj_shape){1, {4}}, CJ_INT64, computed, err), 1, -1, err);
+    }
+    case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX: {
+        int idx = input(g, (cj_shape){1, {4}}, CJ_INT64, computed, err);
+        return cj_build_scatter(g, op, idx, IN(2, 4), 1, &s, true, -1, err);
     }
     case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_CUSTOM: case CJ_OP_RESULT: /* need bodies: tests/test_lax.py */
     case CJ_NUM_OPS: break;
@@ -466,6 +476,19 @@ static bool differing_pair(cj_graph *g, cj_op op, unsigned field, int out[2]) {
             in[0] = input(g, n.shape, n.dtype, false, &err);
             n.ninputs = 1;
             n.attrs.name = k ? "b" : "a";
+        } else if (field == CJ_ATTR_AXIS && kind == CJ_OPKIND_GATHER) { /* (2, 2) at 2 indices: (2, 2) either way */
+            n.shape = shape2(2, 2);
+            in[0] = input(g, n.shape, n.dtype, false, &err);
+            in[1] = input(g, (cj_shape){1, {2}}, CJ_INT64, false, &err);
+            n.ninputs = 2;
+            n.attrs.axis = k;
+        } else if ((field == CJ_ATTR_AXIS || field == CJ_ATTR_INDEX) && kind == CJ_OPKIND_SCATTER) {
+            n.shape = shape2(2, 2);
+            in[0] = input(g, (cj_shape){1, {2}}, CJ_INT64, false, &err);
+            in[1] = input(g, n.shape, n.dtype, false, &err);
+            n.ninputs = 2;
+            n.attrs.axis = field == CJ_ATTR_AXIS ? k : 0;
+            n.attrs.index = field == CJ_ATTR_INDEX ? k : 0;
         } else if (field == CJ_ATTR_INDEX && kind == CJ_OPKIND_SOURCE) {
             n.shape = shape2(2, 2);
             n.attrs.index = 0; /* the same slot: still two values */
@@ -492,7 +515,8 @@ static void test_cse(void) {
     for (int i = 0; i < CJ_NUM_OPS; i++) {
         if (cj_op_kind((cj_op)i) == CJ_OPKIND_REGION) continue; /* control flow: tests/test_lax.py */
         cj_op op = (cj_op)i;
-        bool slot = cj_op_attrs(op) & CJ_ATTR_INDEX; /* every argument is its own value */
+        /* every argument is its own value */
+        bool slot = (cj_op_attrs(op) & CJ_ATTR_INDEX) && cj_op_kind(op) == CJ_OPKIND_SOURCE;
         for (int variant = 0; variant < 2; variant++) {
             cj_graph *g = cj_graph_new();
             cj_error err = {0};

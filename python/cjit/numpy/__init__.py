@@ -45,6 +45,7 @@ from ._selection import *  # noqa: F401,F403,E402
 from ._selection import copy  # noqa: F401,E402  (shadows the module name on purpose)
 from ._vectorize import *  # noqa: F401,F403,E402
 from ._index_tricks import *  # noqa: F401,F403,E402
+from ._gather import take, take_along_axis, _at  # noqa: F401,E402
 from . import fft  # noqa: F401,E402  (the array API's fft extension)
 from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
 
@@ -97,4 +98,4 @@ _cjit.register_tracer_functions({
         "argmax", "argmin", "var", "astype", "clip", "dot", "remainder", "divmod", "_tracer_array_ufunc",
         "all", "any", "cumsum", "cumprod", "std", "ravel", "round", "swapaxes", "take", "repeat",
         "diagonal", "copy", "conj", "conjugate", "sort", "argsort", "searchsorted", "nonzero",
-        "ptp", "real", "imag", "matrix_transpose")})
+        "ptp", "real", "imag", "matrix_transpose", "_at")})

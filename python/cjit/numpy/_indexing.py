@@ -106,6 +106,9 @@ def _getitem(x, key):
         if current_trace() is None:
             return np.asarray(x)[key]
         x = _lift(x)
+    from ._gather import _getitem_advanced, _has_array_index
+    if _has_array_index(key):   # integer arrays or a boolean mask: a gather
+        return _getitem_advanced(x, key)
     shape = tuple(x.shape)
     try:
         start, stop, step, out_shape = _plan_index(shape, key)

@@ -12,7 +12,7 @@ __all__ = ["concat", "unstack", "flip", "fliplr", "flipud", "roll", "moveaxis", 
     "permute_dims", "matrix_transpose", "repeat", "tile", "broadcast_shapes", "broadcast_arrays",
     "split", "array_split", "hsplit", "vsplit", "dsplit", "atleast_1d", "atleast_2d",
     "atleast_3d", "hstack", "vstack", "row_stack", "dstack", "column_stack", "append", "pad",
-    "diff", "take", "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to", "concatenate", "stack",
+    "diff", "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to", "concatenate", "stack",
     "shape", "ndim", "size"]
 
 
@@ -599,63 +599,3 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         hi, lo = _slice_axis(x, ax, 1, m), _slice_axis(x, ax, 0, m - 1)
         x = t.apply("ne", hi, lo) if x.dtype == np.dtype(bool) else t.apply("sub", hi, lo)
     return x
-
-
-def _static_index(indices, who):
-    if isinstance(indices, Tracer):
-        raise NotImplementedError(
-            f"cjit.numpy.{who}: a traced index array needs a gather primitive, which the C core "
-            f"does not have yet; pass the indices as a concrete array (a static argument)")
-    idx = np.asarray(indices)
-    if idx.dtype.kind not in "iu":
-        raise IndexError(f"cjit.numpy.{who}: indices must be integers, got {idx.dtype}")
-    return idx
-
-
-def _gather_static(x, idx, ax, who):
-    """x[..., idx, ...] along ax for a concrete int array idx: runs of evenly
-    spaced indices become one slice each, joined by one concatenate."""
-    n = x.shape[ax]
-    flat = idx.reshape(-1).astype(np.int64)
-    if ((flat < -n) | (flat >= n)).any():
-        bad = int(flat[(flat < -n) | (flat >= n)][0])
-        raise IndexError(f"cjit.numpy.{who}: index {bad} is out of bounds for axis {ax} with "
-                         f"size {n}")
-    flat = np.where(flat < 0, flat + n, flat)
-    parts = []
-    i = 0
-    while i < len(flat):
-        j = i + 1
-        step = int(flat[j] - flat[i]) if j < len(flat) else 1
-        if step == 0:
-            step = 1
-            j = i + 1
-        else:
-            while j < len(flat) and flat[j] - flat[j - 1] == step:
-                j += 1
-        start = int(flat[i])
-        last = start + step * (j - i - 1)
-        parts.append(_slice_axis(x, ax, start, last + (1 if step > 0 else -1), step))
-        i = j
-    shape = tuple(x.shape)
-    if not parts:
-        r = _slice_axis(x, ax, 0, 0)
-    else:
-        r = _concat_t(parts, ax)
-    return _reshape_t(r, shape[:ax] + tuple(idx.shape) + shape[ax + 1:])
-
-
-@_op("a")
-def take(a, indices, axis=None, out=None, mode=None):
-    """Elements of a at concrete `indices` along axis (None: of the flattened
-    array).  Traced indices need a gather primitive (NotImplementedError)."""
-    if out is not None:
-        raise TypeError("cjit.numpy.take: out= is not supported")
-    x = _lift(_operand(a, "take"))
-    idx = _static_index(indices, "take")
-    if axis is None:
-        x = _reshape_t(x, (x.size,))
-        ax = 0
-    else:
-        ax = _norm_axis(axis, x.ndim)
-    return _gather_static(x, idx, ax, "take")

@@ -1,0 +1,376 @@
+"""Indexing at integer arrays, on the C graph's gather and scatter ops
+(csrc/graph_index.c): x[idx], x[i, j], x[:, idx], take, take_along_axis,
+and JAX's functional updates x.at[key].set/add/multiply/min/max/get/apply.
+
+Index semantics follow JAX: a negative index counts from the end; an
+index still out of range is clamped when reading (gather) and its update
+dropped when writing (.at[...].set/add/...), so nothing is read or written
+outside the array.  A concrete (NumPy) index that is out of range raises
+IndexError as NumPy does."""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from .._cjit import Tracer
+from ..api import current_trace
+from ._core import _error, _lift, _op, _reshape_t
+
+_INT_KINDS = "iu"
+
+
+# ---- the ops ----------------------------------------------------------------------
+
+def _gather(x, idx, axis):
+    return x.trace.apply("gather", x, idx, axis=axis)
+
+
+def _scatter(op, idx, upd, shape, axis=0, mode="drop"):
+    return upd.trace.apply(op, idx, upd, shape=tuple(shape), axis=axis, mode=mode)
+
+
+def _is_array_index(k):
+    """An integer (or boolean) array index: a Tracer, an ndarray, or a list."""
+    if isinstance(k, Tracer):
+        return k.ndim > 0 or np.dtype(k.dtype).kind in _INT_KINDS + "b"
+    return isinstance(k, (np.ndarray, list))
+
+
+def _index_tracer(k, n, who, x):
+    """An integer index array as a Tracer (a concrete one checked against n)."""
+    if isinstance(k, Tracer):
+        kind = np.dtype(k.dtype).kind
+        if kind == "b":
+            raise _error(NotImplementedError, who, "a traced boolean mask selects a number of elements "
+                         "known only when it runs; use cjit.numpy.where, or index with a concrete mask", x)
+        if kind not in _INT_KINDS:
+            raise _error(IndexError, who, f"arrays used as indices must be of integer type, got "
+                         f"{np.dtype(k.dtype).name}", x)
+        return k
+    a = np.asarray(k)
+    if a.dtype.kind not in _INT_KINDS:
+        if a.size == 0:
+            a = a.astype(np.int64)
+        else:
+            raise _error(IndexError, who, f"arrays used as indices must be of integer type, got "
+                         f"{a.dtype.name}", x)
+    if a.size and (a.min() < -n or a.max() >= n):
+        bad = a[(a < -n) | (a >= n)].flat[0]
+        raise _error(IndexError, who, f"index {int(bad)} is out of bounds for an axis of size {n}", x)
+    return _lift(a.astype(np.int64) if a.dtype.kind == "u" and a.dtype.itemsize >= 8 else a)
+
+
+def _wrap_clamp(i, n):
+    """i as gather reads it (negative from the end, clamped), as int64."""
+    from . import clip, where
+    i = i.astype("int64")
+    return clip(where(i < 0, i + n, i), 0, builtins.max(n - 1, 0))
+
+
+def _in_range(i, n):
+    from . import where
+    i = i.astype("int64")
+    i = where(i < 0, i + n, i)
+    return (i >= 0) & (i < n)
+
+
+# ---- x[key] -----------------------------------------------------------------------
+
+def _expand_key(key, ndim, who, x):
+    """key as a tuple of one entry per dim of x (slices for the rest); a
+    concrete boolean mask becomes its integer arrays.  None (new axes) and
+    an ellipsis next to array indices are expanded too."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, (np.ndarray, list)) and np.asarray(k).dtype == np.bool_:
+            out.extend(np.nonzero(np.asarray(k)))
+        else:
+            out.append(k)
+    if builtins.any(k is None for k in out):
+        raise _error(NotImplementedError, who, "None (a new axis) mixed with array indices is not supported; "
+                     "add the axis with cjit.numpy.expand_dims first", x)
+    nell = builtins.sum(1 for k in out if k is Ellipsis)
+    if nell > 1:
+        raise _error(IndexError, who, "an index can only have a single ellipsis ('...')", x)
+    real = builtins.sum(1 for k in out if k is not Ellipsis)
+    if real > ndim:
+        raise _error(IndexError, who, f"too many indices for array: array is {ndim}-dimensional, but "
+                     f"{real} were indexed", x)
+    if nell:
+        at = out.index(Ellipsis)
+        out[at:at + 1] = [slice(None)] * (ndim - real)
+    return tuple(out) + (slice(None),) * (ndim - len(out))
+
+
+def _advanced(x, key, who):
+    """x[key] for a key with integer arrays, and the bool mask of the
+    result's elements whose indices were in range (None when all must be)."""
+    from . import broadcast_arrays, moveaxis, transpose
+    from ._indexing import _getitem
+    key = _expand_key(key, x.ndim, who, x)
+    adv = [d for d, k in enumerate(key) if _is_array_index(k) or not isinstance(k, slice)]
+    # the slices first, every indexed dim kept whole
+    basic = tuple(slice(None) if d in adv else k for d, k in enumerate(key))
+    y = _getitem(x, basic) if builtins.any(k != slice(None) for k in basic) else x
+    shape = tuple(y.shape)
+    idx = [_index_tracer(key[d] if _is_array_index(key[d]) else operator.index(key[d]), shape[d], who, x)
+           for d in adv]
+    idx = list(broadcast_arrays(*idx)) if len(idx) > 1 else idx
+    ok = None
+    for d, i in zip(adv, idx):
+        r = _in_range(i, shape[d])
+        ok = r if ok is None else ok & r
+    def placed(r, pos):
+        """(r, the in-range mask shaped to broadcast against r)"""
+        if ok is None:
+            return r, pos, None
+        nb = len(tuple(ok.shape))
+        return r, pos, _reshape_t(ok, (1,) * pos + tuple(ok.shape) + (1,) * (r.ndim - pos - nb))
+
+    if len(adv) == 1:   # one dim: a gather along it, its index dims where it was
+        return placed(_gather(y, idx[0], adv[0]), adv[0])
+    # several: those dims moved to the front and merged, one linear index into them
+    lin = None
+    stride = 1
+    for d, i in reversed(list(zip(adv, idx))):
+        term = _wrap_clamp(i, shape[d]) * stride
+        lin = term if lin is None else lin + term
+        stride *= shape[d]
+    rest = [d for d in range(len(shape)) if d not in adv]
+    merged = _reshape_t(transpose(y, tuple(adv) + tuple(rest)), (stride,) + tuple(shape[d] for d in rest))
+    r = _gather(merged, lin, 0)
+    nb = len(tuple(lin.shape))
+    # adjacent indexed dims keep their place; others go first, as NumPy does
+    if adv == list(range(adv[0], adv[0] + len(adv))) and adv[0] > 0:
+        r = moveaxis(r, tuple(range(nb)), tuple(range(adv[0], adv[0] + nb)))
+        return placed(r, adv[0])
+    return placed(r, 0)
+
+
+def _getitem_advanced(x, key):
+    return _advanced(x, key, "getitem")[0]
+
+
+def _has_array_index(key):
+    items = key if isinstance(key, tuple) else (key,)
+    return builtins.any(_is_array_index(k) for k in items)
+
+
+# ---- take, take_along_axis ----------------------------------------------------------
+
+def _check_concrete(indices, a, axis, mode, who):
+    """Outside a trace, NumPy's IndexError for a concrete index out of range
+    (inside, the compiled take sees the indices as values)."""
+    if mode not in (None, "raise") or isinstance(indices, Tracer) or current_trace() is not None:
+        return
+    i, shape = np.asarray(indices), np.shape(a)
+    n = int(np.prod(shape)) if axis is None else shape[axis]
+    if i.size and i.dtype.kind in _INT_KINDS and (i.min() < -n or i.max() >= n):
+        bad = int(i[(i < -n) | (i >= n)].flat[0])
+        raise IndexError(f"cjit.numpy.{who}: index {bad} is out of bounds for axis {axis or 0} with size {n}")
+
+
+def take(a, indices, axis=None, out=None, mode=None):
+    """Elements of a at `indices` along axis (None: of the flattened array);
+    see _take."""
+    _check_concrete(indices, a, axis, mode, "take")
+    return _take(a, indices, axis, out, mode)
+
+
+def take_along_axis(arr, indices, axis, mode=None):
+    """out[..., j, ...] = arr[..., indices[..., j, ...], ...] along axis, as NumPy's."""
+    _check_concrete(indices, arr, axis, mode, "take_along_axis")
+    return _take_along_axis(arr, indices, axis, mode)
+
+
+@_op("a", "indices")
+def _take(a, indices, axis=None, out=None, mode=None):
+    """Elements of a at `indices` along axis (None: of the flattened array).
+    mode None (NumPy's: a negative index counts from the end; out of range
+    is an IndexError for concrete indices, clamped for traced ones), 'clip'
+    (clamped into [0, n)) or 'wrap' (modulo n)."""
+    from . import clip, remainder
+    if out is not None:
+        raise TypeError("cjit.numpy.take: out= is not supported")
+    x = _lift(a, "take")
+    if axis is None:
+        x = _reshape_t(x, (int(np.prod(x.shape)),))
+        ax = 0
+    else:
+        from ._core import _norm_axis
+        ax = _norm_axis(axis, x.ndim)
+    n = x.shape[ax]
+    if mode not in (None, "raise", "clip", "wrap", "fill", "promise_in_bounds"):
+        raise ValueError(f"cjit.numpy.take: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
+    if mode in ("clip", "wrap"):
+        i = indices if isinstance(indices, Tracer) else _lift(np.asarray(indices))
+        if np.dtype(i.dtype).kind not in _INT_KINDS:
+            raise _error(IndexError, "take", "indices must be integers", i)
+        i = clip(i, 0, n - 1) if mode == "clip" else remainder(i, n)
+    else:
+        i = _index_tracer(indices, n, "take", x)
+    return _gather(x, i, ax)
+
+
+@_op("arr", "indices")
+def _take_along_axis(arr, indices, axis, mode=None):
+    """out[..., j, ...] = arr[..., indices[..., j, ...], ...] along axis (the
+    other dims of indices broadcast against arr's), as NumPy's."""
+    from . import arange, broadcast_shapes, broadcast_to
+    from ._core import _norm_axis
+    x = _lift(arr, "take_along_axis")
+    if axis is None:
+        x = _reshape_t(x, (int(np.prod(x.shape)),))
+        axis = 0
+    ax = _norm_axis(axis, x.ndim)
+    i = _index_tracer(indices, x.shape[ax], "take_along_axis", x)
+    if i.ndim != x.ndim:
+        raise _error(ValueError, "take_along_axis", "indices and arr must have the same number of dimensions",
+                     x, i)
+    shape = list(broadcast_shapes(tuple(x.shape[:ax]) + (1,) + tuple(x.shape[ax + 1:]),
+                                  tuple(i.shape[:ax]) + (1,) + tuple(i.shape[ax + 1:])))
+    shape[ax] = i.shape[ax]
+    i = broadcast_to(i, tuple(shape))
+    # one linear index into the flattened arr
+    xs = list(x.shape)
+    big = [builtins.max(a, b) if d != ax else a for d, (a, b) in enumerate(zip(xs, shape))]
+    xb = broadcast_to(x, tuple(big)) if big != xs else x
+    lin, stride = None, 1
+    for d in reversed(range(len(big))):
+        if d == ax:
+            term = _wrap_clamp(i, big[d])
+        else:
+            coord = arange(shape[d]).reshape(tuple(shape[d] if e == d else 1 for e in range(len(shape))))
+            term = coord
+        term = term * stride
+        lin = term if lin is None else lin + term
+        stride *= big[d]
+    return _gather(_reshape_t(xb, (stride,)), lin, 0)
+
+
+# ---- x.at[key] ----------------------------------------------------------------------
+
+class _At:
+    """x.at: indexing it gives the updates of JAX's functional syntax."""
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, key):
+        return _AtIndex(self.x, key)
+
+    def __repr__(self):
+        return f"_At({self.x!r})"
+
+
+class _AtIndex:
+    """x.at[key]: .set, .add, .multiply/.mul, .divide, .power, .min, .max,
+    .apply and .get, each returning a new array (x itself is unchanged)."""
+
+    def __init__(self, x, key):
+        self.x, self.key = x, key
+
+    def _flat_targets(self, mode):
+        """(the flat index of every selected element, int64, the selection's
+        shape): iota indexed like x, out-of-range targets sent past the end
+        (dropped) unless mode is 'clip'."""
+        from . import arange, where
+        x = self.x
+        size = int(np.prod(x.shape))
+        iota = _reshape_t(arange(size), tuple(x.shape))
+        if _has_array_index(self.key):
+            lin, _, ok = _advanced(iota, self.key, "at")
+            if ok is not None and mode != "clip":
+                lin = where(ok, lin, size)
+        else:
+            from ._indexing import _getitem
+            lin = _getitem(iota, self.key)
+        return lin, size
+
+    def _scatter(self, op, values, mode):
+        from . import asarray, broadcast_to
+        x = self.x
+        lin, size = self._flat_targets(mode)
+        v = values if isinstance(values, Tracer) else _lift(
+            asarray(values) if isinstance(values, (list, tuple)) else values)
+        if np.dtype(v.dtype) != np.dtype(x.dtype):
+            v = v.astype(x.dtype)
+        v = broadcast_to(v, tuple(lin.shape))
+        n = int(np.prod(lin.shape))
+        m = "clip" if mode == "clip" else "drop"
+        return _scatter(op, _reshape_t(lin, (n,)), _reshape_t(v, (n,)), (size,), 0, m), size
+
+    def _done(self, flat):
+        return _reshape_t(flat, tuple(self.x.shape))
+
+    def _flat_x(self):
+        return _reshape_t(self.x, (int(np.prod(self.x.shape)),))
+
+    def get(self, mode=None, fill_value=None, **_):
+        from ._indexing import _getitem
+        if _has_array_index(self.key):
+            return _advanced(self.x, self.key, "at")[0]
+        return _getitem(self.x, self.key)
+
+    def add(self, values, mode=None, **_):
+        s, _n = self._scatter("scatter_add", values, mode)
+        return self._done(self._flat_x() + s)
+
+    def multiply(self, values, mode=None, **_):
+        s, _n = self._scatter("scatter_mul", values, mode)
+        return self._done(self._flat_x() * s)
+
+    mul = multiply
+
+    def divide(self, values, mode=None, **_):
+        from . import asarray, reciprocal
+        v = values if isinstance(values, Tracer) else asarray(values)
+        return self.multiply(reciprocal(v.astype(self.x.dtype) if hasattr(v, "astype") else v), mode)
+
+    def power(self, values, mode=None, **_):
+        from . import power
+        return self.set(power(self.get(), values), mode)
+
+    def min(self, values, mode=None, **_):
+        from . import minimum
+        s, _n = self._scatter("scatter_min", values, mode)
+        return self._done(minimum(self._flat_x(), s))
+
+    def max(self, values, mode=None, **_):
+        from . import maximum
+        s, _n = self._scatter("scatter_max", values, mode)
+        return self._done(maximum(self._flat_x(), s))
+
+    def set(self, values, mode=None, **_):
+        """With indices that repeat, a float array gets the mean of the
+        values given for one element and any other dtype the largest (JAX
+        leaves which one wins unspecified); the mean keeps it differentiable."""
+        from . import ones_like, where
+        x = self.x
+        dt = np.dtype(x.dtype)
+        xf = self._flat_x()
+        if dt.kind == "f":
+            s, _n = self._scatter("scatter_add", values, mode)
+            hits = _AtIndex(x, self.key)._scatter("scatter_add", ones_like(self.get()), mode)[0]
+            return self._done(where(hits > 0, s / where(hits > 0, hits, 1), xf))
+        s, _n = self._scatter("scatter_max", values, mode)
+        hit = _AtIndex(x.astype("int32") if dt == np.bool_ else x, self.key)
+        hits = hit._scatter("scatter_add", ones_like(hit.get()), mode)[0]
+        return self._done(where(hits > 0, s, xf))
+
+    def apply(self, func, mode=None, **_):
+        return self.set(func(self.get()), mode)
+
+
+def _at(x):
+    """Tracer.at (csrc/py_tracer.c forwards here)."""
+    if not isinstance(x, Tracer):
+        if current_trace() is None:
+            raise TypeError("x.at[...] needs a traced value; outside jit, update a NumPy copy instead")
+        x = _lift(x)
+    return _At(x)
