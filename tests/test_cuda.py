@@ -54,13 +54,14 @@ def lowered_of(fn, *args):
 
 def expected_entries(lowered):
     """PTX kernels the plan needs: one per kernel, plus an _init for each
-    reduction (a loop dim marked r in as_text).  Counted on the CPU's plan,
+    reduction (a loop dim marked r in as_text) and each scatter (it starts
+    from its identity too).  Counted on the CPU's plan,
     which has the same kernels (it only marks some to run as BLAS calls)."""
     n = 0
     for line in lowered.compile().as_text().splitlines():
         if "loops [" in line:
             loops = line.split("loops [", 1)[1].split("]", 1)[0]
-            n += 2 if "r" in loops else 1
+            n += 2 if "r" in loops or ": scatter_" in line else 1
     assert n > 0
     return n
 
@@ -246,6 +247,9 @@ def _programs(dt):
         "mlp": (_mlp, (f(16, 32), f(32, 64), f(64), f(64, 10), f(10))),
         # one kernel storing three values that share exp(x) (multi-output)
         "multi_output": (lambda x: (cnp.exp(x) + 1, cnp.exp(x) * 2, cnp.tanh(cnp.exp(x))), (f(64, 33),)),
+        # a gather fused into its consumer, and scatters (one thread: updates may collide)
+        "gather_scatter": (lambda e, t: (cnp.tanh(e[t]).sum(axis=1), e.at[t].add(1.0), e.at[:, t[:3]].max(0.5)),
+                           (f(50, 8), r.integers(-50, 50, 40))),
     }
 
 
