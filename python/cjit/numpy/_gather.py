@@ -292,24 +292,42 @@ class _AtIndex:
             lin = _getitem(iota, self.key)
         return lin, size
 
+    def _single_axis(self):
+        """(axis, index) when the key is one integer array with whole slices
+        around it (x.at[idx], x.at[:, idx]): one scatter along that axis, no
+        flat index per element.  None otherwise."""
+        key = self.key if isinstance(self.key, tuple) else (self.key,)
+        if Ellipsis in [k for k in key if not _is_array_index(k)]:
+            return None
+        arrays = [d for d, k in enumerate(key) if _is_array_index(k)]
+        if len(arrays) != 1 or len(key) > self.x.ndim or builtins.any(
+                not _is_array_index(k) and not (isinstance(k, slice) and k == slice(None)) for k in key):
+            return None
+        k = key[arrays[0]]
+        if not isinstance(k, Tracer) and np.asarray(k).dtype == np.bool_:
+            return None
+        return arrays[0], _index_tracer(k, self.x.shape[arrays[0]], "at", self.x)
+
     def _scatter(self, op, values, mode):
+        """The scatter of `values` at the key, of x's shape, starting from
+        op's identity."""
         from . import asarray, broadcast_to
         x = self.x
-        lin, size = self._flat_targets(mode)
         v = values if isinstance(values, Tracer) else _lift(
             asarray(values) if isinstance(values, (list, tuple)) else values)
         if np.dtype(v.dtype) != np.dtype(x.dtype):
             v = v.astype(x.dtype)
+        m = "clip" if mode == "clip" else "drop"
+        single = self._single_axis()
+        if single is not None:
+            ax, idx = single
+            shape = tuple(x.shape)
+            return _scatter(op, idx, broadcast_to(v, shape[:ax] + tuple(idx.shape) + shape[ax + 1:]), shape, ax, m)
+        lin, size = self._flat_targets(mode)
         v = broadcast_to(v, tuple(lin.shape))
         n = int(np.prod(lin.shape))
-        m = "clip" if mode == "clip" else "drop"
-        return _scatter(op, _reshape_t(lin, (n,)), _reshape_t(v, (n,)), (size,), 0, m), size
-
-    def _done(self, flat):
-        return _reshape_t(flat, tuple(self.x.shape))
-
-    def _flat_x(self):
-        return _reshape_t(self.x, (int(np.prod(self.x.shape)),))
+        flat = _scatter(op, _reshape_t(lin, (n,)), _reshape_t(v, (n,)), (size,), 0, m)
+        return _reshape_t(flat, tuple(x.shape))
 
     def get(self, mode=None, fill_value=None, **_):
         from ._indexing import _getitem
@@ -318,12 +336,10 @@ class _AtIndex:
         return _getitem(self.x, self.key)
 
     def add(self, values, mode=None, **_):
-        s, _n = self._scatter("scatter_add", values, mode)
-        return self._done(self._flat_x() + s)
+        return self.x + self._scatter("scatter_add", values, mode)
 
     def multiply(self, values, mode=None, **_):
-        s, _n = self._scatter("scatter_mul", values, mode)
-        return self._done(self._flat_x() * s)
+        return self.x * self._scatter("scatter_mul", values, mode)
 
     mul = multiply
 
@@ -338,13 +354,11 @@ class _AtIndex:
 
     def min(self, values, mode=None, **_):
         from . import minimum
-        s, _n = self._scatter("scatter_min", values, mode)
-        return self._done(minimum(self._flat_x(), s))
+        return minimum(self.x, self._scatter("scatter_min", values, mode))
 
     def max(self, values, mode=None, **_):
         from . import maximum
-        s, _n = self._scatter("scatter_max", values, mode)
-        return self._done(maximum(self._flat_x(), s))
+        return maximum(self.x, self._scatter("scatter_max", values, mode))
 
     def set(self, values, mode=None, **_):
         """With indices that repeat, a float array gets the mean of the
@@ -353,15 +367,14 @@ class _AtIndex:
         from . import ones_like, where
         x = self.x
         dt = np.dtype(x.dtype)
-        xf = self._flat_x()
         if dt.kind == "f":
-            s, _n = self._scatter("scatter_add", values, mode)
-            hits = _AtIndex(x, self.key)._scatter("scatter_add", ones_like(self.get()), mode)[0]
-            return self._done(where(hits > 0, s / where(hits > 0, hits, 1), xf))
-        s, _n = self._scatter("scatter_max", values, mode)
+            s = self._scatter("scatter_add", values, mode)
+            hits = self._scatter("scatter_add", ones_like(self.get()), mode)
+            return where(hits > 0, s / where(hits > 0, hits, 1), x)
+        s = self._scatter("scatter_max", values, mode)
         hit = _AtIndex(x.astype("int32") if dt == np.bool_ else x, self.key)
-        hits = hit._scatter("scatter_add", ones_like(hit.get()), mode)[0]
-        return self._done(where(hits > 0, s, xf))
+        hits = hit._scatter("scatter_add", ones_like(hit.get()), mode)
+        return where(hits > 0, s, x)
 
     def apply(self, func, mode=None, **_):
         return self.set(func(self.get()), mode)
