@@ -89,6 +89,7 @@ static const cj_batch_rule rules[CJ_NUM_OPS] = {
     [CJ_OP_REDUCE_MAX] = CJ_BATCH_SHIFT,
     [CJ_OP_REDUCE_MIN] = CJ_BATCH_SHIFT,
     [CJ_OP_MATMUL] = CJ_BATCH_MATMUL,
+    [CJ_OP_ARGSORT] = CJ_BATCH_SHIFT, /* rows along the last axis: a batch dim in front is more rows */
     [CJ_OP_GATHER] = CJ_BATCH_INDEX,
     [CJ_OP_SCATTER_ADD] = CJ_BATCH_INDEX,
     [CJ_OP_SCATTER_MUL] = CJ_BATCH_INDEX,

@@ -30,6 +30,7 @@
 #include "codegen_priv.h"
 #include "gemm_small.h"
 #include "mathlib.h"
+#include "rt.h"
 
 
 static LLVMValueRef new_function(cg *c, const char *name, LLVMValueRef *start, LLVMValueRef *end) {
@@ -228,14 +229,15 @@ bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
     return true;
 }
 
-/* A kernel that BLAS runs (blas.c): its function passes a constant
- * descriptor and its own arguments on to cj_rt_gemm. */
-static void emit_gemm_call(cg *c, int ki, LLVMValueRef start, LLVMValueRef end) {
-    int64_t desc[CJ_GEMM_DESC_LEN];
-    cj_blas_describe(&c->plan->kernels[ki], desc);
-    LLVMValueRef elems[CJ_GEMM_DESC_LEN];
-    for (int i = 0; i < CJ_GEMM_DESC_LEN; i++) elems[i] = LLVMConstInt(c->i64, (unsigned long long)desc[i], 1);
-    LLVMValueRef init = LLVMConstArray2(c->i64, elems, CJ_GEMM_DESC_LEN);
+/* A kernel the runtime runs (a BLAS gemm, blas.c; an argsort, sort_rt.c):
+ * its function passes a constant descriptor and its own arguments on to
+ * `fn` (void fn(const int64_t *desc, int64_t start, int64_t end, void *const *buffers)). */
+static void emit_runtime_call(cg *c, const char *fn, const int64_t *desc, int ndesc, LLVMValueRef start,
+                              LLVMValueRef end) {
+    LLVMValueRef elems[CJ_GEMM_DESC_LEN > CJ_SORT_DESC_LEN ? CJ_GEMM_DESC_LEN : CJ_SORT_DESC_LEN];
+    if (ndesc > (int)(sizeof elems / sizeof *elems)) ndesc = (int)(sizeof elems / sizeof *elems); /* never: the two above */
+    for (int i = 0; i < ndesc; i++) elems[i] = LLVMConstInt(c->i64, (unsigned long long)desc[i], 1);
+    LLVMValueRef init = LLVMConstArray2(c->i64, elems, (uint64_t)ndesc);
     char name[64];
     snprintf(name, sizeof name, "%s.desc", LLVMGetValueName(c->fn));
     LLVMValueRef global = LLVMAddGlobal(c->mod, LLVMTypeOf(init), name);
@@ -244,10 +246,16 @@ static void emit_gemm_call(cg *c, int ki, LLVMValueRef start, LLVMValueRef end) 
     LLVMSetLinkage(global, LLVMPrivateLinkage);
     LLVMTypeRef params[4] = {c->ptr, c->i64, c->i64, c->ptr};
     LLVMTypeRef fty = LLVMFunctionType(c->void_t, params, 4, 0);
-    LLVMValueRef callee = LLVMGetNamedFunction(c->mod, "cj_rt_gemm");
-    if (!callee) callee = LLVMAddFunction(c->mod, "cj_rt_gemm", fty);
+    LLVMValueRef callee = LLVMGetNamedFunction(c->mod, fn);
+    if (!callee) callee = LLVMAddFunction(c->mod, fn, fty);
     LLVMValueRef args[4] = {global, start, end, LLVMGetParam(c->fn, 2)};
     LLVMBuildCall2(c->b, fty, callee, args, 4, "");
+}
+
+static void emit_gemm_call(cg *c, int ki, LLVMValueRef start, LLVMValueRef end) {
+    int64_t desc[CJ_GEMM_DESC_LEN];
+    cj_blas_describe(&c->plan->kernels[ki], desc);
+    emit_runtime_call(c, "cj_rt_gemm", desc, CJ_GEMM_DESC_LEN, start, end);
 }
 
 /* A kernel with more elementary functions than this calls them (mathlib.c)
@@ -270,6 +278,13 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
         else emit_gemm_call(c, ki, start, end);
         LLVMBuildRetVoid(c->b);
         return true; /* beta = 0: no init */
+    }
+    if (k->sort) {
+        int64_t desc[CJ_SORT_DESC_LEN];
+        cj_sort_describe(c->plan, k, desc);
+        emit_runtime_call(c, "cj_rt_argsort", desc, CJ_SORT_DESC_LEN, start, end);
+        LLVMBuildRetVoid(c->b);
+        return true;
     }
     memset(c->buf_ptr, 0, sizeof(LLVMValueRef) * ((size_t)c->plan->nbuffers + 1));
     load_buffer_pointer(c, k->out_buffer);

@@ -277,12 +277,39 @@ static bool emit_scatter(fuser *f, int node, int buf) {
     return end_kernel(f, ev);
 }
 
+/* An argsort: one loop over the rows, each sorted by the runtime
+ * (sort_rt.c); the expression loads the row's first element, so that every
+ * pass sees the operand read (whole rows: never in place). */
+static bool emit_sort(fuser *f, int node, int buf) {
+    const cj_node *n = node_at(f, node);
+    int x = n->inputs[0];
+    if (f->node_buf[x] < 0) {
+        f->must_materialize = x;
+        return false;
+    }
+    int64_t len = n->shape.dims[n->shape.rank - 1], rows = len ? cj_shape_numel(&n->shape) / len : 0;
+    if (!begin_kernel(f, node, 1, &rows)) return false;
+    cj_kernel *k = f->k;
+    k->sort = true;
+    k->out_buffer = buf;
+    k->out_index.stride[0] = len;
+    cj_expr e;
+    memset(&e, 0, sizeof e);
+    e.kind = CJ_EX_LOAD;
+    e.dtype = node_at(f, x)->dtype;
+    e.buffer = f->node_buf[x];
+    e.index.stride[0] = len;
+    fuse_append_label(f, "argsort");
+    return end_kernel(f, fuse_add_expr(f, &e));
+}
+
 static bool emit_node(fuser *f, int node, int buf) {
     switch (cj_op_kind(node_at(f, node)->op)) {
     case CJ_OPKIND_REDUCE: return emit_reduce(f, node, buf);
     case CJ_OPKIND_MATMUL: return emit_matmul(f, node, buf);
     case CJ_OPKIND_CONCAT: return emit_concatenate(f, node, buf);
     case CJ_OPKIND_SCATTER: return emit_scatter(f, node, buf);
+    case CJ_OPKIND_SORT: return emit_sort(f, node, buf);
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE:
     case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE: case CJ_OPKIND_GATHER:
         break;

@@ -392,6 +392,7 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
         return cj_region_check(g, n);
     case CJ_OPKIND_GATHER:
     case CJ_OPKIND_SCATTER:
+    case CJ_OPKIND_SORT:
         return cj_index_check(g, n);
     case CJ_OPKIND_MATMUL: {
         const cj_shape *a = &in[0]->shape, *b = &in[1]->shape;

@@ -21,6 +21,7 @@ typedef enum {
     CJ_OPKIND_SELECT, CJ_OPKIND_CAST, CJ_OPKIND_MOVE, CJ_OPKIND_CONCAT,
     CJ_OPKIND_REDUCE, CJ_OPKIND_MATMUL,
     CJ_OPKIND_GATHER, CJ_OPKIND_SCATTER, /* indexing at an integer array (graph_index.c) */
+    CJ_OPKIND_SORT,     /* argsort: a kernel the runtime runs (sort_rt.c) */
     CJ_OPKIND_REGION    /* control flow: scan, while, cond and their results (regions.h) */
 } cj_opkind;
 
@@ -207,6 +208,9 @@ int cj_build_gather(cj_graph *g, int x, int idx, int axis, int loc, cj_error *er
  * update is dropped (else clamped). */
 int cj_build_scatter(cj_graph *g, cj_op op, int idx, int upd, int axis, const cj_shape *shape, bool drop, int loc,
                      cj_error *err);
+/* The int64 indices that sort each row of x along its last axis (stable;
+ * nan after every number, as NumPy). */
+int cj_build_argsort(cj_graph *g, int x, int loc, cj_error *err);
 /* The int64 index idx gives into a dim of n, as gather reads it (negative
  * from the end, then clamped into range); and whether it is in range (bool). */
 int cj_build_index_clamped(cj_graph *g, int idx, int64_t n, int loc, cj_error *err);

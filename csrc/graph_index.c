@@ -1,5 +1,5 @@
 /* graph_index.c - the builders of gather and the scatters (indexing at an
- * integer array), and the check graph.c makes of such a node.  Index
+ * integer array) and of argsort, and the check graph.c makes of such a node.  Index
  * semantics, shared by codegen: a negative index counts from the end;
  * gather clamps an index still out of range, a scatter clamps it or drops
  * its update (the node's `index` attribute). */
@@ -79,8 +79,26 @@ int cj_build_scatter(cj_graph *g, cj_op op, int idx, int upd, int axis, const cj
     return emit(g, op, u->dtype, u->weak, shape, in, 2, &at, loc, err);
 }
 
-/* See graph_priv.h: graph.c's check of a GATHER or SCATTER node. */
+/* See graph.h. */
+int cj_build_argsort(cj_graph *g, int x, int loc, cj_error *err) {
+    if (g == NULL) return cj_error_set(err, CJ_ERR_INTERNAL, "argsort: graph is NULL"), -1;
+    CHECK_ID(g, x, "argsort", loc, err);
+    const cj_node *a = &g->nodes[x];
+    char da[300];
+    if (a->shape.rank < 1)
+        return fail(g, err, CJ_ERR_VALUE, "argsort", loc, "needs an axis to sort along: operand %s",
+                    describe(a, da, sizeof da));
+    return emit(g, CJ_OP_ARGSORT, CJ_INT64, false, &a->shape, &x, 1, NULL, loc, err);
+}
+
+/* See graph_priv.h: graph.c's check of a GATHER, SCATTER or ARGSORT node. */
 const char *cj_index_check(const cj_graph *g, const cj_node *n) {
+    if (n->op == CJ_OP_ARGSORT) {
+        const cj_node *x = &g->nodes[n->inputs[0]];
+        if (n->dtype != CJ_INT64 || !cj_shape_equal(&n->shape, &x->shape) || n->shape.rank < 1)
+            return "argsort gives int64 indices of its operand's shape";
+        return NULL;
+    }
     bool gather = n->op == CJ_OP_GATHER;
     const cj_node *x = &g->nodes[n->inputs[0]], *idx = &g->nodes[n->inputs[gather ? 1 : 0]];
     const cj_node *upd = gather ? n : &g->nodes[n->inputs[1]];

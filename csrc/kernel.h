@@ -90,6 +90,8 @@ typedef struct {
     cj_store *also;         /* the other values it stores (multi-output), or NULL */
     int nalso;
     cj_scatter scatter;     /* on: a scatter's read-modify-write store */
+    bool sort;              /* an argsort: loop 0 runs over rows, each sorted by cj_rt_argsort
+                             * (sort_rt.c); its one expression loads the row being sorted */
     struct cj_loop_plan *loop; /* a scan, while or cond node: the runtime runs its bodies
                                 * (loops.h); no code of its own.  Owned. */
 } cj_kernel;
@@ -164,6 +166,9 @@ void cj_kernel_collapse(cj_kernel *k);
 /* How many of k's expressions are elementary functions evaluated by long
  * polynomials (CJ_OPF_LONG_MATH in ops.def): what makes a kernel costly to compile. */
 int cj_kernel_long_math(const cj_kernel *k);
+/* The descriptor an argsort kernel passes to cj_rt_argsort (sort_rt.c):
+ * CJ_SORT_DESC_LEN integers (rt.h). */
+void cj_sort_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc);
 /* Does kernel k accumulate into its output in a loop nest (so that the
  * output must hold the identity first)? */
 bool cj_kernel_needs_identity(const cj_kernel *k);

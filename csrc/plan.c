@@ -69,7 +69,8 @@ bool cj_kernel_needs_identity(const cj_kernel *k) { return (k->reduced != 0 && !
 
 /* See kernel.h. */
 bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
-    if (k->loop || k->gemm.on || k->reduced || k->nalso || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD) return false;
+    if (k->loop || k->gemm.on || k->sort || k->reduced || k->nalso || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD)
+        return false;
     if (p->buffers[k->exprs[0].buffer].dtype != p->buffers[k->out_buffer].dtype) return false;
     int64_t points = 1;
     for (int d = 0; d < k->rank; d++) points *= k->dims[d];

@@ -341,6 +341,9 @@ static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs
     case CJ_OPKIND_REGION:
         PyErr_Format(PyExc_TypeError, "apply('%s'): control flow is built by cjit.lax, not by apply", opname);
         return -1;
+    case CJ_OPKIND_SORT:
+        id = cj_build_argsort(g, xs[0], loc, &err);
+        break;
     case CJ_OPKIND_GATHER: {
         int axis = 0;
         if (ATTR(at, A_AXIS) != NULL && norm_axis(ATTR(at, A_AXIS), rank, opname, &axis) < 0)

@@ -25,5 +25,9 @@ int64_t cj_rt_ipow(int64_t base, int64_t exponent);
 void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op);
 /* A matmul kernel's gemm call (blas.c), for a block of rows. */
 void cj_rt_gemm(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+/* An argsort kernel (sort_rt.c), for rows [start, end): desc is
+ * cj_sort_describe's {input buffer, output buffer, row length, dtype}. */
+void cj_rt_argsort(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+#define CJ_SORT_DESC_LEN 4
 
 #endif

@@ -68,6 +68,7 @@ def _at(m, x, u, how):
 
 # name: (function of (module, *args), shapes of the args, domain fix, differentiable)
 OPS = {
+    "argsort": (lambda m, x: m.argsort(x, axis=-1, kind="stable"), [(3, 4)], None, False),
     "gather": (lambda m, x: m.take(x, _IDX, axis=1) * x[:, :1], [(3, 4)], None, True),
     "scatter_add": (lambda m, x, u: _at(m, x, u, "add"), [(3, 4), (3, 5)], None, True),
     "scatter_mul": (lambda m, x, u: _at(m, x, u, "multiply"), [(3, 4), (3, 5)], None, True),

@@ -26,7 +26,7 @@ __all__ = [
     "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "dot",
     "dot_general", "map", "associative_scan", "dynamic_slice", "dynamic_slice_in_dim",
     "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
-    "dynamic_update_index_in_dim",
+    "dynamic_update_index_in_dim", "sort", "sort_key_val", "top_k",
 ]
 
 # ---- elementwise ------------------------------------------------------------------
@@ -199,6 +199,37 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     key = [builtins.slice(None)] * nd
     key[axis % nd] = builtins.slice(index, index + 1) if keepdims else index
     return operand[tuple(key)]
+
+
+# ---- sorting (the argsort op) -------------------------------------------------------
+
+def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+    """Sorted along `dimension` (always stable); a tuple of operands is
+    sorted by its first num_keys, the others carried along."""
+    if not isinstance(operand, (tuple, list)):
+        return cnp.sort(operand, axis=dimension)
+    ops = [cnp.asarray(o) for o in operand]
+    if num_keys < 1 or num_keys > len(ops):
+        raise ValueError(f"cjit.lax.sort: num_keys must be in [1, {len(ops)}], got {num_keys}")
+    order = cnp.argsort(ops[num_keys - 1], axis=dimension)
+    for k in range(num_keys - 2, -1, -1):   # earlier keys sort last (stable), so they decide first
+        keyed = cnp.take_along_axis(ops[k], order, axis=dimension)
+        order = cnp.take_along_axis(order, cnp.argsort(keyed, axis=dimension), axis=dimension)
+    return tuple(cnp.take_along_axis(o, order, axis=dimension) for o in ops)
+
+
+def sort_key_val(keys, values, dimension=-1, is_stable=True):
+    return sort((keys, values), dimension, is_stable, 1)
+
+
+def top_k(operand, k):
+    """(the k largest values along the last axis, largest first; their
+    int32 indices), ties taken in index order, as lax.top_k."""
+    x = cnp.asarray(operand)
+    if not 0 <= k <= np.shape(x)[-1]:
+        raise ValueError(f"cjit.lax.top_k: k={k} is out of range for a last axis of {np.shape(x)[-1]}")
+    idx = cnp.argsort(x, axis=-1, descending=True)[..., :k]
+    return cnp.take_along_axis(x, idx, axis=-1), idx.astype("int32")
 
 
 # ---- slices at traced positions (gathers and scatters) ----------------------------

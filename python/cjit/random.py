@@ -532,19 +532,16 @@ def categorical(key, logits, axis=-1, shape=None):
 def permutation(key, x, axis=0, independent=False):
     """A random permutation of range(x) (an int) or of x's entries along
     axis: JAX's shuffle (ceil(3 ln n / ln(2**32 - 1)) rounds of a stable sort
-    by random uint32 keys).  It needs a sort, which cjit's core does not
-    have: outside jit it sorts with NumPy; inside jit it raises."""
+    by random uint32 keys), traced or not."""
+    from . import numpy as cnp
     data, _ = _unwrap(key, "permutation")
-    if isinstance(data, Tracer) or isinstance(x, Tracer):
-        raise NotImplementedError("cjit.random.permutation needs a sort primitive, which cjit does not "
-                                  "have yet: call it outside jit")
     if independent:
         raise NotImplementedError("cjit.random.permutation: independent=True is not supported")
     if isinstance(x, (int, np.integer)):
         arr = np.arange(x)
         axis = 0
     else:
-        arr = np.asarray(x)
+        arr = x if isinstance(x, Tracer) else np.asarray(x)
         if arr.ndim == 0:
             raise TypeError("cjit.random.permutation: x must be an int or an array of at least one "
                             "dimension")
@@ -555,6 +552,5 @@ def permutation(key, x, axis=0, independent=False):
     for _ in range(rounds):
         both = _split_impl(k, (2,))
         k, sub = both[0], both[1]
-        sort_keys = np.asarray(_bits_impl(sub, (n,)))
-        arr = np.take(arr, np.argsort(sort_keys, kind="stable"), axis=axis)
+        arr = cnp.take(arr, cnp.argsort(_bits_impl(sub, (n,))), axis=axis)
     return arr

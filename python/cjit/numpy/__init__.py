@@ -46,6 +46,7 @@ from ._selection import copy  # noqa: F401,E402  (shadows the module name on pur
 from ._vectorize import *  # noqa: F401,F403,E402
 from ._index_tricks import *  # noqa: F401,F403,E402
 from ._gather import take, take_along_axis, _at  # noqa: F401,E402
+from ._sorting import *  # noqa: F401,F403,E402
 from . import fft  # noqa: F401,E402  (the array API's fft extension)
 from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
 

@@ -1,7 +1,6 @@
-"""Functions whose result shape depends on the data (nonzero, unique_*) or
-that need a sort primitive the C core does not have yet (sort, argsort,
-searchsorted): outside jit they answer with NumPy's own result; inside a
-trace they raise NotImplementedError saying why."""
+"""Functions whose result shape depends on the data (nonzero, unique_*):
+outside jit they answer with NumPy's own result; inside a trace they raise
+NotImplementedError saying why."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +9,7 @@ from ..api import canonical_dtype, current_trace
 from .._cjit import Tracer
 
 __all__ = ["nonzero", "argwhere", "flatnonzero", "unique", "unique_all", "unique_counts",
-           "unique_inverse", "unique_values", "sort", "argsort", "searchsorted"]
+           "unique_inverse", "unique_values"]
 
 
 def _concrete(who, why, *xs):
@@ -26,7 +25,6 @@ def _concrete(who, why, *xs):
 
 
 _SHAPE = "its result's shape depends on the values"
-_SORT = "it needs a sort primitive, which the C core does not have yet"
 
 
 def nonzero(a):
@@ -71,28 +69,3 @@ def unique_inverse(x):
 def unique_values(x):
     (x,) = _concrete("unique_values", _SHAPE, x)
     return np.unique_values(x)
-
-
-def sort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
-    """Sorted copy (a stable sort; nan last, as NumPy)."""
-    (a,) = _concrete("sort", _SORT, a)
-    if descending:
-        return np.flip(np.sort(np.flip(a, axis), axis=axis, kind="stable"), axis)
-    return np.sort(a, axis=axis, kind="stable" if stable else kind)
-
-
-def argsort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
-    """Indices that sort a (stable; descending keeps equal elements in order)."""
-    (a,) = _concrete("argsort", _SORT, a)
-    if descending:
-        n = a.shape[axis]
-        r = np.flip(np.argsort(np.flip(a, axis), axis=axis, kind="stable"), axis)
-        return (n - 1 - r).astype(np.int64)
-    return np.argsort(a, axis=axis, kind="stable").astype(np.int64)
-
-
-def searchsorted(a, v, side="left", sorter=None):
-    (a, v) = _concrete("searchsorted", _SORT, a, v)
-    if sorter is not None:
-        (sorter,) = _concrete("searchsorted", _SORT, sorter)
-    return np.searchsorted(a, v, side=side, sorter=sorter).astype(np.int64)
