@@ -541,6 +541,31 @@ class _Gen:
         key = self.index_key(self.value(x).shape)
         return self.emit(f"{x}[{key}]")
 
+    def op_gather(self):
+        """take along an axis, or NumPy indexing with integer lists, at
+        concrete indices (negative ones too): the gather op."""
+        x = self.operand(lambda v: v.ndim >= 1 and min(v.shape) > 0)
+        if x is None:
+            return None
+        shape = self.value(x).shape
+        ax = self.draw(st.integers(0, len(shape) - 1))
+        n = shape[ax]
+        idx = [self.draw(st.integers(-n, n - 1)) for _ in range(self.draw(st.integers(1, 5)))]
+        if self.coin(2):
+            return self.emit(f"xp.take({x}, {idx}, axis={ax})")
+        key = ", ".join([":"] * ax + [str(idx)])
+        return self.emit(f"{x}[{key}]")
+
+    def op_sort(self):
+        """sort or argsort (stable) along an axis: the argsort op."""
+        x = self.operand(lambda v: v.ndim >= 1)
+        if x is None:
+            return None
+        ax = self.draw(st.integers(-1, self.value(x).ndim - 1))
+        if self.coin(2):
+            return self.emit(f"xp.sort({x}, axis={ax})")
+        return self.emit(f"xp.argsort({x}, axis={ax}, kind='stable')")
+
     def op_reshape(self):
         x = self.operand()
         v = self.value(x)
@@ -624,7 +649,7 @@ class _Gen:
 
     OPS = ["op_unary", "op_unary", "op_binary", "op_binary", "op_binary", "op_where", "op_clip",
            "op_astype", "op_reduce", "op_reduce", "op_matmul", "op_index", "op_reshape",
-           "op_transpose", "op_dims", "op_concat"]
+           "op_transpose", "op_dims", "op_concat", "op_gather", "op_sort"]
 
     def step(self):
         for _ in range(4):

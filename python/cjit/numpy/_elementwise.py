@@ -211,19 +211,21 @@ def astype(x, dtype, copy=True, *, device=None):
     return x.trace.apply("cast", x, dtype=dt.name)
 
 
-@_op("a", "a_min", "a_max", "min", "max")
-def clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None):
-    """a limited to [a_min, a_max] (either bound may be None)."""
+@_op("a", "min", "max", "a_min", "a_max")
+def clip(a, min=None, max=None, out=None, *, a_min=None, a_max=None):
+    """a limited to [min, max] (either bound may be None); NumPy's keyword
+    names a_min and a_max are accepted too."""
     if out is not None:
         raise TypeError("cjit.numpy.clip: out= is not supported")
-    if min is not None:
-        if a_min is not None:
+    if a_min is not None:
+        if min is not None:
             raise TypeError("cjit.numpy.clip: pass a_min or min, not both")
-        a_min = min
-    if max is not None:
-        if a_max is not None:
+        min = a_min
+    if a_max is not None:
+        if max is not None:
             raise TypeError("cjit.numpy.clip: pass a_max or max, not both")
-        a_max = max
+        max = a_max
+    a_min, a_max = min, max
     r = _lift(_operand(a, "clip"))
     if a_min is not None:
         r = r.trace.apply("maximum", r, _operand(a_min, "clip"))

@@ -21,9 +21,26 @@ def _dtype_of(x):
     return canonical_dtype(x)
 
 
+class _FInfo:
+    """A float dtype's limits as Python floats (the array API's finfo
+    object; NumPy's holds NumPy scalars)."""
+
+    def __init__(self, dt):
+        f = np.finfo(dt)
+        self.dtype = f.dtype
+        self.bits = int(f.bits)
+        self.eps, self.max, self.min = float(f.eps), float(f.max), float(f.min)
+        self.smallest_normal = self.tiny = float(f.smallest_normal)
+        self.resolution = float(f.resolution)
+        self.precision = int(f.precision)
+
+    def __repr__(self):
+        return f"finfo(dtype={self.dtype.name}, bits={self.bits}, eps={self.eps}, max={self.max})"
+
+
 def finfo(type):
-    """NumPy's finfo of a float dtype (or of an array's dtype)."""
-    return np.finfo(_dtype_of(type))
+    """The limits of a float dtype (or of an array's dtype), as Python floats."""
+    return _FInfo(_dtype_of(type))
 
 
 def iinfo(type):

@@ -387,8 +387,9 @@ def _broadcast_arrays(arrays):
 
 
 def broadcast_arrays(*arrays):
-    """The arrays broadcast against each other (a tuple)."""
-    return _broadcast_arrays(list(arrays))
+    """The arrays broadcast against each other, as a list (the array API
+    2023.12's type; JAX's too)."""
+    return list(_broadcast_arrays(list(arrays)))
 
 
 def _split_points(n, indices_or_sections, who, even):
