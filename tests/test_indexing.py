@@ -200,3 +200,16 @@ def test_dynamic_slices_in_a_loop():
     want = np.zeros_like(data)
     want[5:7] = 2 * data[5:7]
     np.testing.assert_allclose(g, want)
+
+
+def test_edges_empty_and_scalar_indices():
+    x = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(cjit.jit(lambda x, i: x[i])(x, np.int64(2)), x[2])   # a traced int
+    assert cjit.jit(lambda x, i: x[i, 1])(x, 2) == x[2, 1]   # a Python int argument is traced too
+    np.testing.assert_array_equal(cjit.jit(lambda x, i: x[i])(x, np.int64(-1)), x[-1])
+    empty = np.array([], dtype=np.int64)
+    assert cjit.jit(lambda x: x[empty])(x).shape == (0, 4)
+    np.testing.assert_array_equal(cjit.jit(lambda x: x.at[empty].add(1.0))(x), x)
+    np.testing.assert_array_equal(cjit.jit(lambda x: x.at[np.array([True, False, True])].set(0.0))(x),
+                                  np.where(np.array([True, False, True])[:, None], 0.0, x))
+    assert cjit.jit(lambda x: cnp.sort(x[:, :0]))(x).shape == (3, 0)
