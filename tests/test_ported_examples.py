@@ -182,6 +182,50 @@ def test_mnist_vae():
     assert history[2] > history[0] + 1.0
 
 
+def test_mnist_vae_epoch_in_one_jit():
+    """The example's own training epoch, as it is written: one jit around a
+    fori_loop whose body slices its batch at a traced offset
+    (lax.dynamic_slice_in_dim), splits keys, binarizes with bernoulli and
+    takes the gradient.  It equals the same steps run one by one."""
+    from cjit import lax, random
+    from cjit.example_libraries import optimizers, stax
+    enc_init, encode = stax.serial(stax.Dense(16), stax.Relu, stax.FanOut(2),
+                                   stax.parallel(stax.Dense(3), stax.serial(stax.Dense(3), stax.Softplus)))
+    dec_init, decode = stax.serial(stax.Dense(16), stax.Relu, stax.Dense(20))
+
+    def elbo(rng, params, images):
+        (enc, dec) = params
+        mu, sigmasq = encode(enc, images)
+        z = mu + cnp.sqrt(sigmasq) * random.normal(rng, mu.shape)
+        logits = decode(dec, z)
+        loglik = -cnp.sum(cnp.logaddexp(0.0, cnp.where(images, -1.0, 1.0) * logits))
+        return loglik + 0.5 * cnp.sum(1.0 + cnp.log(sigmasq) - mu ** 2 - sigmasq)
+
+    bs, nb = 4, 5
+    images = np.random.default_rng(0).random((bs * nb, 20))
+    key = random.PRNGKey(0)
+    params = (enc_init(key, (bs, 20))[1], dec_init(key, (bs, 3))[1])
+    opt_init, opt_update, get_params = optimizers.momentum(0.01, mass=0.9)
+
+    def body(i, carry, images):
+        rng, state = carry
+        rng, elbo_rng, data_rng = random.split(rng, 3)
+        batch = random.bernoulli(data_rng, lax.dynamic_slice_in_dim(images, (i % nb) * bs, bs))
+        g = cjit.grad(lambda p: -elbo(elbo_rng, p, batch) / bs)(get_params(state))
+        return rng, opt_update(i, g, state)
+
+    run_epoch = cjit.jit(lambda rng, state, images: lax.fori_loop(
+        0, nb, lambda i, c: body(i, c, images), (rng, state))[1])
+    got = get_params(run_epoch(key, opt_init(params), images))
+    step = cjit.jit(body)
+    carry = (key, opt_init(params))
+    for i in range(nb):
+        carry = step(np.int32(i), carry, images)
+    want = get_params(carry[1])
+    for a, b in zip(tree_util.tree_leaves(got), tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
 # ---- HIPS/autograd examples ------------------------------------------------------------
 
 def test_logistic_regression():
