@@ -58,10 +58,14 @@ typedef void (*dgemv_fn)(int, int, int, int, double, const double *, int, const 
  * spells every one with a "scipy_" prefix (so that it cannot clash with
  * another BLAS in the process); a library uses one spelling throughout,
  * the one under which cblas_sgemm is found. */
-enum { E_SGEMM, E_DGEMM, E_SGEMV, E_DGEMV, E_GET_PARALLEL, E_SET_THREADS, E_GET_CONFIG, E_COUNT };
+enum {
+    E_SGEMM, E_DGEMM, E_SGEMV, E_DGEMV, E_GET_PARALLEL, E_SET_THREADS, E_GET_CONFIG,
+    E_SPOTRF, E_DPOTRF, E_STRSM, E_DTRSM, E_COUNT
+};
 static const char *const entry_names[E_COUNT] = {
     "cblas_sgemm", "cblas_dgemm", "cblas_sgemv", "cblas_dgemv",
     "openblas_get_parallel", "openblas_set_num_threads", "openblas_get_config",
+    "LAPACKE_spotrf", "LAPACKE_dpotrf", "cblas_strsm", "cblas_dtrsm",
 };
 static const char *const prefixes[] = {"scipy_", ""};
 
@@ -74,6 +78,7 @@ static struct {
     dgemm_fn dgemm;
     sgemv_fn sgemv;         /* matrix-vector products, when the library has them */
     dgemv_fn dgemv;
+    void *potrf[2], *trsm[2]; /* [float32, float64]: LAPACKE's Cholesky and BLAS's triangular solve */
     bool serialize;         /* one call at a time (a sequential OpenBLAS) */
     pthread_mutex_t lock;   /* for serialize; also guards default_path and loaded */
     bool loaded;            /* blas_load has started: default_path is read */
@@ -174,6 +179,10 @@ static bool try_library(const char *name, char *why, size_t nwhy) {
     if (fn[E_SGEMV] && fn[E_DGEMV]) {
         blas.sgemv = (sgemv_fn)(uintptr_t)fn[E_SGEMV];
         blas.dgemv = (dgemv_fn)(uintptr_t)fn[E_DGEMV];
+    }
+    if (fn[E_SPOTRF] && fn[E_DPOTRF] && fn[E_STRSM] && fn[E_DTRSM]) {
+        blas.potrf[0] = fn[E_SPOTRF], blas.potrf[1] = fn[E_DPOTRF];
+        blas.trsm[0] = fn[E_STRSM], blas.trsm[1] = fn[E_DTRSM];
     }
     return true;
 }
@@ -389,4 +398,40 @@ void cj_rt_gemm(const int64_t *d, int64_t start, int64_t end, void *const *bufs)
         while (q > 0 && ++idx[q] == d[D_BATCH_DIMS + q]) idx[q--] = 0;
         if (q == 0) idx[0]++;
     }
+}
+
+/* ---- LAPACK and the triangular solve (linalg_rt.c calls these) ----------------- */
+
+enum { LAPACK_ROW_MAJOR = 101, CBLAS_LEFT = 141, CBLAS_UPPER = 121, CBLAS_LOWER = 122, CBLAS_NON_UNIT = 131,
+       CBLAS_UNIT = 132 };
+typedef int (*spotrf_fn)(int, char, int, float *, int);
+typedef int (*dpotrf_fn)(int, char, int, double *, int);
+typedef void (*strsm_fn)(int, int, int, int, int, int, int, float, const float *, int, float *, int);
+typedef void (*dtrsm_fn)(int, int, int, int, int, int, int, double, const double *, int, double *, int);
+
+/* See blas.h. */
+bool cj_lapack_available(void) {
+    pthread_once(&blas.once, blas_load);
+    return blas.potrf[0] != NULL;
+}
+
+/* See blas.h. */
+int cj_lapack_potrf(bool f64, int n, void *a) {
+    if (blas.serialize) pthread_mutex_lock(&blas.lock);
+    int info = f64 ? ((dpotrf_fn)(uintptr_t)blas.potrf[1])(LAPACK_ROW_MAJOR, 'L', n, a, n)
+                   : ((spotrf_fn)(uintptr_t)blas.potrf[0])(LAPACK_ROW_MAJOR, 'L', n, a, n);
+    if (blas.serialize) pthread_mutex_unlock(&blas.lock);
+    return info;
+}
+
+/* See blas.h. */
+void cj_blas_trsm(bool f64, bool lower, bool trans, bool unit, int n, int k, const void *a, void *b) {
+    int uplo = lower ? CBLAS_LOWER : CBLAS_UPPER, op = trans ? CBLAS_TRANS : CBLAS_NO_TRANS;
+    int diag = unit ? CBLAS_UNIT : CBLAS_NON_UNIT;
+    if (blas.serialize) pthread_mutex_lock(&blas.lock);
+    if (f64)
+        ((dtrsm_fn)(uintptr_t)blas.trsm[1])(CBLAS_ROW_MAJOR, CBLAS_LEFT, uplo, op, diag, n, k, 1.0, a, n, b, k);
+    else
+        ((strsm_fn)(uintptr_t)blas.trsm[0])(CBLAS_ROW_MAJOR, CBLAS_LEFT, uplo, op, diag, n, k, 1.0f, a, n, b, k);
+    if (blas.serialize) pthread_mutex_unlock(&blas.lock);
 }

@@ -50,4 +50,14 @@ void cj_blas_describe(const cj_kernel *k, int64_t *desc);
  * kernel ABI's arguments (codegen.h): loop-0 iterations [start, end). */
 /* cj_rt_gemm (rt.h) is defined in blas.c. */
 
+/* LAPACK's Cholesky (potrf) and BLAS's triangular solve (trsm), from the
+ * same library, when it has them (the scipy-openblas32 wheel does). */
+bool cj_lapack_available(void);
+/* a (n x n, row-major) replaced by its lower factor (the upper triangle
+ * left as it was); LAPACK's info: 0, or the order of a minor that is not
+ * positive definite. */
+int cj_lapack_potrf(bool f64, int n, void *a);
+/* b (n x k, row-major) replaced by op(a)^-1 b, a (n x n) triangular. */
+void cj_blas_trsm(bool f64, bool lower, bool trans, bool unit, int n, int k, const void *a, void *b);
+
 #endif

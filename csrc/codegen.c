@@ -234,7 +234,7 @@ bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
  * `fn` (void fn(const int64_t *desc, int64_t start, int64_t end, void *const *buffers)). */
 static void emit_runtime_call(cg *c, const char *fn, const int64_t *desc, int ndesc, LLVMValueRef start,
                               LLVMValueRef end) {
-    LLVMValueRef elems[CJ_GEMM_DESC_LEN > CJ_SORT_DESC_LEN ? CJ_GEMM_DESC_LEN : CJ_SORT_DESC_LEN];
+    LLVMValueRef elems[CJ_GEMM_DESC_LEN > CJ_CALL_DESC_LEN ? CJ_GEMM_DESC_LEN : CJ_CALL_DESC_LEN];
     if (ndesc > (int)(sizeof elems / sizeof *elems)) ndesc = (int)(sizeof elems / sizeof *elems); /* never: the two above */
     for (int i = 0; i < ndesc; i++) elems[i] = LLVMConstInt(c->i64, (unsigned long long)desc[i], 1);
     LLVMValueRef init = LLVMConstArray2(c->i64, elems, (uint64_t)ndesc);
@@ -279,10 +279,16 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
         LLVMBuildRetVoid(c->b);
         return true; /* beta = 0: no init */
     }
-    if (k->sort) {
-        int64_t desc[CJ_SORT_DESC_LEN];
-        cj_sort_describe(c->plan, k, desc);
-        emit_runtime_call(c, "cj_rt_argsort", desc, CJ_SORT_DESC_LEN, start, end);
+    if (k->call != CJ_CALL_NONE) {
+        if (k->call != CJ_CALL_ARGSORT && !cj_lapack_available())
+            return cj_error_set(c->err, CJ_ERR_VALUE, "%s needs LAPACK, from the OpenBLAS library cjit loads (the "
+                                "scipy-openblas32 wheel; cjit._cjit.blas_library() says which): none with it is loaded",
+                                k->label ? k->label : "linear algebra"), false;
+        int64_t desc[CJ_CALL_DESC_LEN];
+        cj_call_describe(c->plan, k, desc);
+        const char *fn = k->call == CJ_CALL_ARGSORT ? "cj_rt_argsort" : k->call == CJ_CALL_CHOLESKY ? "cj_rt_cholesky"
+                                                                                                   : "cj_rt_trisolve";
+        emit_runtime_call(c, fn, desc, CJ_CALL_DESC_LEN, start, end);
         LLVMBuildRetVoid(c->b);
         return true;
     }

@@ -178,7 +178,7 @@ static bool emit_gpu_point(cg *c, LLVMValueRef t) {
  * A kernel that cannot be split that way runs the CPU loop nest in thread 0. */
 bool emit_kernel_nvptx(cg *c, int ki, const char *prefix) {
     const cj_kernel *k = &c->plan->kernels[ki];
-    if (k->sort)
+    if (k->call)
         return cj_error_set(c->err, CJ_ERR_VALUE, "cuda: argsort (sort, argsort, top_k, median) runs on the CPU "
                             "only so far; compile this function for the CPU"), false;
     c->k = k;

@@ -277,30 +277,41 @@ static bool emit_scatter(fuser *f, int node, int buf) {
     return end_kernel(f, ev);
 }
 
-/* An argsort: one loop over the rows, each sorted by the runtime
- * (sort_rt.c); the expression loads the row's first element, so that every
- * pass sees the operand read (whole rows: never in place). */
-static bool emit_sort(fuser *f, int node, int buf) {
+/* A call kernel (kernel.h, cj_call): one loop over the rows (argsort) or
+ * the matrices of a batch (linear algebra), each handled by the runtime;
+ * an expression loads each operand's row or matrix, so that every pass
+ * sees the operands read (whole: never in place). */
+static bool emit_call(fuser *f, int node, int buf, cj_call call) {
     const cj_node *n = node_at(f, node);
-    int x = n->inputs[0];
-    if (f->node_buf[x] < 0) {
-        f->must_materialize = x;
-        return false;
-    }
-    int64_t len = n->shape.dims[n->shape.rank - 1], rows = len ? cj_shape_numel(&n->shape) / len : 0;
+    for (int a = 0; a < n->ninputs; a++)
+        if (f->node_buf[n->inputs[a]] < 0) {
+            f->must_materialize = n->inputs[a];
+            return false;
+        }
+    int trailing = call == CJ_CALL_ARGSORT ? 1 : 2; /* dims each call handles whole */
+    int64_t whole = 1, count = cj_shape_numel(&n->shape);
+    for (int d = n->shape.rank - trailing; d < n->shape.rank; d++) whole *= n->shape.dims[d];
+    int64_t rows = whole ? count / whole : 0;
     if (!begin_kernel(f, node, 1, &rows)) return false;
     cj_kernel *k = f->k;
-    k->sort = true;
+    k->call = call;
     k->out_buffer = buf;
-    k->out_index.stride[0] = len;
-    cj_expr e;
-    memset(&e, 0, sizeof e);
-    e.kind = CJ_EX_LOAD;
-    e.dtype = node_at(f, x)->dtype;
-    e.buffer = f->node_buf[x];
-    e.index.stride[0] = len;
-    fuse_append_label(f, "argsort");
-    return end_kernel(f, fuse_add_expr(f, &e));
+    k->out_index.stride[0] = whole;
+    int last = -1;
+    for (int a = 0; a < n->ninputs; a++) {
+        const cj_node *x = node_at(f, n->inputs[a]);
+        int64_t per = 1;
+        for (int d = x->shape.rank - trailing; d < x->shape.rank; d++) per *= x->shape.dims[d];
+        cj_expr e;
+        memset(&e, 0, sizeof e);
+        e.kind = CJ_EX_LOAD;
+        e.dtype = x->dtype;
+        e.buffer = f->node_buf[n->inputs[a]];
+        e.index.stride[0] = per;
+        if ((last = fuse_add_expr(f, &e)) < 0) break;
+    }
+    fuse_append_label(f, cj_op_name(n->op));
+    return end_kernel(f, last);
 }
 
 static bool emit_node(fuser *f, int node, int buf) {
@@ -309,7 +320,9 @@ static bool emit_node(fuser *f, int node, int buf) {
     case CJ_OPKIND_MATMUL: return emit_matmul(f, node, buf);
     case CJ_OPKIND_CONCAT: return emit_concatenate(f, node, buf);
     case CJ_OPKIND_SCATTER: return emit_scatter(f, node, buf);
-    case CJ_OPKIND_SORT: return emit_sort(f, node, buf);
+    case CJ_OPKIND_SORT: return emit_call(f, node, buf, CJ_CALL_ARGSORT);
+    case CJ_OPKIND_LINALG:
+        return emit_call(f, node, buf, node_at(f, node)->op == CJ_OP_CHOLESKY ? CJ_CALL_CHOLESKY : CJ_CALL_TRISOLVE);
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE:
     case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE: case CJ_OPKIND_GATHER:
         break;

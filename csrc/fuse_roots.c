@@ -24,7 +24,7 @@ static bool reads_at_own_index(const cj_node *c) {
     case CJ_OPKIND_CAST: case CJ_OPKIND_REDUCE:
         return true;
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_MATMUL:
-    case CJ_OPKIND_REGION: case CJ_OPKIND_GATHER: case CJ_OPKIND_SCATTER: case CJ_OPKIND_SORT:
+    case CJ_OPKIND_REGION: case CJ_OPKIND_GATHER: case CJ_OPKIND_SCATTER: case CJ_OPKIND_SORT: case CJ_OPKIND_LINALG:
         return false;
     }
     return false;
@@ -75,7 +75,7 @@ static bool elementwise_root(const cj_node *nd) {
     case CJ_OPKIND_CAST:
         return true;
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_REDUCE:
-    case CJ_OPKIND_MATMUL: case CJ_OPKIND_REGION: case CJ_OPKIND_GATHER: case CJ_OPKIND_SCATTER: case CJ_OPKIND_SORT:
+    case CJ_OPKIND_MATMUL: case CJ_OPKIND_REGION: case CJ_OPKIND_GATHER: case CJ_OPKIND_SCATTER: case CJ_OPKIND_SORT: case CJ_OPKIND_LINALG:
         return false;
     }
     return false;
@@ -221,9 +221,12 @@ void fuse_choose_roots(fuser *f, const bool *live, bool enabled) {
             if (counts) cost[i] = 0;
             continue;
         }
-        if (kind == CJ_OPKIND_GATHER || kind == CJ_OPKIND_SORT) { /* the operand is read anywhere: from memory */
-            int x = nd->inputs[0];
-            if (g->nodes[x].op != CJ_OP_PARAM && g->nodes[x].op != CJ_OP_ARRAY) f->root[x] = true;
+        if (kind == CJ_OPKIND_GATHER || kind == CJ_OPKIND_SORT || kind == CJ_OPKIND_LINALG) {
+            /* operands read anywhere (a gather's first, every one of a call): from memory */
+            for (int a = 0; a < (kind == CJ_OPKIND_LINALG ? nd->ninputs : 1); a++) {
+                int x = nd->inputs[a];
+                if (g->nodes[x].op != CJ_OP_PARAM && g->nodes[x].op != CJ_OP_ARRAY) f->root[x] = true;
+            }
         }
         if (!enabled) {
             f->root[i] = nd->op != CJ_OP_CONSTANT && nd->op != CJ_OP_IOTA;
@@ -231,11 +234,11 @@ void fuse_choose_roots(fuser *f, const bool *live, bool enabled) {
         }
         if (!counts) { /* out of memory for the counts: store everything */
             f->root[i] = computes || kind == CJ_OPKIND_REDUCE || kind == CJ_OPKIND_MATMUL || kind == CJ_OPKIND_CONCAT ||
-                         kind == CJ_OPKIND_SCATTER || kind == CJ_OPKIND_SORT;
+                         kind == CJ_OPKIND_SCATTER || kind == CJ_OPKIND_SORT || kind == CJ_OPKIND_LINALG;
             continue;
         }
         if (kind == CJ_OPKIND_REDUCE || kind == CJ_OPKIND_MATMUL || kind == CJ_OPKIND_CONCAT || kind == CJ_OPKIND_SCATTER ||
-            kind == CJ_OPKIND_SORT)
+            kind == CJ_OPKIND_SORT || kind == CJ_OPKIND_LINALG)
             f->root[i] = true;
         /* an output computed here is written once, straight into its array */
         if (kind != CJ_OPKIND_SOURCE)

@@ -394,6 +394,8 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
     case CJ_OPKIND_SCATTER:
     case CJ_OPKIND_SORT:
         return cj_index_check(g, n);
+    case CJ_OPKIND_LINALG:
+        return cj_linalg_check(g, n);
     case CJ_OPKIND_MATMUL: {
         const cj_shape *a = &in[0]->shape, *b = &in[1]->shape;
         int r = s->rank;

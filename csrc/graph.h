@@ -22,6 +22,7 @@ typedef enum {
     CJ_OPKIND_REDUCE, CJ_OPKIND_MATMUL,
     CJ_OPKIND_GATHER, CJ_OPKIND_SCATTER, /* indexing at an integer array (graph_index.c) */
     CJ_OPKIND_SORT,     /* argsort: a kernel the runtime runs (sort_rt.c) */
+    CJ_OPKIND_LINALG,   /* Cholesky, triangular solve: LAPACK/BLAS calls (linalg_rt.c) */
     CJ_OPKIND_REGION    /* control flow: scan, while, cond and their results (regions.h) */
 } cj_opkind;
 
@@ -208,6 +209,20 @@ int cj_build_gather(cj_graph *g, int x, int idx, int axis, int loc, cj_error *er
  * update is dropped (else clamped). */
 int cj_build_scatter(cj_graph *g, cj_op op, int idx, int upd, int axis, const cj_shape *shape, bool drop, int loc,
                      cj_error *err);
+/* The lower Cholesky factor of each matrix of a (..., n, n) float array. */
+int cj_build_cholesky(cj_graph *g, int a, int loc, cj_error *err);
+/* Flags of a triangular solve (the node's `index`). */
+enum { CJ_TRI_LOWER = 1, CJ_TRI_TRANSPOSE = 2, CJ_TRI_UNIT = 4 };
+/* x with op(a) x = b for a (..., n, n) triangular and b (..., n, k) of one
+ * float dtype and the same batch dims; flags CJ_TRI_*. */
+int cj_build_triangular_solve(cj_graph *g, int a, int b, int flags, int loc, cj_error *err);
+/* Pieces of the linear algebra derivative rules (graph_linalg.c): x with
+ * its last two dims swapped; x's lower (upper) triangle, without the
+ * diagonal when strict; and Phi(x), the lower triangle with its diagonal
+ * halved. */
+int cj_build_swap_last(cj_graph *g, int x, int loc, cj_error *err);
+int cj_build_triangle(cj_graph *g, int x, bool lower, bool strict, int loc, cj_error *err);
+int cj_build_phi(cj_graph *g, int x, int loc, cj_error *err);
 /* The int64 indices that sort each row of x along its last axis (stable;
  * nan after every number, as NumPy). */
 int cj_build_argsort(cj_graph *g, int x, int loc, cj_error *err);

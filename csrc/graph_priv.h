@@ -68,5 +68,7 @@ int coerce(cj_graph *g, const char *opname, int x, cj_dtype dt, const cj_shape *
 /* graph.c's check of a GATHER or SCATTER node (graph_index.c); NULL when
  * it is consistent. */
 const char *cj_index_check(const cj_graph *g, const cj_node *n);
+/* ... of a CHOLESKY or TRIANGULAR_SOLVE node (graph_linalg.c). */
+const char *cj_linalg_check(const cj_graph *g, const cj_node *n);
 
 #endif

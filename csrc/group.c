@@ -69,7 +69,7 @@ static bool joins_group(const cj_plan *p, int first, int k, const int *written_b
      * (with its epilogue).  This also keeps at most one activation of a
      * chain of layers per group, so layers still reuse each other's bytes. */
     if (kern->root_node >= 0 && p->graph && p->graph->nodes[kern->root_node].op == CJ_OP_MATMUL) return false;
-    if (kern->scatter.on || kern->sort || !stores_row_local(p, kern)) return false;
+    if (kern->scatter.on || kern->call || !stores_row_local(p, kern)) return false;
     /* buffers written by earlier stages must be read row by row (a gather
      * reads anywhere) */
     for (int e = 0; e < kern->nexprs; e++) {
@@ -115,7 +115,7 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         g->first = k;
         g->count = 1;
         const cj_kernel *head = &p->kernels[k];
-        bool can_lead = enabled && head->rank >= 1 && !(head->reduced & 1u) && !head->scatter.on && !head->sort && head->dims[0] >= 2 &&
+        bool can_lead = enabled && head->rank >= 1 && !(head->reduced & 1u) && !head->scatter.on && !head->call && head->dims[0] >= 2 &&
                         stores_row_local(p, head);
         note_writes(&p->kernels[k], k, written_by);
         while (can_lead && k + g->count < p->nkernels && joins_group(p, k, k + g->count, written_by))

@@ -363,7 +363,7 @@ done:
 /* Rough cost of compiling a kernel: LLVM's time grows with the
  * instructions, and a vectorized transcendental is many of them. */
 static int64_t kernel_compile_cost(const cj_kernel *k) {
-    if (k->gemm.on || k->sort) return 6; /* a call, but a function of its own (LLVM's time per function is ~2 ms) */
+    if (k->gemm.on || k->call) return 6; /* a call, but a function of its own (LLVM's time per function is ~2 ms) */
     return 4 + k->nexprs + 8 * (int64_t)cj_kernel_long_math(k);
 }
 

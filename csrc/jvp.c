@@ -217,6 +217,31 @@ static int jvp_scatter(jvp_ctx *c, const cj_node *n, int id, const int *t) {
                                           n->attrs.index == 1, c->loc, c->err);
 }
 
+/* dx = op(a)^-1 (db - op(da) x), da kept to a's triangle. */
+static int jvp_triangular_solve(jvp_ctx *c, const cj_node *n, int id, const int *t) {
+    int flags = n->attrs.index, loc = c->loc, r = t[1];
+    if (t[0] >= 0) {
+        int da = cj_build_triangle(c->g, t[0], flags & CJ_TRI_LOWER, flags & CJ_TRI_UNIT, loc, c->err);
+        if (flags & CJ_TRI_TRANSPOSE) da = cj_build_swap_last(c->g, da, loc, c->err);
+        int dax = da < 0 ? -1 : cj_build_matmul(c->g, da, id, loc, c->err);
+        r = r >= 0 ? bin(c, CJ_OP_SUB, r, dax) : un(c, CJ_OP_NEG, dax);
+    }
+    return r < 0 ? -1 : cj_build_triangular_solve(c->g, n->inputs[0], r, flags, loc, c->err);
+}
+
+/* dL = L Phi(L^-1 sym(dA) L^-T). */
+static int jvp_cholesky(jvp_ctx *c, const cj_node *n, int id, const int *t) {
+    (void)n;
+    int loc = c->loc, lo = CJ_TRI_LOWER;
+    int da = bin(c, CJ_OP_MUL, bin(c, CJ_OP_ADD, t[0], cj_build_swap_last(c->g, t[0], loc, c->err)), cst(c, 0.5));
+    int z = da < 0 ? -1 : cj_build_triangular_solve(c->g, id, da, lo, loc, c->err);               /* L^-1 dA */
+    int zt = cj_build_swap_last(c->g, z, loc, c->err);
+    int w = cj_build_swap_last(c->g, zt < 0 ? -1 : cj_build_triangular_solve(c->g, id, zt, lo, loc, c->err), loc,
+                               c->err);                                                             /* .. L^-T */
+    int p = cj_build_phi(c->g, w, loc, c->err);
+    return p < 0 ? -1 : cj_build_matmul(c->g, id, p, loc, c->err);
+}
+
 static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, const int *t) = {
     [CJ_OP_NAME] = jvp_linear,
     [CJ_OP_CAST] = jvp_cast,
@@ -250,6 +275,8 @@ static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, cons
     [CJ_OP_REDUCE_MIN] = jvp_reduce_maxmin,
     [CJ_OP_MATMUL] = jvp_matmul,
     [CJ_OP_GATHER] = jvp_gather,
+    [CJ_OP_CHOLESKY] = jvp_cholesky,
+    [CJ_OP_TRIANGULAR_SOLVE] = jvp_triangular_solve,
     [CJ_OP_SCATTER_ADD] = jvp_scatter,
     [CJ_OP_SCATTER_MUL] = jvp_scatter,
     [CJ_OP_SCATTER_MIN] = jvp_scatter,

@@ -75,6 +75,13 @@ typedef struct {
     int node;               /* the graph node whose value it is */
 } cj_store;
 
+/* Kernels whose code is a call into the runtime, for its block of loop 0:
+ * argsort (sort_rt.c: each row of the operand sorted), Cholesky and the
+ * triangular solve (linalg_rt.c: LAPACK/BLAS on each matrix of a batch).
+ * Their expressions are one load per operand (what each block reads), so
+ * every pass sees the operands read; they never write in place. */
+typedef enum { CJ_CALL_NONE, CJ_CALL_ARGSORT, CJ_CALL_CHOLESKY, CJ_CALL_TRISOLVE } cj_call;
+
 typedef struct {
     int rank;
     int64_t dims[CJ_MAX_RANK];
@@ -90,8 +97,7 @@ typedef struct {
     cj_store *also;         /* the other values it stores (multi-output), or NULL */
     int nalso;
     cj_scatter scatter;     /* on: a scatter's read-modify-write store */
-    bool sort;              /* an argsort: loop 0 runs over rows, each sorted by cj_rt_argsort
-                             * (sort_rt.c); its one expression loads the row being sorted */
+    cj_call call;           /* not CJ_CALL_NONE: a runtime function runs the kernel (see cj_call) */
     struct cj_loop_plan *loop; /* a scan, while or cond node: the runtime runs its bodies
                                 * (loops.h); no code of its own.  Owned. */
 } cj_kernel;
@@ -166,9 +172,13 @@ void cj_kernel_collapse(cj_kernel *k);
 /* How many of k's expressions are elementary functions evaluated by long
  * polynomials (CJ_OPF_LONG_MATH in ops.def): what makes a kernel costly to compile. */
 int cj_kernel_long_math(const cj_kernel *k);
-/* The descriptor an argsort kernel passes to cj_rt_argsort (sort_rt.c):
- * CJ_SORT_DESC_LEN integers (rt.h). */
-void cj_sort_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc);
+/* The descriptor a call kernel passes to its runtime function (rt.h):
+ * {operand buffer, second operand buffer or -1, output buffer, n (the
+ * operand's last dim), k (the second operand's last dim, else n), dtype,
+ * flags (the node's `index`: a triangular solve's)}, CJ_CALL_DESC_LEN
+ * integers. */
+#define CJ_CALL_DESC_LEN 7
+void cj_call_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc);
 /* Does kernel k accumulate into its output in a loop nest (so that the
  * output must hold the identity first)? */
 bool cj_kernel_needs_identity(const cj_kernel *k);

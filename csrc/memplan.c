@@ -203,7 +203,7 @@ static void store_in_place(cj_plan *p, const plan_facts *f, bool *hosts, int k, 
     const cj_kernel *kern = &p->kernels[k];
     cj_buffer *Y = &p->buffers[y];
     /* a scatter fills its output with the identity before it reads anything */
-    if (kern->loop || kern->reduced || kern->scatter.on || kern->sort || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1)
+    if (kern->loop || kern->reduced || kern->scatter.on || kern->call || Y->alias_of >= 0 || hosts[y] || f->writers[y] != 1)
         return;
     if (Y->kind != CJ_BUF_TEMP && Y->kind != CJ_BUF_OUTPUT) return;
     /* pass -1: an output over the donated argument of its own slot (a train

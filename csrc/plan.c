@@ -68,8 +68,21 @@ void cj_kernel_collapse(cj_kernel *k) {
 bool cj_kernel_needs_identity(const cj_kernel *k) { return (k->reduced != 0 && !k->gemm.on) || k->scatter.on; }
 
 /* See kernel.h. */
+void cj_call_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc) {
+    const cj_buffer *a = &p->buffers[k->exprs[0].buffer];
+    const cj_buffer *b = k->nexprs > 1 ? &p->buffers[k->exprs[1].buffer] : NULL;
+    desc[0] = k->exprs[0].buffer;
+    desc[1] = b ? k->exprs[1].buffer : -1;
+    desc[2] = k->out_buffer;
+    desc[3] = a->shape.rank > 0 ? a->shape.dims[a->shape.rank - 1] : 1;
+    desc[4] = b && b->shape.rank > 0 ? b->shape.dims[b->shape.rank - 1] : desc[3];
+    desc[5] = a->dtype;
+    desc[6] = p->graph && k->root_node >= 0 ? p->graph->nodes[k->root_node].attrs.index : 0;
+}
+
+/* See kernel.h. */
 bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
-    if (k->loop || k->gemm.on || k->sort || k->reduced || k->nalso || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD)
+    if (k->loop || k->gemm.on || k->call || k->reduced || k->nalso || k->nexprs != 1 || k->exprs[0].kind != CJ_EX_LOAD)
         return false;
     if (p->buffers[k->exprs[0].buffer].dtype != p->buffers[k->out_buffer].dtype) return false;
     int64_t points = 1;

@@ -336,7 +336,7 @@ static void put_kernel(cj_wbuf *w, const cj_kernel *k) {
     cj_put_int(w, k->scatter.index_expr);
     cj_put_int(w, k->scatter.stride);
     cj_put_int(w, k->scatter.dim);
-    cj_put_int(w, k->sort);
+    cj_put_int(w, k->call);
     cj_put_int(w, k->nalso);
     for (int i = 0; i < k->nalso; i++) {
         cj_put_int(w, k->also[i].expr);
@@ -388,7 +388,7 @@ static void get_kernel(cj_rbuf *r, cj_kernel *k, int nbuffers, int nnodes) {
     k->scatter.index_expr = (int)cj_get_int(r, 0, k->nexprs - 1);
     k->scatter.stride = cj_get_int(r, 0, INT64_MAX);
     k->scatter.dim = cj_get_int(r, 0, INT64_MAX);
-    k->sort = cj_get_int(r, 0, 1);
+    k->call = (cj_call)cj_get_int(r, CJ_CALL_NONE, CJ_CALL_TRISOLVE);
     int nalso = get_count(r);
     if (r->bad || nalso == 0) return;
     if (!(k->also = calloc((size_t)nalso, sizeof(cj_store)))) {

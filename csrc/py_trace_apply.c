@@ -34,11 +34,12 @@ static const unsigned attr_fields[NUM_ATTRS] = {
 
 /* The keywords op accepts: those of the attributes it uses (ops.def).  Ops
  * with a slot (PARAM, ARRAY) take none: Trace.param and Trace.array make them.
- * A scatter's `index` is its mode ("mode": 'drop' or 'clip'). */
+ * A scatter's `index` is its mode ("mode": 'drop' or 'clip'), a triangular
+ * solve's its flags ("mode": an int). */
 static unsigned attrs_allowed(cj_op op)
 {
     unsigned used = cj_op_attrs(op), allowed = 0;
-    if ((used & CJ_ATTR_INDEX) && cj_op_kind(op) != CJ_OPKIND_SCATTER)
+    if ((used & CJ_ATTR_INDEX) && cj_op_kind(op) != CJ_OPKIND_SCATTER && cj_op_kind(op) != CJ_OPKIND_LINALG)
         return 0;
     for (int i = 0; i < NUM_ATTRS; i++)
         if (used & attr_fields[i])
@@ -344,6 +345,16 @@ static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs
     case CJ_OPKIND_SORT:
         id = cj_build_argsort(g, xs[0], loc, &err);
         break;
+    case CJ_OPKIND_LINALG: {
+        /* apply('triangular_solve', a, b, mode=flags): CJ_TRI_LOWER 1, TRANSPOSE 2, UNIT 4 */
+        int64_t flags = 0;
+        if (op == CJ_OP_TRIANGULAR_SOLVE && ATTR(at, A_MODE) != NULL &&
+            attr_int64(ATTR(at, A_MODE), &flags, opname, "mode") < 0)
+            return -1;
+        id = op == CJ_OP_CHOLESKY ? cj_build_cholesky(g, xs[0], loc, &err)
+                                  : cj_build_triangular_solve(g, xs[0], xs[1], (int)flags, loc, &err);
+        break;
+    }
     case CJ_OPKIND_GATHER: {
         int axis = 0;
         if (ATTR(at, A_AXIS) != NULL && norm_axis(ATTR(at, A_AXIS), rank, opname, &axis) < 0)

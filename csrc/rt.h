@@ -25,9 +25,11 @@ int64_t cj_rt_ipow(int64_t base, int64_t exponent);
 void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op);
 /* A matmul kernel's gemm call (blas.c), for a block of rows. */
 void cj_rt_gemm(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
-/* An argsort kernel (sort_rt.c), for rows [start, end): desc is
- * cj_sort_describe's {input buffer, output buffer, row length, dtype}. */
+/* Call kernels (kernel.h, cj_call), for [start, end) of loop 0; desc is
+ * cj_call_describe's.  An argsort sorts rows (sort_rt.c); Cholesky and the
+ * triangular solve take matrices of a batch (linalg_rt.c). */
 void cj_rt_argsort(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
-#define CJ_SORT_DESC_LEN 4
+void cj_rt_cholesky(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+void cj_rt_trisolve(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
 
 #endif

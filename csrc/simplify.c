@@ -18,8 +18,10 @@ static bool same_attrs(const cj_node *a, const cj_node *b) {
     unsigned used = cj_op_attrs(a->op);
     size_t rank = (size_t)a->shape.rank;
     /* a slot (a PARAM or ARRAY) is its own value, whatever its number, and so
-     * is a region; a scatter's index is its mode */
-    if ((used & CJ_ATTR_INDEX) && (cj_op_kind(a->op) != CJ_OPKIND_SCATTER || x->index != y->index)) return false;
+     * is a region; a scatter's index is its mode, a triangular solve's its flags */
+    if ((used & CJ_ATTR_INDEX) && ((cj_op_kind(a->op) != CJ_OPKIND_SCATTER && cj_op_kind(a->op) != CJ_OPKIND_LINALG) ||
+                                   x->index != y->index))
+        return false;
     /* bitwise, so that nan equals nan and -0 differs from 0 */
     if ((used & CJ_ATTR_FVALUE) && memcmp(&x->fvalue, &y->fvalue, sizeof x->fvalue) != 0) return false;
     if ((used & CJ_ATTR_IVALUE) && x->ivalue != y->ivalue) return false;

@@ -37,21 +37,11 @@ DEFINE_SORT(sort_u32, uint32_t, (b < a))
 DEFINE_SORT(sort_u16, uint16_t, (b < a))
 DEFINE_SORT(sort_u8, uint8_t, (b < a)) /* bool too: one byte, 0 or 1 */
 
-/* See kernel.h. */
-void cj_sort_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc) {
-    int in = k->exprs[0].buffer;
-    const cj_buffer *b = &p->buffers[in];
-    desc[0] = in;
-    desc[1] = k->out_buffer;
-    desc[2] = b->shape.rank > 0 ? b->shape.dims[b->shape.rank - 1] : 1;
-    desc[3] = b->dtype;
-}
-
 /* See rt.h. */
 void cj_rt_argsort(const int64_t *desc, int64_t start, int64_t end, void *const *buffers) {
     const char *in = buffers[desc[0]];
-    int64_t *out = buffers[desc[1]], n = desc[2];
-    cj_dtype dt = (cj_dtype)desc[3];
+    int64_t *out = buffers[desc[2]], n = desc[3];
+    cj_dtype dt = (cj_dtype)desc[5];
     int64_t *tmp = n > 0 ? malloc(sizeof(int64_t) * (size_t)n) : NULL;
     if (n > 0 && !tmp) { /* no memory for the merge: the rows stay in order (cannot raise from here) */
         for (int64_t r = start; r < end; r++)

@@ -24,6 +24,7 @@
  *
  *   make -C tests/c check     (or: make -C tests/c build/test_ops) */
 #include "autodiff.h"
+#include "blas.h"
 #include "batching.h"
 #include "jvp.h"
 #include "codegen.h"
@@ -69,6 +70,7 @@ static int kind_arity(cj_opkind k) {
     case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_MATMUL: return 2;
     case CJ_OPKIND_GATHER: case CJ_OPKIND_SCATTER: return 2;
     case CJ_OPKIND_SORT: return 1;
+    case CJ_OPKIND_LINALG: return -3; /* one (cholesky) or two (a triangular solve) */
     case CJ_OPKIND_SELECT: return 3;
     case CJ_OPKIND_CONCAT: return -1;
     case CJ_OPKIND_REGION: return -1;
@@ -88,8 +90,8 @@ static void test_table(void) {
         if (flags & CJ_OPF_BITS)
             CHECK_MSG((flags & CJ_OPF_ZERO_GRAD) && (kind == CJ_OPKIND_UNARY || kind == CJ_OPKIND_BINARY),
                       "%s: a bitwise op is elementwise on integers, with a zero gradient", name);
-        CHECK_MSG(cj_op_arity(op) == kind_arity(kind), "%s: arity %d, its kind says %d", name, cj_op_arity(op),
-                  kind_arity(kind));
+        CHECK_MSG(cj_op_arity(op) == kind_arity(kind) || (kind == CJ_OPKIND_LINALG && cj_op_arity(op) >= 1),
+                  "%s: arity %d, its kind says %d", name, cj_op_arity(op), kind_arity(kind));
         /* a reduction or a scatter starts from its identity; nothing else has one */
         CHECK_MSG((kind == CJ_OPKIND_REDUCE || kind == CJ_OPKIND_SCATTER) == (cj_op_identity(op) != CJ_IDENTITY_NONE),
                   "%s: identity", name);
@@ -104,7 +106,8 @@ static void test_table(void) {
         if (flags & (CJ_OPF_LONG_MATH | CJ_OPF_FLOAT_MATH))
             CHECK_MSG(kind == CJ_OPKIND_UNARY || kind == CJ_OPKIND_BINARY, "%s: math is elementwise", name);
         /* slots belong to sources; a source's shape and dtype are given */
-        if (attrs & CJ_ATTR_INDEX) CHECK_MSG(kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_SCATTER, "%s: index", name);
+        if (attrs & CJ_ATTR_INDEX)
+            CHECK_MSG(kind == CJ_OPKIND_SOURCE || kind == CJ_OPKIND_SCATTER || kind == CJ_OPKIND_LINALG, "%s: index", name);
         if (kind == CJ_OPKIND_SOURCE)
             CHECK_MSG((attrs & CJ_ATTR_SHAPE) && (attrs & CJ_ATTR_DTYPE), "%s: a source's shape", name);
         /* a gradient rule, or a reason to have none */
@@ -221,6 +224,11 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
         return cj_build_matmul(g, x, IN(3, 2), -1, err);
     }
     case CJ_OP_ARGSORT: return cj_build_argsort(g, IN(2, 3), -1, err);
+    case CJ_OP_CHOLESKY: return cj_build_cholesky(g, IN(3, 3), -1, err);
+    case CJ_OP_TRIANGULAR_SOLVE: {
+        int a = IN(3, 3);
+        return cj_build_triangular_solve(g, a, IN(3, 2), CJ_TRI_LOWER, -1, err);
+    }
     case CJ_OP_GATHER: { /* rows of a (2, 3) picked by 4 indices along dim 1 */
         int x = IN(2, 3);
         return cj_build_gather(g, x, input(g, (cj_shape){1, {4}}, CJ_INT64, computed, err), 1, -1, err);
@@ -484,6 +492,12 @@ static bool differing_pair(cj_graph *g, cj_op op, unsigned field, int out[2]) {
             in[1] = input(g, (cj_shape){1, {2}}, CJ_INT64, false, &err);
             n.ninputs = 2;
             n.attrs.axis = k;
+        } else if (field == CJ_ATTR_INDEX && op == CJ_OP_TRIANGULAR_SOLVE) {
+            n.shape = shape2(2, 2);
+            in[0] = input(g, n.shape, n.dtype, false, &err);
+            in[1] = input(g, n.shape, n.dtype, false, &err);
+            n.ninputs = 2;
+            n.attrs.index = k ? CJ_TRI_LOWER : 0;
         } else if ((field == CJ_ATTR_AXIS || field == CJ_ATTR_INDEX) && kind == CJ_OPKIND_SCATTER) {
             n.shape = shape2(2, 2);
             in[0] = input(g, (cj_shape){1, {2}}, CJ_INT64, false, &err);
@@ -679,8 +693,12 @@ static void test_codegen(void) {
             cj_graph_set_outputs(g, &id, 1, &err);
             for (int fused = 0; fused < 2; fused++)
                 for (size_t t = 0; t < sizeof targets / sizeof *targets; t++) {
-                    /* argsort runs on the CPU only: the GPU refuses it, cleanly */
-                    bool expect = !(op == CJ_OP_ARGSORT && targets[t] == CJ_TARGET_NVPTX);
+                    /* argsort and the linear algebra run on the CPU only: the GPU refuses them, cleanly */
+                    bool expect = !(cj_op_kind(op) == CJ_OPKIND_SORT || cj_op_kind(op) == CJ_OPKIND_LINALG) ||
+                                  targets[t] != CJ_TARGET_NVPTX;
+                    /* the CPU's linear algebra needs LAPACK, which this binary finds only when a
+                     * libopenblas is on the loader's path (tests/test_linalg.py runs it) */
+                    if (cj_op_kind(op) == CJ_OPKIND_LINALG && targets[t] == CJ_TARGET_CPU) expect = cj_lapack_available();
                     int seen_before = seen;
                     CHECK_MSG(lower_and_generate(g, fused, targets[t], op, &seen) == expect,
                               "codegen of %s in dtype %d (%s%s)", cj_op_name(op), (int)all_dtypes[d],

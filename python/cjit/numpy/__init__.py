@@ -48,6 +48,7 @@ from ._index_tricks import *  # noqa: F401,F403,E402
 from ._gather import take, take_along_axis, _at  # noqa: F401,E402
 from ._sorting import *  # noqa: F401,F403,E402
 from . import fft  # noqa: F401,E402  (the array API's fft extension)
+from . import linalg  # noqa: F401,E402  (the array API's linalg extension)
 from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
 
 

@@ -1,0 +1,99 @@
+/* graph_linalg.c - the builders of the linear algebra ops (Cholesky, the
+ * triangular solve) and the check graph.c makes of their nodes.  Both work
+ * on the last two dims, with any batch dims in front. */
+#include "graph_priv.h"
+
+#include <string.h>
+
+static bool square(const cj_shape *s) { return s->rank >= 2 && s->dims[s->rank - 1] == s->dims[s->rank - 2]; }
+
+/* See graph.h. */
+int cj_build_cholesky(cj_graph *g, int a, int loc, cj_error *err) {
+    if (g == NULL) return cj_error_set(err, CJ_ERR_INTERNAL, "cholesky: graph is NULL"), -1;
+    CHECK_ID(g, a, "cholesky", loc, err);
+    const cj_node *x = &g->nodes[a];
+    char d[300];
+    if (!is_float(x->dtype))
+        return fail(g, err, CJ_ERR_TYPE, "cholesky", loc, "needs a float array, got %s", describe(x, d, sizeof d));
+    if (!square(&x->shape))
+        return fail(g, err, CJ_ERR_VALUE, "cholesky", loc, "needs square matrices in the last two dims, got %s",
+                    describe(x, d, sizeof d));
+    return emit(g, CJ_OP_CHOLESKY, x->dtype, false, &x->shape, &a, 1, NULL, loc, err);
+}
+
+/* See graph.h. */
+int cj_build_triangular_solve(cj_graph *g, int a, int b, int flags, int loc, cj_error *err) {
+    if (g == NULL) return cj_error_set(err, CJ_ERR_INTERNAL, "triangular_solve: graph is NULL"), -1;
+    CHECK_ID(g, a, "triangular_solve", loc, err);
+    CHECK_ID(g, b, "triangular_solve", loc, err);
+    const cj_node *x = &g->nodes[a], *y = &g->nodes[b];
+    char dx[300], dy[300];
+    if (!is_float(x->dtype) || x->dtype != y->dtype)
+        return fail(g, err, CJ_ERR_TYPE, "triangular_solve", loc, "needs float operands of one dtype, got %s and %s",
+                    describe(x, dx, sizeof dx), describe(y, dy, sizeof dy));
+    bool ok = square(&x->shape) && y->shape.rank == x->shape.rank &&
+              y->shape.dims[y->shape.rank - 2] == x->shape.dims[x->shape.rank - 1];
+    for (int d = 0; ok && d < x->shape.rank - 2; d++) ok = x->shape.dims[d] == y->shape.dims[d];
+    if (!ok)
+        return fail(g, err, CJ_ERR_VALUE, "triangular_solve", loc,
+                    "needs a (..., n, n) and a (..., n, k) with the same batch dims, got %s and %s",
+                    describe(x, dx, sizeof dx), describe(y, dy, sizeof dy));
+    if (flags & ~(CJ_TRI_LOWER | CJ_TRI_TRANSPOSE | CJ_TRI_UNIT))
+        return fail(g, err, CJ_ERR_VALUE, "triangular_solve", loc, "unknown flags %d", flags);
+    cj_attrs at;
+    memset(&at, 0, sizeof at);
+    at.index = flags;
+    int in[2] = {a, b};
+    return emit(g, CJ_OP_TRIANGULAR_SOLVE, x->dtype, false, &y->shape, in, 2, &at, loc, err);
+}
+
+/* See graph_priv.h. */
+const char *cj_linalg_check(const cj_graph *g, const cj_node *n) {
+    const cj_node *a = &g->nodes[n->inputs[0]];
+    if (!is_float(n->dtype) || a->dtype != n->dtype || !square(&a->shape)) return "needs square float matrices";
+    if (n->op == CJ_OP_CHOLESKY) return cj_shape_equal(&n->shape, &a->shape) ? NULL : "shape differs from the input's";
+    const cj_node *b = &g->nodes[n->inputs[1]];
+    if (b->dtype != n->dtype || !cj_shape_equal(&n->shape, &b->shape)) return "shape differs from b's";
+    if (n->attrs.index & ~7) return "unknown triangular solve flags";
+    return NULL;
+}
+
+/* ---- pieces of the derivative rules (autodiff.c, jvp.c) ------------------------ */
+
+/* x with its last two dims swapped. */
+int cj_build_swap_last(cj_graph *g, int x, int loc, cj_error *err) {
+    if (x < 0) return -1;
+    int r = g->nodes[x].shape.rank, perm[CJ_MAX_RANK];
+    for (int d = 0; d < r; d++) perm[d] = d;
+    perm[r - 2] = r - 1, perm[r - 1] = r - 2;
+    return cj_build_transpose(g, x, perm, loc, err);
+}
+
+/* x where (row, col) of its last two dims satisfies `keep` (row - col
+ * compared with 0: lower keeps row >= col, upper row <= col, strict drops
+ * the diagonal), times `diag` on the diagonal; 0 elsewhere. */
+static int triangle(cj_graph *g, int x, bool lower, bool strict, double diag, int loc, cj_error *err) {
+    if (x < 0) return -1;
+    cj_shape s = g->nodes[x].shape, scalar = {0, {0}};
+    cj_dtype dt = g->nodes[x].dtype;
+    int r = s.rank;
+    int row = cj_build_iota(g, &s, r - 2, CJ_INT64, loc, err), col = cj_build_iota(g, &s, r - 1, CJ_INT64, loc, err);
+    int in = row < 0 || col < 0 ? -1
+                                : cj_build_binary(g, strict ? (lower ? CJ_OP_GT : CJ_OP_LT) : (lower ? CJ_OP_GE : CJ_OP_LE),
+                                                  row, col, loc, err);
+    int zero = emit_constant(g, 0, 0, dt, false, &scalar, loc, err);
+    int kept = in < 0 || zero < 0 ? -1 : cj_build_select(g, in, x, zero, loc, err);
+    if (kept < 0 || diag == 1.0 || strict) return kept;
+    int on = cj_build_binary(g, CJ_OP_EQ, row, col, loc, err);
+    int scale = emit_constant(g, diag, (int64_t)diag, dt, false, &scalar, loc, err);
+    int scaled = scale < 0 ? -1 : cj_build_binary(g, CJ_OP_MUL, kept, scale, loc, err);
+    return on < 0 || scaled < 0 ? -1 : cj_build_select(g, on, scaled, kept, loc, err);
+}
+
+/* See graph.h. */
+int cj_build_triangle(cj_graph *g, int x, bool lower, bool strict, int loc, cj_error *err) {
+    return triangle(g, x, lower, strict, 1.0, loc, err);
+}
+
+/* See graph.h. */
+int cj_build_phi(cj_graph *g, int x, int loc, cj_error *err) { return triangle(g, x, true, false, 0.5, loc, err); }

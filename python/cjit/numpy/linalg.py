@@ -1,0 +1,187 @@
+"""cjit.numpy.linalg: the array API's linalg extension, as far as cjit has
+it.  Cholesky runs LAPACK's potrf (csrc/linalg_rt.c) and differentiates
+in C; the products, norms and matrix powers are compositions of cjit's
+ops.  Functions that need an LU, QR, eigen or singular value factorization
+raise NotImplementedError saying so."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ._core import _error, _lift, _op
+
+__all__ = ["cholesky", "matmul", "matrix_transpose", "tensordot", "vecdot", "outer", "cross", "diagonal",
+           "trace", "vector_norm", "matrix_norm", "norm", "matrix_power", "det", "slogdet", "inv", "solve",
+           "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv", "matrix_rank", "lstsq"]
+
+
+def _float(x, who):
+    x = _lift(x, who)
+    if np.dtype(x.dtype).kind != "f":
+        x = x.astype("float64")
+    return x
+
+
+@_op("x")
+def cholesky(x, /, *, upper=False):
+    """The Cholesky factor of each matrix in the last two dims: lower (x = L
+    L^T), or upper (x = U^T U).  Only the lower triangle of x is read; a
+    matrix that is not positive definite gives nan (as JAX's, where NumPy
+    raises).  Its gradient is that of a function of the symmetric part."""
+    a = _float(x, "linalg.cholesky")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise _error(np.linalg.LinAlgError, "linalg.cholesky", "needs square matrices in the last two dims", a)
+    L = a.trace.apply("cholesky", a)
+    return matrix_transpose(L) if upper else L
+
+
+def matmul(x1, x2, /):
+    from . import matmul as mm
+    return mm(x1, x2)
+
+
+def matrix_transpose(x, /):
+    from . import matrix_transpose as mt
+    return mt(x)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    from . import tensordot as td
+    return td(x1, x2, axes=axes)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    from . import vecdot as vd
+    return vd(x1, x2, axis=axis)
+
+
+def outer(x1, x2, /):
+    from . import outer as o
+    return o(x1, x2)
+
+
+def cross(x1, x2, /, *, axis=-1):
+    from . import cross as c
+    return c(x1, x2, axis=axis)
+
+
+def diagonal(x, /, *, offset=0):
+    """The diagonal of each matrix in the last two dims."""
+    from . import diagonal as d
+    return d(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sum of each matrix's diagonal (last two dims)."""
+    from . import sum as s
+    r = s(diagonal(x, offset=offset), axis=-1)
+    return r.astype(dtype) if dtype is not None else r
+
+
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """The p-norm over axis (all of them by default): ord 2, 1, inf, -inf,
+    0 (the count of nonzeros) or any other real p."""
+    from . import abs as abs_, max as max_, min as min_, sum as sum_
+    a = abs_(_float(x, "linalg.vector_norm"))
+    if ord == 2:
+        from . import sqrt
+        return sqrt(sum_(a * a, axis=axis, keepdims=keepdims))
+    if ord == 1:
+        return sum_(a, axis=axis, keepdims=keepdims)
+    if ord == np.inf:
+        return max_(a, axis=axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return min_(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return sum_((a != 0).astype(a.dtype), axis=axis, keepdims=keepdims)
+    return sum_(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """Norms of the matrices in the last two dims: 'fro', 1, -1, inf, -inf
+    (2, -2 and 'nuc' need singular values: NotImplementedError)."""
+    from . import abs as abs_, max as max_, min as min_, sqrt, sum as sum_
+    a = _float(x, "linalg.matrix_norm")
+    if ord == "fro":
+        r = sqrt(sum_(a * a, axis=(-2, -1), keepdims=keepdims))
+    elif ord in (1, -1):
+        col = sum_(abs_(a), axis=-2, keepdims=True)
+        r = (max_ if ord == 1 else min_)(col, axis=-1, keepdims=True)
+        r = r if keepdims else r.reshape(tuple(a.shape[:-2]))
+    elif ord in (np.inf, -np.inf):
+        row = sum_(abs_(a), axis=-1, keepdims=True)
+        r = (max_ if ord == np.inf else min_)(row, axis=-2, keepdims=True)
+        r = r if keepdims else r.reshape(tuple(a.shape[:-2]))
+    else:
+        raise NotImplementedError(f"cjit.numpy.linalg.matrix_norm: ord={ord!r} needs singular values, which "
+                                  f"cjit does not compute yet")
+    return r
+
+
+def norm(x, ord=None, axis=None, keepdims=False):
+    """NumPy's norm: a vector norm over one axis (or all of a 1-D x), a
+    matrix norm over two."""
+    nd = np.ndim(x)
+    if axis is None:
+        if ord is None or nd == 1:
+            return vector_norm(x, axis=None if ord is None else axis, keepdims=keepdims,
+                               ord=2 if ord is None else ord)
+        axis = (0, 1) if nd == 2 else None
+    if isinstance(axis, (tuple, list)) and len(axis) == 2:
+        from . import moveaxis
+        m = moveaxis(_lift(x, "linalg.norm"), tuple(axis), (-2, -1))
+        r = matrix_norm(m, keepdims=False, ord="fro" if ord is None else ord)
+        if keepdims:
+            from . import expand_dims
+            r = expand_dims(r, tuple(sorted(a % nd for a in axis)))
+        return r
+    return vector_norm(x, axis=axis, keepdims=keepdims, ord=2 if ord is None else ord)
+
+
+def matrix_power(x, n, /):
+    """x multiplied by itself n times (n >= 0; n = 0 gives the identity),
+    by repeated squaring."""
+    from . import broadcast_to, eye
+    n = operator.index(n)
+    a = _lift(x, "linalg.matrix_power")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise _error(ValueError, "linalg.matrix_power", "needs square matrices", a)
+    if n < 0:
+        raise NotImplementedError("cjit.numpy.linalg.matrix_power: a negative power needs an inverse (an LU "
+                                  "factorization), which cjit does not have yet")
+    result, base = None, a
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    if result is None:
+        result = broadcast_to(eye(a.shape[-1], dtype=a.dtype), tuple(a.shape))
+    return result
+
+
+def _needs(name, what):
+    def f(*args, **kwargs):
+        raise NotImplementedError(f"cjit.numpy.linalg.{name} needs {what}, which cjit does not have yet; "
+                                  f"cholesky (with cjit.scipy.linalg.cho_solve and solve_triangular) covers "
+                                  f"symmetric positive definite systems")
+    f.__name__ = name
+    f.__doc__ = f"Not available yet: needs {what} (raises NotImplementedError)."
+    return f
+
+
+det = _needs("det", "an LU factorization")
+slogdet = _needs("slogdet", "an LU factorization")
+inv = _needs("inv", "an LU factorization")
+solve = _needs("solve", "an LU factorization")
+lstsq = _needs("lstsq", "a QR or singular value factorization")
+eigh = _needs("eigh", "a symmetric eigensolver")
+eigvalsh = _needs("eigvalsh", "a symmetric eigensolver")
+svd = _needs("svd", "a singular value decomposition")
+svdvals = _needs("svdvals", "a singular value decomposition")
+qr = _needs("qr", "a QR factorization")
+pinv = _needs("pinv", "a singular value decomposition")
+matrix_rank = _needs("matrix_rank", "a singular value decomposition")
+
