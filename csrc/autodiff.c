@@ -687,33 +687,17 @@ static bool vjp_scatter(vjp_ctx *c, const rule_args *r) { /* each update's cotan
     return give(c, r, 1, ct);
 }
 
-/* x = op(a)^-1 b: b's cotangent is op(a)^-T g; a's is -(that) x^T (its
- * transpose when op transposes), kept to the triangle a is read from. */
+/* The linear algebra rules' pieces are builders (graph_linalg.c). */
 static bool vjp_triangular_solve(vjp_ctx *c, const rule_args *r) {
-    int flags = r->n.attrs.index, loc = c->loc;
-    bool trans = flags & CJ_TRI_TRANSPOSE;
-    int gb = cj_build_triangular_solve(c->g, r->X, r->g, flags ^ CJ_TRI_TRANSPOSE, loc, c->err);
-    if (!give(c, r, 1, gb)) return false;
-    if (!wants(c, r, 0)) return true;
-    int outer = trans ? cj_build_matmul(c->g, r->OUT, cj_build_swap_last(c->g, gb, loc, c->err), loc, c->err)
-                      : cj_build_matmul(c->g, gb, cj_build_swap_last(c->g, r->OUT, loc, c->err), loc, c->err);
-    int ga = cj_build_triangle(c->g, un(c, CJ_OP_NEG, outer), flags & CJ_TRI_LOWER, flags & CJ_TRI_UNIT, loc, c->err);
-    return give(c, r, 0, ga);
+    int ga = -1, gb = -1;
+    if (cj_build_triangular_solve_vjp(c->g, r->X, r->OUT, r->g, r->n.attrs.index, wants(c, r, 0) ? &ga : NULL, &gb,
+                                      c->loc, c->err) != CJ_OK)
+        return false;
+    return give(c, r, 1, gb) && (!wants(c, r, 0) || give(c, r, 0, ga));
 }
 
-/* L = chol(A): A's cotangent is sym(L^-T Phi(L^T g) L^-1), sym(S) = (S + S^T) / 2
- * (the gradient of a function of the symmetric matrix, as JAX's). */
 static bool vjp_cholesky(vjp_ctx *c, const rule_args *r) {
-    if (!wants(c, r, 0)) return true;
-    int L = r->OUT, loc = c->loc, lt = CJ_TRI_LOWER | CJ_TRI_TRANSPOSE;
-    int p = cj_build_phi(c->g, cj_build_matmul(c->g, cj_build_swap_last(c->g, L, loc, c->err), r->g, loc, c->err), loc,
-                         c->err);
-    int y = p < 0 ? -1 : cj_build_triangular_solve(c->g, L, p, lt, loc, c->err);          /* L^-T P */
-    int yt = cj_build_swap_last(c->g, y, loc, c->err);
-    int s = cj_build_swap_last(c->g, yt < 0 ? -1 : cj_build_triangular_solve(c->g, L, yt, lt, loc, c->err), loc,
-                               c->err);                                                   /* L^-T P L^-1 */
-    int sym = bin(c, CJ_OP_MUL, bin(c, CJ_OP_ADD, s, cj_build_swap_last(c->g, s, loc, c->err)), cst(c, 0.5));
-    return give(c, r, 0, sym);
+    return !wants(c, r, 0) || give(c, r, 0, cj_build_cholesky_vjp(c->g, r->OUT, r->g, c->loc, c->err));
 }
 
 /* Every op with a gradient: sources have none and ops flagged

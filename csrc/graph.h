@@ -223,6 +223,12 @@ int cj_build_triangular_solve(cj_graph *g, int a, int b, int flags, int loc, cj_
 int cj_build_swap_last(cj_graph *g, int x, int loc, cj_error *err);
 int cj_build_triangle(cj_graph *g, int x, bool lower, bool strict, int loc, cj_error *err);
 int cj_build_phi(cj_graph *g, int x, int loc, cj_error *err);
+/* The reverse-mode rules of the two ops (autodiff.c calls them): a's and
+ * b's cotangents of x = op(a)^-1 b given x's (ga NULL: only b's), and A's
+ * of L = chol(A) given L's. */
+cj_status cj_build_triangular_solve_vjp(cj_graph *g, int a, int x, int ct, int flags, int *ga, int *gb, int loc,
+                                        cj_error *err);
+int cj_build_cholesky_vjp(cj_graph *g, int L, int ct, int loc, cj_error *err);
 /* The int64 indices that sort each row of x along its last axis (stable;
  * nan after every number, as NumPy). */
 int cj_build_argsort(cj_graph *g, int x, int loc, cj_error *err);

@@ -97,3 +97,32 @@ int cj_build_triangle(cj_graph *g, int x, bool lower, bool strict, int loc, cj_e
 
 /* See graph.h. */
 int cj_build_phi(cj_graph *g, int x, int loc, cj_error *err) { return triangle(g, x, true, false, 0.5, loc, err); }
+
+/* See graph.h.  x = op(a)^-1 b: b's cotangent is op(a)^-T g; a's is
+ * -(that) x^T (-x (that)^T when op transposes), kept to a's triangle. */
+cj_status cj_build_triangular_solve_vjp(cj_graph *g, int a, int x, int ct, int flags, int *ga, int *gb, int loc,
+                                        cj_error *err) {
+    *gb = cj_build_triangular_solve(g, a, ct, flags ^ CJ_TRI_TRANSPOSE, loc, err);
+    if (*gb < 0 || !ga) return err->status;
+    int outer = flags & CJ_TRI_TRANSPOSE ? cj_build_matmul(g, x, cj_build_swap_last(g, *gb, loc, err), loc, err)
+                                         : cj_build_matmul(g, *gb, cj_build_swap_last(g, x, loc, err), loc, err);
+    int neg = outer < 0 ? -1 : cj_build_unary(g, CJ_OP_NEG, outer, loc, err);
+    *ga = cj_build_triangle(g, neg, flags & CJ_TRI_LOWER, flags & CJ_TRI_UNIT, loc, err);
+    return err->status;
+}
+
+/* See graph.h.  L = chol(A): A's cotangent is sym(L^-T Phi(L^T g) L^-1),
+ * sym(S) = (S + S^T) / 2: the gradient of a function of A's symmetric part,
+ * as JAX's. */
+int cj_build_cholesky_vjp(cj_graph *g, int L, int ct, int loc, cj_error *err) {
+    cj_shape scalar = {0, {0}};
+    int lt = CJ_TRI_LOWER | CJ_TRI_TRANSPOSE;
+    int ltg = cj_build_matmul(g, cj_build_swap_last(g, L, loc, err), ct, loc, err);
+    int p = ltg < 0 ? -1 : cj_build_phi(g, ltg, loc, err);
+    int y = p < 0 ? -1 : cj_build_triangular_solve(g, L, p, lt, loc, err);                  /* L^-T P */
+    int yt = cj_build_swap_last(g, y, loc, err);
+    int s = cj_build_swap_last(g, yt < 0 ? -1 : cj_build_triangular_solve(g, L, yt, lt, loc, err), loc, err); /* .. L^-1 */
+    int both = s < 0 ? -1 : cj_build_binary(g, CJ_OP_ADD, s, cj_build_swap_last(g, s, loc, err), loc, err);
+    int half = emit_constant(g, 0.5, 0, g->nodes[L].dtype, false, &scalar, loc, err);
+    return both < 0 || half < 0 ? -1 : cj_build_binary(g, CJ_OP_MUL, both, half, loc, err);
+}
