@@ -24,7 +24,7 @@ def _float(x, who):
 
 
 @_op("x")
-def cholesky(x, /, *, upper=False):
+def cholesky(x, *, upper=False):
     """The Cholesky factor of each matrix in the last two dims: lower (x = L
     L^T), or upper (x = U^T U).  Only the lower triangle of x is read; a
     matrix that is not positive definite gives nan (as JAX's, where NumPy
