@@ -42,6 +42,13 @@ def test_cholesky_is_lapacks(dtype, batch):
         np.testing.assert_allclose(cjit.jit(cl.cholesky)(a), sl.cholesky(a), rtol=tol, atol=tol)
 
 
+def test_eager_calls_outside_jit():
+    a, b = spd(), RNG.standard_normal(6)
+    np.testing.assert_allclose(cnp.linalg.cholesky(a), np.linalg.cholesky(a), rtol=1e-12)
+    np.testing.assert_allclose(cl.solve_triangular(np.linalg.cholesky(a), b, lower=True),
+                               sl.solve_triangular(np.linalg.cholesky(a), b, lower=True), rtol=1e-12)
+
+
 def test_not_positive_definite_gives_nan_and_bad_input_raises():
     a = -spd()
     assert np.isnan(cjit.jit(cnp.linalg.cholesky)(a)).all()
