@@ -137,7 +137,9 @@ def vecdot(x1, x2, axis=-1):
     if p.dtype == _BOOL:
         p = p.trace.apply("cast", p, dtype="int64")
         return p.trace.apply("ne", p.trace.apply("reduce_sum", p, axes=(ax,)), 0)
-    return p.trace.apply("reduce_sum", p, axes=(ax,))
+    r = p.trace.apply("reduce_sum", p, axes=(ax,))
+    # the array API keeps the operands' type (a sum of narrow ints is int64 in the reduction)
+    return r if r.dtype == p.dtype else r.trace.apply("cast", r, dtype=p.dtype.name)
 
 
 @_op("a", "b")

@@ -66,20 +66,23 @@ def cross(x1, x2, /, *, axis=-1):
     return c(x1, x2, axis=axis)
 
 
-def diagonal(x, /, *, offset=0):
+@_op("x")
+def diagonal(x, *, offset=0):
     """The diagonal of each matrix in the last two dims."""
     from . import diagonal as d
     return d(x, offset=offset, axis1=-2, axis2=-1)
 
 
-def trace(x, /, *, offset=0, dtype=None):
+@_op("x")
+def trace(x, *, offset=0, dtype=None):
     """The sum of each matrix's diagonal (last two dims)."""
     from . import sum as s
     r = s(diagonal(x, offset=offset), axis=-1)
     return r.astype(dtype) if dtype is not None else r
 
 
-def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+@_op("x")
+def vector_norm(x, *, axis=None, keepdims=False, ord=2):
     """The p-norm over axis (all of them by default): ord 2, 1, inf, -inf,
     0 (the count of nonzeros) or any other real p."""
     from . import abs as abs_, max as max_, min as min_, sum as sum_
@@ -98,7 +101,8 @@ def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     return sum_(a ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 
 
-def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+@_op("x")
+def matrix_norm(x, *, keepdims=False, ord="fro"):
     """Norms of the matrices in the last two dims: 'fro', 1, -1, inf, -inf
     (2, -2 and 'nuc' need singular values: NotImplementedError)."""
     from . import abs as abs_, max as max_, min as min_, sqrt, sum as sum_
@@ -119,6 +123,7 @@ def matrix_norm(x, /, *, keepdims=False, ord="fro"):
     return r
 
 
+@_op("x")
 def norm(x, ord=None, axis=None, keepdims=False):
     """NumPy's norm: a vector norm over one axis (or all of a 1-D x), a
     matrix norm over two."""
@@ -139,7 +144,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return vector_norm(x, axis=axis, keepdims=keepdims, ord=2 if ord is None else ord)
 
 
-def matrix_power(x, n, /):
+@_op("x")
+def matrix_power(x, n):
     """x multiplied by itself n times (n >= 0; n = 0 gives the identity),
     by repeated squaring."""
     from . import broadcast_to, eye
