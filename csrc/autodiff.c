@@ -696,6 +696,10 @@ static bool vjp_triangular_solve(vjp_ctx *c, const rule_args *r) {
     return give(c, r, 1, gb) && (!wants(c, r, 0) || give(c, r, 0, ga));
 }
 
+static bool vjp_lu(vjp_ctx *c, const rule_args *r) {
+    return !wants(c, r, 0) || give(c, r, 0, cj_build_lu_vjp(c->g, r->X, r->OUT, r->g, c->loc, c->err));
+}
+
 static bool vjp_cholesky(vjp_ctx *c, const rule_args *r) {
     return !wants(c, r, 0) || give(c, r, 0, cj_build_cholesky_vjp(c->g, r->OUT, r->g, c->loc, c->err));
 }
@@ -739,6 +743,7 @@ static const struct {
     [CJ_OP_MATMUL] = {vjp_matmul, READS_X | READS_Y},
     [CJ_OP_GATHER] = {vjp_gather, READS_Y},
     [CJ_OP_CHOLESKY] = {vjp_cholesky, READS_OUT},
+    [CJ_OP_LU] = {vjp_lu, READS_X | READS_OUT},
     [CJ_OP_TRIANGULAR_SOLVE] = {vjp_triangular_solve, READS_X | READS_OUT},
     [CJ_OP_SCATTER_ADD] = {vjp_scatter, READS_X},
     [CJ_OP_SCATTER_MUL] = {vjp_scatter, READS_X | READS_Y},

@@ -60,12 +60,12 @@ typedef void (*dgemv_fn)(int, int, int, int, double, const double *, int, const 
  * the one under which cblas_sgemm is found. */
 enum {
     E_SGEMM, E_DGEMM, E_SGEMV, E_DGEMV, E_GET_PARALLEL, E_SET_THREADS, E_GET_CONFIG,
-    E_SPOTRF, E_DPOTRF, E_STRSM, E_DTRSM, E_COUNT
+    E_SPOTRF, E_DPOTRF, E_STRSM, E_DTRSM, E_SGETRF, E_DGETRF, E_COUNT
 };
 static const char *const entry_names[E_COUNT] = {
     "cblas_sgemm", "cblas_dgemm", "cblas_sgemv", "cblas_dgemv",
     "openblas_get_parallel", "openblas_set_num_threads", "openblas_get_config",
-    "LAPACKE_spotrf", "LAPACKE_dpotrf", "cblas_strsm", "cblas_dtrsm",
+    "LAPACKE_spotrf", "LAPACKE_dpotrf", "cblas_strsm", "cblas_dtrsm", "LAPACKE_sgetrf", "LAPACKE_dgetrf",
 };
 static const char *const prefixes[] = {"scipy_", ""};
 
@@ -78,7 +78,7 @@ static struct {
     dgemm_fn dgemm;
     sgemv_fn sgemv;         /* matrix-vector products, when the library has them */
     dgemv_fn dgemv;
-    void *potrf[2], *trsm[2]; /* [float32, float64]: LAPACKE's Cholesky and BLAS's triangular solve */
+    void *potrf[2], *trsm[2], *getrf[2]; /* [float32, float64]: LAPACKE's Cholesky and LU, BLAS's triangular solve */
     bool serialize;         /* one call at a time (a sequential OpenBLAS) */
     pthread_mutex_t lock;   /* for serialize; also guards default_path and loaded */
     bool loaded;            /* blas_load has started: default_path is read */
@@ -180,9 +180,10 @@ static bool try_library(const char *name, char *why, size_t nwhy) {
         blas.sgemv = (sgemv_fn)(uintptr_t)fn[E_SGEMV];
         blas.dgemv = (dgemv_fn)(uintptr_t)fn[E_DGEMV];
     }
-    if (fn[E_SPOTRF] && fn[E_DPOTRF] && fn[E_STRSM] && fn[E_DTRSM]) {
+    if (fn[E_SPOTRF] && fn[E_DPOTRF] && fn[E_STRSM] && fn[E_DTRSM] && fn[E_SGETRF] && fn[E_DGETRF]) {
         blas.potrf[0] = fn[E_SPOTRF], blas.potrf[1] = fn[E_DPOTRF];
         blas.trsm[0] = fn[E_STRSM], blas.trsm[1] = fn[E_DTRSM];
+        blas.getrf[0] = fn[E_SGETRF], blas.getrf[1] = fn[E_DGETRF];
     }
     return true;
 }
@@ -434,4 +435,16 @@ void cj_blas_trsm(bool f64, bool lower, bool trans, bool unit, int n, int k, con
     else
         ((strsm_fn)(uintptr_t)blas.trsm[0])(CBLAS_ROW_MAJOR, CBLAS_LEFT, uplo, op, diag, n, k, 1.0f, a, n, b, k);
     if (blas.serialize) pthread_mutex_unlock(&blas.lock);
+}
+
+typedef int (*sgetrf_fn)(int, int, int, float *, int, int32_t *);
+typedef int (*dgetrf_fn)(int, int, int, double *, int, int32_t *);
+
+/* See blas.h. */
+int cj_lapack_getrf(bool f64, int n, void *a, int32_t *ipiv) {
+    if (blas.serialize) pthread_mutex_lock(&blas.lock);
+    int info = f64 ? ((dgetrf_fn)(uintptr_t)blas.getrf[1])(LAPACK_ROW_MAJOR, n, n, a, n, ipiv)
+                   : ((sgetrf_fn)(uintptr_t)blas.getrf[0])(LAPACK_ROW_MAJOR, n, n, a, n, ipiv);
+    if (blas.serialize) pthread_mutex_unlock(&blas.lock);
+    return info;
 }

@@ -57,6 +57,10 @@ bool cj_lapack_available(void);
  * left as it was); LAPACK's info: 0, or the order of a minor that is not
  * positive definite. */
 int cj_lapack_potrf(bool f64, int n, void *a);
+/* a (n x n, row-major) replaced by its packed LU factors with partial
+ * pivoting, ipiv[i] (1-based) the row swapped with row i; LAPACK's info
+ * (> 0: U is singular, the factors are still complete). */
+int cj_lapack_getrf(bool f64, int n, void *a, int32_t *ipiv);
 /* b (n x k, row-major) replaced by op(a)^-1 b, a (n x n) triangular. */
 void cj_blas_trsm(bool f64, bool lower, bool trans, bool unit, int n, int k, const void *a, void *b);
 

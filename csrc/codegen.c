@@ -286,8 +286,10 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
                                 k->label ? k->label : "linear algebra"), false;
         int64_t desc[CJ_CALL_DESC_LEN];
         cj_call_describe(c->plan, k, desc);
-        const char *fn = k->call == CJ_CALL_ARGSORT ? "cj_rt_argsort" : k->call == CJ_CALL_CHOLESKY ? "cj_rt_cholesky"
-                                                                                                   : "cj_rt_trisolve";
+        static const char *const fns[] = {[CJ_CALL_ARGSORT] = "cj_rt_argsort", [CJ_CALL_CHOLESKY] = "cj_rt_cholesky",
+                                          [CJ_CALL_TRISOLVE] = "cj_rt_trisolve", [CJ_CALL_LU] = "cj_rt_lu",
+                                          [CJ_CALL_LU_PIVOTS] = "cj_rt_lu_pivots"};
+        const char *fn = fns[k->call];
         emit_runtime_call(c, fn, desc, CJ_CALL_DESC_LEN, start, end);
         LLVMBuildRetVoid(c->b);
         return true;

@@ -288,10 +288,12 @@ static bool emit_call(fuser *f, int node, int buf, cj_call call) {
             f->must_materialize = n->inputs[a];
             return false;
         }
-    int trailing = call == CJ_CALL_ARGSORT ? 1 : 2; /* dims each call handles whole */
-    int64_t whole = 1, count = cj_shape_numel(&n->shape);
-    for (int d = n->shape.rank - trailing; d < n->shape.rank; d++) whole *= n->shape.dims[d];
-    int64_t rows = whole ? count / whole : 0;
+    int trailing = call == CJ_CALL_ARGSORT ? 1 : 2; /* dims of the operand each call handles whole */
+    const cj_node *x0 = node_at(f, n->inputs[0]);
+    int64_t per0 = 1;
+    for (int d = x0->shape.rank - trailing; d < x0->shape.rank; d++) per0 *= x0->shape.dims[d];
+    int64_t rows = per0 ? cj_shape_numel(&x0->shape) / per0 : 0;
+    int64_t whole = rows ? cj_shape_numel(&n->shape) / rows : 0; /* output elements per call */
     if (!begin_kernel(f, node, 1, &rows)) return false;
     cj_kernel *k = f->k;
     k->call = call;
@@ -321,8 +323,11 @@ static bool emit_node(fuser *f, int node, int buf) {
     case CJ_OPKIND_CONCAT: return emit_concatenate(f, node, buf);
     case CJ_OPKIND_SCATTER: return emit_scatter(f, node, buf);
     case CJ_OPKIND_SORT: return emit_call(f, node, buf, CJ_CALL_ARGSORT);
-    case CJ_OPKIND_LINALG:
-        return emit_call(f, node, buf, node_at(f, node)->op == CJ_OP_CHOLESKY ? CJ_CALL_CHOLESKY : CJ_CALL_TRISOLVE);
+    case CJ_OPKIND_LINALG: {
+        cj_op op = node_at(f, node)->op;
+        return emit_call(f, node, buf, op == CJ_OP_CHOLESKY ? CJ_CALL_CHOLESKY : op == CJ_OP_LU ? CJ_CALL_LU
+                                       : op == CJ_OP_LU_PIVOTS ? CJ_CALL_LU_PIVOTS : CJ_CALL_TRISOLVE);
+    }
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE:
     case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE: case CJ_OPKIND_GATHER:
         break;

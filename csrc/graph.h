@@ -229,6 +229,13 @@ int cj_build_phi(cj_graph *g, int x, int loc, cj_error *err);
 cj_status cj_build_triangular_solve_vjp(cj_graph *g, int a, int x, int ct, int flags, int *ga, int *gb, int loc,
                                         cj_error *err);
 int cj_build_cholesky_vjp(cj_graph *g, int L, int ct, int loc, cj_error *err);
+/* LU with partial pivoting of each (..., n, n) float matrix: the packed
+ * factors (pivots false) or the int64 row order (pivots true); their
+ * forward- and reverse-mode rules, given a, the factors and da or the
+ * factors' cotangent. */
+int cj_build_lu(cj_graph *g, int a, bool pivots, int loc, cj_error *err);
+int cj_build_lu_jvp(cj_graph *g, int a, int lu, int da, int loc, cj_error *err);
+int cj_build_lu_vjp(cj_graph *g, int a, int lu, int ct, int loc, cj_error *err);
 /* The int64 indices that sort each row of x along its last axis (stable;
  * nan after every number, as NumPy). */
 int cj_build_argsort(cj_graph *g, int x, int loc, cj_error *err);

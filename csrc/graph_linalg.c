@@ -47,11 +47,34 @@ int cj_build_triangular_solve(cj_graph *g, int a, int b, int flags, int loc, cj_
     return emit(g, CJ_OP_TRIANGULAR_SOLVE, x->dtype, false, &y->shape, in, 2, &at, loc, err);
 }
 
+/* See graph.h. */
+int cj_build_lu(cj_graph *g, int a, bool pivots, int loc, cj_error *err) {
+    const char *name = pivots ? "lu_pivots" : "lu";
+    if (g == NULL) return cj_error_set(err, CJ_ERR_INTERNAL, "lu: graph is NULL"), -1;
+    CHECK_ID(g, a, name, loc, err);
+    const cj_node *x = &g->nodes[a];
+    char d[300];
+    if (!is_float(x->dtype))
+        return fail(g, err, CJ_ERR_TYPE, name, loc, "needs a float array, got %s", describe(x, d, sizeof d));
+    if (!square(&x->shape))
+        return fail(g, err, CJ_ERR_VALUE, name, loc, "needs square matrices in the last two dims, got %s",
+                    describe(x, d, sizeof d));
+    cj_shape s = x->shape;
+    if (pivots) s.rank--;
+    return emit(g, pivots ? CJ_OP_LU_PIVOTS : CJ_OP_LU, pivots ? CJ_INT64 : x->dtype, false, &s, &a, 1, NULL, loc, err);
+}
+
 /* See graph_priv.h. */
 const char *cj_linalg_check(const cj_graph *g, const cj_node *n) {
     const cj_node *a = &g->nodes[n->inputs[0]];
+    if (n->op == CJ_OP_LU_PIVOTS) {
+        if (n->dtype != CJ_INT64 || !is_float(a->dtype) || !square(&a->shape) || n->shape.rank != a->shape.rank - 1)
+            return "lu_pivots gives int64 rows of a square float matrix";
+        return NULL;
+    }
     if (!is_float(n->dtype) || a->dtype != n->dtype || !square(&a->shape)) return "needs square float matrices";
-    if (n->op == CJ_OP_CHOLESKY) return cj_shape_equal(&n->shape, &a->shape) ? NULL : "shape differs from the input's";
+    if (n->op == CJ_OP_CHOLESKY || n->op == CJ_OP_LU)
+        return cj_shape_equal(&n->shape, &a->shape) ? NULL : "shape differs from the input's";
     const cj_node *b = &g->nodes[n->inputs[1]];
     if (b->dtype != n->dtype || !cj_shape_equal(&n->shape, &b->shape)) return "shape differs from b's";
     if (n->attrs.index & ~7) return "unknown triangular solve flags";
@@ -125,4 +148,65 @@ int cj_build_cholesky_vjp(cj_graph *g, int L, int ct, int loc, cj_error *err) {
     int both = s < 0 ? -1 : cj_build_binary(g, CJ_OP_ADD, s, cj_build_swap_last(g, s, loc, err), loc, err);
     int half = emit_constant(g, 0.5, 0, g->nodes[L].dtype, false, &scalar, loc, err);
     return both < 0 || half < 0 ? -1 : cj_build_binary(g, CJ_OP_MUL, both, half, loc, err);
+}
+
+/* The permutation matrix of LU's row order, Pm[..., i, j] = (perm[i] == j),
+ * in dtype dt: Pm a = a[perm]. */
+static int perm_matrix(cj_graph *g, int a, cj_dtype dt, int loc, cj_error *err) {
+    int perm = cj_build_lu(g, a, true, loc, err);
+    if (perm < 0) return -1;
+    cj_shape s = g->nodes[a].shape, col = s;
+    col.dims[col.rank - 1] = 1;
+    int p = cj_build_reshape(g, perm, &col, loc, err);
+    int j = cj_build_iota(g, &s, s.rank - 1, CJ_INT64, loc, err);
+    int eq = p < 0 || j < 0 ? -1 : cj_build_binary(g, CJ_OP_EQ, cj_build_broadcast(g, p, &s, loc, err), j, loc, err);
+    return eq < 0 ? -1 : cj_build_cast(g, eq, dt, loc, err);
+}
+
+/* The unit lower factor L of packed factors lu. */
+static int unit_lower(cj_graph *g, int lu, int loc, cj_error *err) {
+    cj_shape s = g->nodes[lu].shape;
+    int r = s.rank;
+    int row = cj_build_iota(g, &s, r - 2, CJ_INT64, loc, err), col = cj_build_iota(g, &s, r - 1, CJ_INT64, loc, err);
+    int diag = row < 0 || col < 0 ? -1 : cj_build_cast(g, cj_build_binary(g, CJ_OP_EQ, row, col, loc, err),
+                                                        g->nodes[lu].dtype, loc, err);
+    int strict = cj_build_triangle(g, lu, true, true, loc, err);
+    return diag < 0 || strict < 0 ? -1 : cj_build_binary(g, CJ_OP_ADD, strict, diag, loc, err);
+}
+
+static int mm(cj_graph *g, int x, int y, int loc, cj_error *err) {
+    return x < 0 || y < 0 ? -1 : cj_build_matmul(g, x, y, loc, err);
+}
+
+/* See graph.h.  P a = L U: with F = L^-1 P da U^-1, dL = L tril_-1(F) and
+ * dU = triu(F) U, packed (dL is strictly lower, dU upper). */
+int cj_build_lu_jvp(cj_graph *g, int a, int lu, int da, int loc, cj_error *err) {
+    cj_dtype dt = g->nodes[lu].dtype;
+    int pda = mm(g, perm_matrix(g, a, dt, loc, err), da, loc, err);
+    int z = pda < 0 ? -1 : cj_build_triangular_solve(g, lu, pda, CJ_TRI_LOWER | CJ_TRI_UNIT, loc, err); /* L^-1 P da */
+    int zt = cj_build_swap_last(g, z, loc, err);
+    int f = cj_build_swap_last(g, zt < 0 ? -1 : cj_build_triangular_solve(g, lu, zt, CJ_TRI_TRANSPOSE, loc, err), loc,
+                               err);                                                                       /* .. U^-1 */
+    int dl = mm(g, unit_lower(g, lu, loc, err), cj_build_triangle(g, f, true, true, loc, err), loc, err);
+    int du = mm(g, cj_build_triangle(g, f, false, false, loc, err), cj_build_triangle(g, lu, false, false, loc, err),
+                loc, err);
+    return dl < 0 || du < 0 ? -1 : cj_build_binary(g, CJ_OP_ADD, dl, du, loc, err);
+}
+
+/* See graph.h.  The transpose of cj_build_lu_jvp: with the cotangent split
+ * into L's (strictly lower) and U's (upper) parts, Fbar = tril_-1(L^T Lbar)
+ * + triu(Ubar U^T), and a's cotangent is P^T L^-T Fbar U^-T. */
+int cj_build_lu_vjp(cj_graph *g, int a, int lu, int ct, int loc, cj_error *err) {
+    cj_dtype dt = g->nodes[lu].dtype;
+    int lbar = cj_build_triangle(g, ct, true, true, loc, err), ubar = cj_build_triangle(g, ct, false, false, loc, err);
+    int lt = cj_build_swap_last(g, unit_lower(g, lu, loc, err), loc, err);
+    int ut = cj_build_swap_last(g, cj_build_triangle(g, lu, false, false, loc, err), loc, err);
+    int f1 = cj_build_triangle(g, mm(g, lt, lbar, loc, err), true, true, loc, err);
+    int f2 = cj_build_triangle(g, mm(g, ubar, ut, loc, err), false, false, loc, err);
+    int fbar = f1 < 0 || f2 < 0 ? -1 : cj_build_binary(g, CJ_OP_ADD, f1, f2, loc, err);
+    int y = fbar < 0 ? -1 : cj_build_triangular_solve(g, lu, fbar, CJ_TRI_LOWER | CJ_TRI_UNIT | CJ_TRI_TRANSPOSE, loc,
+                                                      err);                                             /* L^-T Fbar */
+    int yt = cj_build_swap_last(g, y, loc, err);
+    int m = cj_build_swap_last(g, yt < 0 ? -1 : cj_build_triangular_solve(g, lu, yt, 0, loc, err), loc, err); /* U^-T */
+    return mm(g, cj_build_swap_last(g, perm_matrix(g, a, dt, loc, err), loc, err), m, loc, err);
 }

@@ -229,6 +229,10 @@ static int jvp_triangular_solve(jvp_ctx *c, const cj_node *n, int id, const int 
     return r < 0 ? -1 : cj_build_triangular_solve(c->g, n->inputs[0], r, flags, loc, c->err);
 }
 
+static int jvp_lu(jvp_ctx *c, const cj_node *n, int id, const int *t) {
+    return cj_build_lu_jvp(c->g, n->inputs[0], id, t[0], c->loc, c->err);
+}
+
 /* dL = L Phi(L^-1 sym(dA) L^-T). */
 static int jvp_cholesky(jvp_ctx *c, const cj_node *n, int id, const int *t) {
     (void)n;
@@ -276,6 +280,7 @@ static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, cons
     [CJ_OP_MATMUL] = jvp_matmul,
     [CJ_OP_GATHER] = jvp_gather,
     [CJ_OP_CHOLESKY] = jvp_cholesky,
+    [CJ_OP_LU] = jvp_lu,
     [CJ_OP_TRIANGULAR_SOLVE] = jvp_triangular_solve,
     [CJ_OP_SCATTER_ADD] = jvp_scatter,
     [CJ_OP_SCATTER_MUL] = jvp_scatter,

@@ -80,7 +80,7 @@ typedef struct {
  * triangular solve (linalg_rt.c: LAPACK/BLAS on each matrix of a batch).
  * Their expressions are one load per operand (what each block reads), so
  * every pass sees the operands read; they never write in place. */
-typedef enum { CJ_CALL_NONE, CJ_CALL_ARGSORT, CJ_CALL_CHOLESKY, CJ_CALL_TRISOLVE } cj_call;
+typedef enum { CJ_CALL_NONE, CJ_CALL_ARGSORT, CJ_CALL_CHOLESKY, CJ_CALL_TRISOLVE, CJ_CALL_LU, CJ_CALL_LU_PIVOTS } cj_call;
 
 typedef struct {
     int rank;

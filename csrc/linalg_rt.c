@@ -2,6 +2,7 @@
  * a batch handed to LAPACK (Cholesky) or BLAS (the triangular solve) of the
  * library blas.c loaded.  desc is cj_call_describe's. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "blas.h"
@@ -45,4 +46,45 @@ void cj_rt_trisolve(const int64_t *desc, int64_t start, int64_t end, void *const
             cj_blas_trsm(f64, flags & CJ_TRI_LOWER, flags & CJ_TRI_TRANSPOSE, flags & CJ_TRI_UNIT, (int)n, (int)k,
                          a + (size_t)m * amat, o);
     }
+}
+
+/* getrf on matrix m of the batch into `lu` (n x n), ipiv filled. */
+static void factor(const int64_t *desc, int64_t m, void *const *buffers, char *lu, int32_t *ipiv) {
+    int64_t n = desc[3];
+    size_t mat = (size_t)(n * n) * (desc[5] == CJ_FLOAT64 ? 8 : 4);
+    const char *in = (const char *)buffers[desc[0]] + (size_t)m * mat;
+    if (lu != in) memcpy(lu, in, mat);
+    if (n > 0) cj_lapack_getrf(desc[5] == CJ_FLOAT64, (int)n, lu, ipiv);
+}
+
+/* See rt.h.  The packed factors of matrices [start, end). */
+void cj_rt_lu(const int64_t *desc, int64_t start, int64_t end, void *const *buffers) {
+    int64_t n = desc[3];
+    size_t mat = (size_t)(n * n) * (desc[5] == CJ_FLOAT64 ? 8 : 4);
+    int32_t *ipiv = n > 0 ? malloc(sizeof(int32_t) * (size_t)n) : NULL;
+    if (n > 0 && !ipiv) return; /* cannot raise from here; the output keeps its bytes */
+    for (int64_t m = start; m < end; m++) factor(desc, m, buffers, (char *)buffers[desc[2]] + (size_t)m * mat, ipiv);
+    free(ipiv);
+}
+
+/* See rt.h.  The row order of matrices [start, end): LAPACK's swaps
+ * (ipiv, 1-based) applied in turn to 0..n-1. */
+void cj_rt_lu_pivots(const int64_t *desc, int64_t start, int64_t end, void *const *buffers) {
+    int64_t n = desc[3], *perm = buffers[desc[2]];
+    size_t mat = (size_t)(n * n) * (desc[5] == CJ_FLOAT64 ? 8 : 4);
+    char *scratch = n > 0 ? malloc(mat) : NULL;
+    int32_t *ipiv = n > 0 ? malloc(sizeof(int32_t) * (size_t)n) : NULL;
+    for (int64_t m = start; m < end; m++) {
+        int64_t *p = perm + m * n;
+        for (int64_t i = 0; i < n; i++) p[i] = i;
+        if (!scratch || !ipiv) continue; /* no memory: the identity order */
+        factor(desc, m, buffers, scratch, ipiv);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t j = ipiv[i] - 1, t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+    }
+    free(scratch);
+    free(ipiv);
 }

@@ -352,6 +352,7 @@ static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs
             attr_int64(ATTR(at, A_MODE), &flags, opname, "mode") < 0)
             return -1;
         id = op == CJ_OP_CHOLESKY ? cj_build_cholesky(g, xs[0], loc, &err)
+           : op == CJ_OP_LU || op == CJ_OP_LU_PIVOTS ? cj_build_lu(g, xs[0], op == CJ_OP_LU_PIVOTS, loc, &err)
                                   : cj_build_triangular_solve(g, xs[0], xs[1], (int)flags, loc, &err);
         break;
     }

@@ -11,6 +11,8 @@ const cj_rt_symbol cj_rt_symbols[] = {
     {"cj_rt_argsort", (void *)&cj_rt_argsort}, /* sort_rt.c */
     {"cj_rt_cholesky", (void *)&cj_rt_cholesky}, /* linalg_rt.c */
     {"cj_rt_trisolve", (void *)&cj_rt_trisolve},
+    {"cj_rt_lu", (void *)&cj_rt_lu},
+    {"cj_rt_lu_pivots", (void *)&cj_rt_lu_pivots},
     {NULL, NULL},
 };
 

@@ -31,5 +31,7 @@ void cj_rt_gemm(const int64_t *desc, int64_t start, int64_t end, void *const *bu
 void cj_rt_argsort(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
 void cj_rt_cholesky(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
 void cj_rt_trisolve(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+void cj_rt_lu(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+void cj_rt_lu_pivots(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
 
 #endif

@@ -142,5 +142,46 @@ def test_linalg_extension_compositions():
                                    np.linalg.norm(m, ord=ordv, axis=-1), rtol=1e-12)
     np.testing.assert_allclose(cjit.jit(lambda m: cnp.linalg.trace(m))(m), np.trace(m, axis1=-2, axis2=-1))
     np.testing.assert_allclose(cjit.jit(cnp.linalg.norm)(m[0]), np.linalg.norm(m[0]))
-    with pytest.raises(NotImplementedError, match="LU factorization"):
-        cnp.linalg.solve(m[0], m[0])
+    with pytest.raises(NotImplementedError, match="singular value"):
+        cnp.linalg.svd(m[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lu_based_solve_inv_det_slogdet_are_numpys(dtype):
+    a = RNG.standard_normal((3, 5, 5)).astype(dtype)
+    b, v = RNG.standard_normal((3, 5, 2)).astype(dtype), RNG.standard_normal(5).astype(dtype)
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=2e-3, atol=1e-4)
+    np.testing.assert_allclose(cjit.jit(cnp.linalg.solve)(a, b), np.linalg.solve(a, b), **tol)
+    np.testing.assert_allclose(cjit.jit(cnp.linalg.solve)(a[0], v), np.linalg.solve(a[0], v), **tol)
+    np.testing.assert_allclose(cjit.jit(cnp.linalg.inv)(a), np.linalg.inv(a), **tol)
+    np.testing.assert_allclose(cjit.jit(cnp.linalg.det)(a), np.linalg.det(a), **tol)
+    sign, logdet = cjit.jit(lambda a: tuple(cnp.linalg.slogdet(a)))(a)
+    ws, wl = np.linalg.slogdet(a)
+    np.testing.assert_array_equal(sign, ws)
+    np.testing.assert_allclose(logdet, wl, **tol)
+    r = cnp.linalg.slogdet(a[0])
+    assert r.sign == ws[0] and np.isclose(r.logabsdet, wl[0], rtol=1e-4)
+    # a permutation needing every swap, and a singular matrix
+    p = np.eye(4)[[3, 2, 0, 1]]
+    np.testing.assert_allclose(cjit.jit(cnp.linalg.det)(p), np.linalg.det(p))
+    assert cjit.jit(cnp.linalg.det)(np.ones((3, 3))) == 0
+
+
+def test_lu_gradients_forward_mode_and_vmap():
+    a, b = RNG.standard_normal((3, 5, 5)), RNG.standard_normal((5, 2))
+
+    def f(xp):
+        return lambda a: (xp.linalg.det(a[0]) + xp.sum(xp.linalg.solve(a[1], b) ** 2) + xp.sum(xp.linalg.inv(a[2]))
+                          + xp.linalg.slogdet(a[1])[1])
+    np.testing.assert_allclose(cjit.jit(cjit.grad(f(cnp)))(a), fd_grad(f(np), a), rtol=1e-5, atol=1e-7)
+    da = RNG.standard_normal((5, 5))
+    _, t = cjit.jvp(cnp.linalg.det, (a[0],), (da,))
+    np.testing.assert_allclose(t, (np.linalg.det(a[0] + 1e-6 * da) - np.linalg.det(a[0] - 1e-6 * da)) / 2e-6,
+                               rtol=1e-6)
+    np.testing.assert_allclose(cjit.vmap(cnp.linalg.inv)(a), np.linalg.inv(a), rtol=1e-10)
+    # second order: the Hessian of log|det| is -A^-T (x) A^-1 (as a bilinear form)
+    x = np.eye(3) + 0.2 * RNG.standard_normal((3, 3))
+    h = cjit.hessian(lambda v: cnp.linalg.slogdet(v.reshape(3, 3))[1])(x.ravel())
+    ai = np.linalg.inv(x)
+    want = -np.einsum("jk,li->ijkl", ai, ai).reshape(9, 9)   # d2/dA_ij dA_kl = -(A^-1)_jk (A^-1)_li
+    np.testing.assert_allclose(h, want, rtol=1e-7, atol=1e-9)

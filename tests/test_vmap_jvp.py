@@ -61,6 +61,27 @@ def _trisolve(m, a, b):
     return np.linalg.solve(np.tril(a), b)
 
 
+def _lu_packed(m, a):
+    """LU's packed factors: cjit's lu op; SciPy's lu_factor (its row swaps
+    are LAPACK's too)."""
+    if m is cnp:
+        return cnp._core._apply("lu", a)
+    import scipy.linalg
+    return scipy.linalg.lu_factor(a)[0]
+
+
+def _lu_perm(m, a):
+    """The row order: cjit's lu_pivots op; the swaps of SciPy's lu_factor applied."""
+    if m is cnp:
+        return cnp._core._apply("lu_pivots", a)
+    import scipy.linalg
+    piv = scipy.linalg.lu_factor(a)[1]
+    p = np.arange(a.shape[-1])
+    for i, j in enumerate(piv):
+        p[i], p[j] = p[j], p[i]
+    return p
+
+
 _IDX = np.array([2, 0, 3, 3, -1])   # repeats, and one from the end
 
 
@@ -78,6 +99,8 @@ def _at(m, x, u, how):
 OPS = {
     "cholesky": (lambda m, x: m.linalg.cholesky(x @ x.T + 3.0 * m.eye(3)), [(3, 3)], None, True),
     "triangular_solve": (lambda m, a, b: _trisolve(m, a + 3.0 * m.eye(3), b), [(3, 3), (3, 2)], None, True),
+    "lu": (lambda m, x: _lu_packed(m, x + 3.0 * m.eye(3)), [(3, 3)], None, True),
+    "lu_pivots": (lambda m, x: _lu_perm(m, x), [(3, 3)], None, False),
     "argsort": (lambda m, x: m.argsort(x, axis=-1, kind="stable"), [(3, 4)], None, False),
     "gather": (lambda m, x: m.take(x, _IDX, axis=1) * x[:, :1], [(3, 4)], None, True),
     "scatter_add": (lambda m, x, u: _at(m, x, u, "add"), [(3, 4), (3, 5)], None, True),

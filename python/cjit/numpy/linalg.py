@@ -170,18 +170,12 @@ def matrix_power(x, n):
 
 def _needs(name, what):
     def f(*args, **kwargs):
-        raise NotImplementedError(f"cjit.numpy.linalg.{name} needs {what}, which cjit does not have yet; "
-                                  f"cholesky (with cjit.scipy.linalg.cho_solve and solve_triangular) covers "
-                                  f"symmetric positive definite systems")
+        raise NotImplementedError(f"cjit.numpy.linalg.{name} needs {what}, which cjit does not have yet")
     f.__name__ = name
     f.__doc__ = f"Not available yet: needs {what} (raises NotImplementedError)."
     return f
 
 
-det = _needs("det", "an LU factorization")
-slogdet = _needs("slogdet", "an LU factorization")
-inv = _needs("inv", "an LU factorization")
-solve = _needs("solve", "an LU factorization")
 lstsq = _needs("lstsq", "a QR or singular value factorization")
 eigh = _needs("eigh", "a symmetric eigensolver")
 eigvalsh = _needs("eigvalsh", "a symmetric eigensolver")
@@ -191,3 +185,103 @@ qr = _needs("qr", "a QR factorization")
 pinv = _needs("pinv", "a singular value decomposition")
 matrix_rank = _needs("matrix_rank", "a singular value decomposition")
 
+
+# ---- through LU with partial pivoting (the lu and lu_pivots ops: LAPACK's getrf) ----
+
+_LOWER, _UNIT = 1, 4
+
+
+def _square(x, who):
+    a = _float(x, f"linalg.{who}")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise _error(np.linalg.LinAlgError, f"linalg.{who}", "needs square matrices in the last two dims", a)
+    return a
+
+
+def _factors(a):
+    return a.trace.apply("lu", a), a.trace.apply("lu_pivots", a)
+
+
+def _lu_solve(lu, perm, b):
+    """x with a x = b from a's factors (P a = L U): b's rows reordered, then
+    the two triangular solves.  b (..., n, k), the batch dims lu's."""
+    from . import broadcast_to, take_along_axis
+    pb = take_along_axis(b, broadcast_to(perm.reshape(tuple(perm.shape) + (1,)), tuple(b.shape)), axis=-2)
+    y = lu.trace.apply("triangular_solve", lu, pb, mode=_LOWER | _UNIT)
+    return lu.trace.apply("triangular_solve", lu, y, mode=0)
+
+
+def _parity(perm):
+    """+1 or -1: the sign of the permutation perm (its inversions counted)."""
+    from . import arange, sum as sum_
+    n = perm.shape[-1]
+    i = arange(n)
+    later = i.reshape((n, 1)) < i.reshape((1, n))
+    inv = (perm.reshape(tuple(perm.shape) + (1,)) > perm.reshape(tuple(perm.shape[:-1]) + (1, n))) & later
+    count = sum_(inv.astype("int64"), axis=(-2, -1))
+    return 1 - 2 * (count % 2)
+
+
+@_op("x1", "x2")
+def solve(x1, x2):
+    """x with x1 x = x2 (LU with partial pivoting; batch dims broadcast).  x2
+    is a vector when it is 1-D, else matrices (the array API's rule).  A
+    singular matrix gives inf or nan, as JAX's (NumPy raises)."""
+    from . import broadcast_to, result_type
+    a, b = _square(x1, "solve"), _float(x2, "solve")
+    dt = result_type(a.dtype, b.dtype)
+    a, b = a.astype(dt), b.astype(dt)
+    vector = b.ndim == 1
+    if vector:
+        b = b.reshape((b.shape[0], 1))
+    if b.shape[-2] != a.shape[-1]:
+        raise _error(ValueError, "linalg.solve", "x2's rows must match x1's size", a, b)
+    batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    a = broadcast_to(a, batch + tuple(a.shape[-2:]))
+    b = broadcast_to(b, batch + tuple(b.shape[-2:]))
+    lu, perm = _factors(a)
+    x = _lu_solve(lu, perm, b)
+    return x.reshape(tuple(x.shape[:-1])) if vector else x
+
+
+@_op("x")
+def inv(x):
+    """The inverse of each matrix (LU; a singular one gives inf or nan)."""
+    from . import broadcast_to, eye
+    a = _square(x, "inv")
+    lu, perm = _factors(a)
+    return _lu_solve(lu, perm, broadcast_to(eye(a.shape[-1], dtype=a.dtype), tuple(a.shape)))
+
+
+@_op("x")
+def det(x):
+    """The determinant of each matrix: the product of U's diagonal, signed
+    by the row permutation's parity."""
+    from . import prod
+    a = _square(x, "det")
+    lu, perm = _factors(a)
+    return prod(diagonal(lu), axis=-1) * _parity(perm).astype(a.dtype)
+
+
+class SlogdetResult(tuple):
+    """(sign, logabsdet), with those names."""
+
+    def __new__(cls, sign, logabsdet):
+        return super().__new__(cls, (sign, logabsdet))
+
+    sign = property(lambda self: self[0])
+    logabsdet = property(lambda self: self[1])
+
+
+@_op("x")
+def _slogdet(x):
+    from . import abs as abs_, log, prod, sign as sign_, sum as sum_
+    a = _square(x, "slogdet")
+    lu, perm = _factors(a)
+    d = diagonal(lu)
+    return prod(sign_(d), axis=-1) * _parity(perm).astype(a.dtype), sum_(log(abs_(d)), axis=-1)
+
+
+def slogdet(x):
+    """(sign, log |det|) of each matrix, as a named pair."""
+    return SlogdetResult(*_slogdet(x))
