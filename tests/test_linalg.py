@@ -134,6 +134,8 @@ def test_linalg_extension_compositions():
     m = RNG.standard_normal((3, 4, 4))
     np.testing.assert_allclose(cjit.jit(lambda m: cnp.linalg.matrix_power(m, 5))(m), np.linalg.matrix_power(m, 5))
     np.testing.assert_allclose(cjit.jit(lambda m: cnp.linalg.matrix_power(m, 0))(m), np.linalg.matrix_power(m, 0))
+    np.testing.assert_allclose(cjit.jit(lambda m: cnp.linalg.matrix_power(m, -2))(m), np.linalg.matrix_power(m, -2),
+                               rtol=1e-9)
     for ordv in ("fro", 1, -1, np.inf, -np.inf):
         np.testing.assert_allclose(cjit.jit(lambda m: cnp.linalg.matrix_norm(m, ord=ordv))(m),
                                    np.linalg.norm(m, ord=ordv, axis=(-2, -1)), rtol=1e-12)

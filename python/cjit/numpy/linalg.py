@@ -146,16 +146,15 @@ def norm(x, ord=None, axis=None, keepdims=False):
 
 @_op("x")
 def matrix_power(x, n):
-    """x multiplied by itself n times (n >= 0; n = 0 gives the identity),
-    by repeated squaring."""
+    """x multiplied by itself n times by repeated squaring (n = 0 gives the
+    identity; a negative n, the inverse's power)."""
     from . import broadcast_to, eye
     n = operator.index(n)
     a = _lift(x, "linalg.matrix_power")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise _error(ValueError, "linalg.matrix_power", "needs square matrices", a)
-    if n < 0:
-        raise NotImplementedError("cjit.numpy.linalg.matrix_power: a negative power needs an inverse (an LU "
-                                  "factorization), which cjit does not have yet")
+    if n < 0:   # the inverse's power (LU)
+        a, n = inv(a), -n
     result, base = None, a
     while n:
         if n & 1:
