@@ -89,12 +89,7 @@ static cj_graph *expand_once(const cj_graph *src, cj_error *err) {
     g->current_region = 0;
     g->nparams = src->nparams;
     g->narrays = src->narrays;
-    int *outs = malloc(sizeof(int) * ((size_t)src->noutputs + 1));
-    if (!outs) goto oom;
-    for (int j = 0; j < src->noutputs; j++) outs[j] = remap[src->outputs[j]];
-    cj_status st = cj_graph_set_outputs(g, outs, src->noutputs, err);
-    free(outs);
-    if (st != CJ_OK) goto fail;
+    if (cj_graph_set_outputs_mapped(g, src, remap, err) != CJ_OK) goto fail;
     goto done;
 oom:
     cj_error_set(err, CJ_ERR_MEMORY, "custom: out of memory");

@@ -238,6 +238,19 @@ cj_status cj_graph_set_outputs(cj_graph *g, const int *ids, int n, cj_error *err
     return CJ_OK;
 }
 
+/* See graph.h. */
+cj_status cj_graph_set_outputs_mapped(cj_graph *g, const cj_graph *src, const int *remap, cj_error *err)
+{
+    int *outs = malloc(sizeof(int) * ((size_t)src->noutputs + 1));
+    if (outs == NULL)
+        return cj_error_set(err, CJ_ERR_MEMORY, "set_outputs: out of memory");
+    for (int j = 0; j < src->noutputs; j++)
+        outs[j] = remap[src->outputs[j]];
+    cj_status st = cj_graph_set_outputs(g, outs, src->noutputs, err);
+    free(outs);
+    return st;
+}
+
 /* ---- validation of one node ------------------------------------------ */
 
 /* Checks the kind-specific rules that tie a node to its inputs.  Returns

@@ -158,6 +158,9 @@ void cj_graph_trim(cj_graph *g);
 int cj_graph_loc(cj_graph *g, const char *file_line);
 const char *cj_graph_loc_str(const cj_graph *g, int loc); /* "?" if unknown */
 cj_status cj_graph_set_outputs(cj_graph *g, const int *ids, int n, cj_error *err);
+/* g's outputs are src's, each through remap (src node id -> g node id):
+ * how a pass that rebuilds a graph node by node finishes it. */
+cj_status cj_graph_set_outputs_mapped(cj_graph *g, const cj_graph *src, const int *remap, cj_error *err);
 
 /* Opens a checkpoint region inside the current one; nodes built until
  * cj_graph_region_end belong to it.  names are copied.  Returns its id

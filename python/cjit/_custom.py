@@ -23,28 +23,17 @@ import numpy as np
 
 from . import _cjit, _tree
 from ._signature import _output_tracer
-from ._trace_state import current_trace, user_location
+from ._trace_state import current_trace
+from .lax import _aval, _names, _where
+from .lax import _placeholders as _zero_templates
 
 __all__ = ["custom_vjp", "custom_jvp"]
 
 
-def _aval(t):
-    return f"{np.dtype(t.dtype).name}{list(t.shape)}".replace(" ", "")
-
-
-def _where():
-    return f"(at {user_location()})"
-
-
 def _placeholders(trace, templates):
-    """Zeros, then a `name` of each: values the body is traced on, which
-    nothing folds into a constant."""
-    out = []
-    for t in templates:
-        z = trace.apply("constant", value=0, dtype=np.dtype(t.dtype).name, shape=tuple(t.shape),
-                        weak=bool(t.weak))
-        out.append(trace.apply("name", z, name=""))
-    return out
+    """Values the function and rule are traced on (named zeros, which
+    nothing folds into a constant), as cjit.lax's bodies are."""
+    return _names(trace, _zero_templates(trace, templates))
 
 
 def _tracers(trace, leaves, what):
@@ -88,17 +77,23 @@ class _Custom:
     f(x), ...``), and that inner call is the plain function (its rule is
     the one being built)."""
 
-    def _tracing_rule(self):
-        return self in getattr(_tls, "active", ())
+    _how = "defvjp(fwd, bwd)"   # what defines the rule (the error when it is missing)
 
-    def _enter(self):
+    def __call__(self, *args, **kwargs):
+        if self._rule() is None:
+            raise AttributeError(f"{self._name()}: no rule defined; call {self._how} first")
+        args = self._bind(args, kwargs)
+        trace = current_trace()
         active = getattr(_tls, "active", None)
         if active is None:
             active = _tls.active = []
+        if trace is None or self in active:   # inside its own rule: the plain function
+            return self.fun(*args)
         active.append(self)
-
-    def _leave(self):
-        _tls.active.pop()
+        try:
+            return self._traced(trace, args)
+        finally:
+            active.pop()
 
     def __init__(self, fun, nondiff_argnums=()):
         if not callable(fun):
@@ -133,9 +128,9 @@ class _Custom:
         return f"cjit.{type(self).__name__}({getattr(self.fun, '__name__', 'function')})"
 
     def _split(self, args):
-        """(static args by position, the differentiable args' leaves as
-        Tracers, their treedef, a function rebuilding the full argument
-        tuple from differentiable leaves)."""
+        """(static args by position, the differentiable args' leaves, their
+        positions, a function rebuilding the full argument tuple from
+        differentiable leaves)."""
         n = len(args)
         static = {i % n: args[i] for i in self.nondiff_argnums}
         diff_pos = [i for i in range(n) if i not in static]
@@ -147,7 +142,7 @@ class _Custom:
             for i, v in zip(diff_pos, diff):
                 full[i] = v
             return tuple(full)
-        return static, leaves, treedef, diff_pos, rebuild
+        return static, leaves, diff_pos, rebuild
 
 
 class custom_vjp(_Custom):
@@ -170,6 +165,9 @@ class custom_vjp(_Custom):
         super().__init__(fun, nondiff_argnums)
         self.fwd = self.bwd = None
 
+    def _rule(self):
+        return self.fwd
+
     def defvjp(self, fwd, bwd, symbolic_zeros=False):
         if symbolic_zeros:
             raise NotImplementedError("cjit.custom_vjp.defvjp: symbolic_zeros=True is not supported; "
@@ -178,22 +176,9 @@ class custom_vjp(_Custom):
             raise TypeError("cjit.custom_vjp.defvjp: fwd and bwd must be callable")
         self.fwd, self.bwd = fwd, bwd
 
-    def __call__(self, *args, **kwargs):
-        if self.fwd is None:
-            raise AttributeError(f"{self._name()}: no VJP defined; call defvjp(fwd, bwd) first")
-        args = self._bind(args, kwargs)
-        trace = current_trace()
-        if trace is None or self._tracing_rule():
-            return self.fun(*args)
-        self._enter()
-        try:
-            return self._traced(trace, args)
-        finally:
-            self._leave()
-
     def _traced(self, trace, args):
         who = self._name()
-        static, leaves, treedef, diff_pos, rebuild = self._split(args)
+        static, leaves, diff_pos, rebuild = self._split(args)
         primals = _tracers(trace, leaves, "argument")
         first = trace.mark()
         ph = _placeholders(trace, primals)
@@ -217,7 +202,6 @@ class custom_vjp(_Custom):
             raise TypeError(f"{who}: bwd must return a tuple with one cotangent per argument "
                             f"({len(diff_pos)}), got {got} {_where()}")
         grads = []
-        arg_defs = _tree.flatten(tuple(args[i] for i in diff_pos))[1]
         per_arg = [_tree.flatten(args[i])[1] for i in diff_pos]
         k = 0
         for a, (ct, td) in enumerate(zip(cts, per_arg)):
@@ -226,7 +210,6 @@ class custom_vjp(_Custom):
                 grads.append(_fit(trace, who, f"the cotangent of argument {diff_pos[a]} (leaf {j})",
                                   c, primals[k]))
                 k += 1
-        assert k == arg_defs.num_leaves
         results = _cjit.lax_region(trace, "custom_vjp", first, [(ph, outs + res), (res_ph + ct_ph, grads)],
                                    primals, len(primals), len(res), 0, False)
         return _tree.unflatten(out_def, results[:len(outs)])
@@ -248,9 +231,14 @@ class custom_jvp(_Custom):
     the VJP of the rule in the tangents, built in C.  Static arguments
     (``nondiff_argnums``) are passed to the rule first."""
 
+    _how = "defjvp(rule)"
+
     def __init__(self, fun, nondiff_argnums=()):
         super().__init__(fun, nondiff_argnums)
         self.jvp = None
+
+    def _rule(self):
+        return self.jvp
 
     def defjvp(self, jvp, symbolic_zeros=False):
         if symbolic_zeros:
@@ -278,22 +266,9 @@ class custom_jvp(_Custom):
             return out, total
         self.jvp = rule
 
-    def __call__(self, *args, **kwargs):
-        if self.jvp is None:
-            raise AttributeError(f"{self._name()}: no JVP defined; call defjvp(rule) first")
-        args = self._bind(args, kwargs)
-        trace = current_trace()
-        if trace is None or self._tracing_rule():
-            return self.fun(*args)
-        self._enter()
-        try:
-            return self._traced(trace, args)
-        finally:
-            self._leave()
-
     def _traced(self, trace, args):
         who = self._name()
-        static, leaves, treedef, diff_pos, rebuild = self._split(args)
+        static, leaves, diff_pos, rebuild = self._split(args)
         primals = _tracers(trace, leaves, "argument")
         first = trace.mark()
         ph = _placeholders(trace, primals)

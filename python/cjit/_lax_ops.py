@@ -288,7 +288,7 @@ def dynamic_update_slice(operand, update, start_indices):
     if builtins.all(isinstance(s, int) for s in starts):
         key = tuple(builtins.slice(s, s + k) for s, k in zip(starts, sizes))
     else:   # an open mesh of per-dim index arrays, as np.ix_ builds
-        key = tuple(cnp.reshape((s if isinstance(s, int) else s) + cnp.arange(k),
+        key = tuple(cnp.reshape(s + cnp.arange(k),
                                 (1,) * d + (k,) + (1,) * (nd - d - 1))
                     for d, (s, k) in enumerate(zip(starts, sizes)))
     return x.at[key].set(cnp.asarray(update).astype(x.dtype))

@@ -193,7 +193,6 @@ def _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels):
     head = nseg * k
     xs_leaves, xs_def = _tree.flatten(xs)
     x_head = [cnp.reshape(x[:head], (nseg, k) + tuple(np.shape(x)[1:])) for x in xs_leaves]
-    x_tail = [x[head:] for x in xs_leaves]
 
     def rows(offset):
         if with_index:
@@ -210,6 +209,7 @@ def _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels):
     def run_tail(c):
         if head == length:
             return c, None
+        x_tail = [x[head:] for x in xs_leaves]
         return _scan_traced(trace, rows(lambda j: head + j), c, _tree.unflatten(xs_def, x_tail),
                             length - head, reverse, True, 1)
 

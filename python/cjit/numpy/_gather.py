@@ -344,9 +344,8 @@ class _AtIndex:
     mul = multiply
 
     def divide(self, values, mode=None, **_):
-        from . import asarray, reciprocal
-        v = values if isinstance(values, Tracer) else asarray(values)
-        return self.multiply(reciprocal(v.astype(self.x.dtype) if hasattr(v, "astype") else v), mode)
+        from . import asarray
+        return self.multiply(1.0 / asarray(values, dtype=self.x.dtype), mode)
 
     def power(self, values, mode=None, **_):
         from . import power

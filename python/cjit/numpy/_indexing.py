@@ -11,6 +11,7 @@ import numpy as np
 from ..api import current_trace, user_location
 from .._cjit import Tracer
 from ._core import _error, _lift, _reshape_t, _shape_of
+from ._gather import _getitem_advanced, _has_array_index
 
 
 # ---------------------------------------------------------------------------
@@ -106,7 +107,6 @@ def _getitem(x, key):
         if current_trace() is None:
             return np.asarray(x)[key]
         x = _lift(x)
-    from ._gather import _getitem_advanced, _has_array_index
     if _has_array_index(key):   # integer arrays or a boolean mask: a gather
         return _getitem_advanced(x, key)
     shape = tuple(x.shape)
