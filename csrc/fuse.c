@@ -401,7 +401,7 @@ static bool emit_region(fuser *f, int node, int *out_of) {
     int work = add_buffer(f, CJ_BUF_TEMP, -1, node);
     if (work < 0) return cj_loop_plan_free(L), false;
     L->work_buf = work;
-    for (int a = 0; a < n->ninputs; a++) L->in_buf[a] = f->node_buf[n->inputs[a]];
+    for (int a = 0; a < n->ninputs; a++) L->in_buf[a] = f->node_buf[fuse_region_operand(g, n->inputs[a])];
     for (int i = node + 1; i < g->nnodes; i++) {
         const cj_node *r = &g->nodes[i];
         if (r->op != CJ_OP_RESULT || r->inputs[0] != node || !f->root[i]) continue;

@@ -77,6 +77,10 @@ int fuse_build_expr(fuser *f, int node, const node_view *v);
 void fuse_choose_roots(fuser *f, const bool *live, bool enabled);
 bool fuse_sets_alloc(fuser *f, int n);
 void fuse_sets_free(fuser *f);
+/* The node whose buffer a region reads for its operand x: x itself, or what
+ * a chain of reshapes starts from, as a reshape keeps the bytes in order
+ * (a split scan's xs is a reshape of the argument). */
+int fuse_region_operand(const cj_graph *g, int x);
 int fuse_set_find(const fuser *f, int i);
 
 #endif

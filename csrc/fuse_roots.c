@@ -14,6 +14,12 @@
 #define CJ_RECOMPUTE_MAX_COST 16
 #define CJ_RECOMPUTE_MAX_USERS 4
 
+/* See fuse.h. */
+int fuse_region_operand(const cj_graph *g, int x) {
+    while (g->nodes[x].op == CJ_OP_RESHAPE) x = g->nodes[x].inputs[0];
+    return x;
+}
+
 /* Does consumer c read its input at its own index, so that in c's kernel
  * the input is seen through the same view as c?  Elementwise ops do (the
  * builders made broadcasting explicit), and so does a reduction, which
@@ -215,9 +221,10 @@ void fuse_choose_roots(fuser *f, const bool *live, bool enabled) {
         if (nd->op == CJ_OP_PARAM || nd->op == CJ_OP_ARRAY) continue;
         if (kind == CJ_OPKIND_REGION) { /* a kernel boundary: its bodies read and write whole buffers */
             f->root[i] = true;
-            for (int a = 0; a < nd->ninputs; a++)
-                if (g->nodes[nd->inputs[a]].op != CJ_OP_PARAM && g->nodes[nd->inputs[a]].op != CJ_OP_ARRAY)
-                    f->root[nd->inputs[a]] = true;
+            for (int a = 0; a < nd->ninputs; a++) {
+                int x = fuse_region_operand(g, nd->inputs[a]);
+                if (g->nodes[x].op != CJ_OP_PARAM && g->nodes[x].op != CJ_OP_ARRAY) f->root[x] = true;
+            }
             if (counts) cost[i] = 0;
             continue;
         }

@@ -192,6 +192,13 @@ static cj_graph *simplify(const cj_graph *src, bool cse, cj_error *err) {
         remap[i] = -1;
         if (!live[i]) continue;
         cj_node nd = src->nodes[i];
+        if (nd.op == CJ_OP_NAME) {
+            /* a name only guides the transformations (checkpoint policies),
+             * which are done before lowering; kept, it would be a copy of
+             * its input wherever a region or a call reads it */
+            remap[i] = remap[nd.inputs[0]];
+            continue;
+        }
         if (body_of && body_of[i] >= 0) nd.attrs.index = body_of[i]; /* a scan with ys dropped */
         if (renum && nd.op == CJ_OP_RESULT && renum[nd.inputs[0]]) nd.attrs.index = renum[nd.inputs[0]][nd.attrs.index];
         if (nd.ninputs > (int)(sizeof small / sizeof small[0])) {
