@@ -365,7 +365,7 @@ def test_digits_train_step_with_donated_state_at_a_lower_peak():
     # gradient at the one making it (that one reads the old weight, so it
     # runs before the update, which reads the gradient; the activation is
     # read again for the first layer's delta), and so are the second
-    # bias's gradient (updated in the same kernel as the weight) and the
+    # bias's gradient (its update runs in the weight's group) and the
     # step's scalar bias correction; the arena holds exactly these, each
     # rounded up to 64 bytes.
     compiled = cjit.jit(T.train_step._fun, donate_argnums=(0, 1)).lower(params, state, x, y).compile()
@@ -408,7 +408,18 @@ def test_benchmark_mlp_step_with_donated_params():
     plain, ma, _ = check_against_plain(step, (p, x, y), 0)
     size = sum(a.nbytes for a in p.values())
     assert ma.alias_size_in_bytes == size and ma.output_size_in_bytes == 4
-    assert plain.peak_memory_in_bytes - ma.peak_memory_in_bytes >= size - max(a.nbytes for a in p.values())
+    # The goal holds here: the peak drops by the whole parameter
+    # tree.  Unlike the digits step, this net keeps each layer's
+    # pre-activation (for GELU's derivative) apart from its output, so the
+    # activation a weight's gradient reads dies at that matmul; run before
+    # the matmul that backpropagates through the weight, and with each
+    # layer's update right after the last read of its old weight, the
+    # largest moment (the [512, 512] gradient, three activations and a bias
+    # gradient) fits in the plain arena, whose peak holds five activations.
+    assert plain.peak_memory_in_bytes - ma.peak_memory_in_bytes >= size
+    act = x.shape[0] * p["w1"].shape[0] * 4
+    assert plain.temp_size_in_bytes == 5 * act + x.shape[0] * p["w2"].shape[1] * 4
+    assert ma.temp_size_in_bytes == p["w1"].nbytes + 3 * act + p["b1"].nbytes
 
 
 # ---- passes off ------------------------------------------------------------------
