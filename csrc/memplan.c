@@ -4,7 +4,10 @@
  * that first writes it to the last kernel that reads it.  Temporaries are
  * placed in one arena, largest first, each at the lowest offset that does
  * not overlap a placed buffer whose lifetime overlaps its own ("greedy by
- * size", as in TensorFlow Lite's planner and XLA's heap simulator).
+ * size", as in TensorFlow Lite's planner and XLA's heap simulator); when
+ * that leaves holes at its peak, again in other orders (the buffers live
+ * at the step with the most bytes first, then the next step's, ...), and
+ * the smallest arena is kept.
  *
  * The peak is exact for the plan that runs: arguments and closed-over
  * arrays are held for the whole call, outputs are allocated before the
@@ -16,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel.h"
+#include "memorder.h"
 
 #define CJ_ARENA_ALIGN 64
 
@@ -178,18 +181,7 @@ static bool last_read_in_place(const cj_plan *p, const plan_facts *f, int x, int
     return true;
 }
 
-static bool is_donated(const cj_plan *p, const cj_buffer *b) {
-    return b->kind == CJ_BUF_PARAM && p->donated && p->donated[b->slot];
-}
 
-/* May output y live in donated argument x?  Same dtype and shape, as JAX
- * asks of an output that takes a donated buffer, and some bytes. */
-static bool output_fits_donor(const cj_buffer *y, const cj_buffer *x) {
-    if (x->dtype != y->dtype || x->shape.rank != y->shape.rank || y->nbytes == 0) return false;
-    for (int d = 0; d < x->shape.rank; d++)
-        if (x->shape.dims[d] != y->shape.dims[d]) return false;
-    return true;
-}
 
 /* In-place updates: an elementwise stage whose input dies as it is read
  * writes over it.  A temporary that dies into an output lives in the
@@ -215,12 +207,12 @@ static void store_in_place(cj_plan *p, const plan_facts *f, bool *hosts, int k, 
             if (ex->kind != CJ_EX_LOAD || ex->buffer == y) continue;
             int x = ex->buffer;
             cj_buffer *X = &p->buffers[x];
-            bool donated = is_donated(p, X);
+            bool donated = cj_is_donated(p, X);
             if (X->alias_of >= 0 || hosts[x]) continue;
             if (pass == -1 && X->slot != Y->slot) continue;
             if (pass <= 0) {
                 /* an output over a donated argument */
-                if (!donated || !output_fits_donor(Y, X) || !last_read_in_place(p, f, x, k, at, true)) continue;
+                if (!donated || !cj_output_fits_donor(Y, X) || !last_read_in_place(p, f, x, k, at, true)) continue;
                 Y->alias_of = x;
                 hosts[x] = true;
                 Y->offset = 0;
@@ -291,7 +283,7 @@ static bool outputs_after_last_read(cj_plan *p, const plan_facts *f, bool *hosts
         const cj_buffer *buf = &p->buffers[b];
         if (buf->kind == CJ_BUF_OUTPUT && buf->alias_of < 0 && start[b] >= 0) outputs[noutputs++] = b;
         /* (one holding an output in place is busy to the end: see busy_until) */
-        if (is_donated(p, buf) && buf->nbytes > 0) donors[ndonors++] = b;
+        if (cj_is_donated(p, buf) && buf->nbytes > 0) donors[ndonors++] = b;
     }
     /* outputs in slot order (buffers are in kernel order); the loops are
      * outputs times donors, a million steps for a thousand of each */
@@ -311,7 +303,7 @@ static bool outputs_after_last_read(cj_plan *p, const plan_facts *f, bool *hosts
                 for (j = 0; j < ndonors && !(donors[j] >= 0 && p->buffers[donors[j]].slot == Y->slot); j++) {}
             if (j >= ndonors) continue;
             int x = donors[j];
-            if (x < 0 || !output_fits_donor(Y, &p->buffers[x]) || f->last_group[x] >= start[y] ||
+            if (x < 0 || !cj_output_fits_donor(Y, &p->buffers[x]) || f->last_group[x] >= start[y] ||
                 busy_until[x] >= start[y])
                 continue;
             Y->alias_of = x;
@@ -455,6 +447,35 @@ static int64_t place_in_time_order(cj_plan *p, int *temps, int n) {
     return arena;
 }
 
+/* Places temporaries temps[0..n) in the arena in that order, each at the
+ * lowest offset clear of every placed one that overlaps it in time
+ * (candidates: 0 and the ends of placed ones); `placed` is scratch for n.
+ * Returns the arena's size. */
+static int64_t place_greedy(cj_plan *p, const int *temps, int n, int *placed) {
+    int64_t arena = 0;
+    for (int i = 0; i < n; i++) {
+        cj_buffer *b = &p->buffers[temps[i]];
+        int64_t size = align_up(b->nbytes), offset = 0;
+        bool moved = true;
+        while (moved) {
+            moved = false;
+            for (int j = 0; j < i; j++) {
+                const cj_buffer *o = &p->buffers[placed[j]];
+                if (!lifetimes_overlap(b, o)) continue;
+                int64_t oend = o->offset + align_up(o->nbytes);
+                if (offset < oend && o->offset < offset + size) {
+                    offset = oend;
+                    moved = true;
+                }
+            }
+        }
+        b->offset = offset;
+        placed[i] = temps[i];
+        if (offset + size > arena) arena = offset + size;
+    }
+    return arena;
+}
+
 /* Plans the memory of the kernels in their current order. */
 static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
     int n = 0;
@@ -494,53 +515,88 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
         if (p->buffers[b].kind == CJ_BUF_TEMP && p->buffers[b].alias_of < 0) order[n++] = b;
     qsort_r(order, (size_t)n, sizeof(int), by_size_desc, p->buffers);
 
-    int64_t arena = 0;
-    int nplaced = 0;
-    if (enabled && n > CJ_PLACE_BY_SIZE_MAX) {
-        /* donors first, as below; the rest in time order */
-        int rest = 0;
-        for (int i = 0; i < n; i++)
-            if (!(ndonors && !hosts[order[i]] && place_in_donor(p, order[i], donor_end))) order[rest++] = order[i];
+    /* temporaries in donated arguments first; the rest in the arena */
+    int rest = 0;
+    for (int i = 0; i < n; i++)
+        if (!(ndonors && !hosts[order[i]] && place_in_donor(p, order[i], donor_end))) order[rest++] = order[i];
+    int64_t arena;
+    if (!enabled) {
+        arena = 0;
+        for (int i = 0; i < rest; i++) {
+            p->buffers[order[i]].offset = arena;
+            arena += align_up(p->buffers[order[i]].nbytes);
+        }
+    } else if (rest > CJ_PLACE_BY_SIZE_MAX) {
         arena = place_in_time_order(p, order, rest);
-        n = 0; /* nothing left for the loop below */
-        if (arena < 0) {
-            free(order);
-            free(placed);
-            free(hosts);
-            free(donor_end);
-            return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        cj_buffer *b = &p->buffers[order[i]];
-        int64_t size = align_up(b->nbytes);
-        int64_t offset = 0;
-        if (ndonors && !hosts[order[i]] && place_in_donor(p, order[i], donor_end)) {
-            placed[nplaced++] = order[i];
-            continue;
-        }
-        if (enabled) {
-            /* lowest offset clear of every placed, overlapping-in-time buffer;
-             * candidates are 0 and the ends of placed buffers */
-            bool moved = true;
-            while (moved) {
-                moved = false;
-                for (int j = 0; j < nplaced; j++) {
-                    const cj_buffer *o = &p->buffers[placed[j]];
-                    if (o->alias_of >= 0 || !lifetimes_overlap(b, o)) continue;
-                    int64_t oend = o->offset + align_up(o->nbytes);
-                    if (offset < oend && o->offset < offset + size) {
-                        offset = oend;
-                        moved = true;
+    } else {
+        /* greedy by size, and again with the buffers live where the most
+         * bytes are placed first (together, at the bottom): the smaller */
+        arena = place_greedy(p, order, rest, placed);
+        int64_t *offsets = malloc(sizeof(int64_t) * ((size_t)rest + 1));
+        int *alt = malloc(sizeof(int) * ((size_t)rest + 1));
+        int64_t *live_at = calloc((size_t)p->ngroups + 2, sizeof(int64_t));
+        if (!offsets || !alt || !live_at) {
+            arena = -1;
+        } else if (arena > 0) {
+            for (int i = 0; i < rest; i++) {
+                const cj_buffer *b = &p->buffers[order[i]];
+                offsets[i] = b->offset;
+                if (b->first_use < 0) continue;
+                live_at[b->first_use] += align_up(b->nbytes);
+                live_at[b->last_use + 1] -= align_up(b->nbytes);
+            }
+            /* steps by their live bytes, most first (insertion sort of a
+             * few thousand at most); each step's buffers not yet taken */
+            int *steps = malloc(sizeof(int) * ((size_t)p->ngroups + 1));
+            int64_t live = 0, most = 0;
+            if (!steps) {
+                free(offsets), free(alt), free(live_at);
+                free(order), free(placed), free(hosts), free(donor_end);
+                return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
+            }
+            for (int g = 0; g < p->ngroups; g++) {
+                live_at[g] = live += live_at[g];
+                if (live > most) most = live;
+                int j = g;
+                for (; j > 0 && live_at[steps[j - 1]] < live; j--) steps[j] = steps[j - 1];
+                steps[j] = g;
+            }
+            /* candidates: 0, each step's buffers largest first; 1, each
+             * step's buffers first born first; 2, first born first */
+            int *born = malloc(sizeof(int) * ((size_t)rest + 1));
+            for (int cand = 0; born && cand < 3 && most < arena; cand++) {
+                memcpy(born, order, sizeof(int) * (size_t)rest);
+                if (cand > 0) qsort_r(born, (size_t)rest, sizeof(int), by_first_use, p->buffers);
+                const int *from = cand == 0 ? order : born;
+                int m = 0;
+                for (int i = 0; i < rest; i++) p->buffers[order[i]].offset = 0;
+                for (int s = cand == 2 ? p->ngroups : 0; s <= p->ngroups; s++)
+                    for (int i = 0; i < rest; i++) {
+                        cj_buffer *b = &p->buffers[from[i]];
+                        bool take = s < p->ngroups ? b->first_use <= steps[s] && steps[s] <= b->last_use : true;
+                        if (take && b->offset >= 0) {
+                            alt[m++] = from[i];
+                            b->offset = -1; /* taken */
+                        }
                     }
+                int64_t other = place_greedy(p, alt, rest, placed);
+                if (other < arena) {
+                    arena = other;
+                    for (int i = 0; i < rest; i++) offsets[i] = p->buffers[order[i]].offset;
                 }
             }
-        } else {
-            offset = arena;
+            free(born);
+            for (int i = 0; i < rest; i++) p->buffers[order[i]].offset = offsets[i];
+            free(steps);
         }
-        b->offset = offset;
-        placed[nplaced++] = order[i];
-        if (offset + size > arena) arena = offset + size;
+        free(offsets), free(alt), free(live_at);
+    }
+    if (arena < 0) {
+        free(order);
+        free(placed);
+        free(hosts);
+        free(donor_end);
+        return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
     }
     free(order);
     free(placed);
@@ -599,195 +655,39 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
 }
 
 
-/* ---- an order for donation: updates right after what they need ---------- */
-
-/* With donated arguments, a group that stores only outputs (an optimizer's
- * update of one layer) may run as soon as its inputs exist, instead of
- * where the trace put it (after every layer's gradient): the temporaries it
- * reads last (that layer's gradient) then die there, instead of all of them
- * living until the end.  Without donation such a gradient is computed
- * straight into its output array, so the order does not matter; with it,
- * the output lives in the donated argument and the gradient needs bytes of
- * its own while it lives.  Groups that read arguments only and store a few
- * bytes of temporaries (the step count's bias correction) go as early too.
- *
- * A group is moved before no group that writes what it reads or writes,
- * reads what it writes, or reads a donated argument that it reads or whose
- * shape and dtype one of its outputs has (so that it stays the argument's
- * last reader, and may write over it).  The order is kept only when the
- * plan's peak is lower (cj_memplan_run), so it never costs bytes. */
-
-#define SMALL_TEMP_BYTES 64
-
-typedef struct {
-    int *stamp_read, *stamp_write, *stamp_donor; /* per buffer: marked for the group placed */
-    int *stamp_target;  /* donated arguments it reads that one of its outputs could take */
-} order_marks;
-
-/* Does group h touch what group g (marked with `mark`) must follow?  With
- * `donors` false, only the data: h writes what g reads or writes, or reads
- * what g writes. */
-static bool must_follow(const cj_plan *p, const cj_group *h, const order_marks *m, int mark, bool donors) {
-    for (int k = h->first; k < h->first + h->count; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        if (m->stamp_read[kern->out_buffer] == mark || m->stamp_write[kern->out_buffer] == mark) return true;
-        for (int i = 0; i < kern->nalso; i++) {
-            int b = kern->also[i].buffer;
-            if (m->stamp_read[b] == mark || m->stamp_write[b] == mark) return true;
-        }
-        for (int e = 0; e < kern->nexprs; e++) {
-            int b = kern->exprs[e].buffer;
-            if (cj_expr_reads(&kern->exprs[e]) && (m->stamp_write[b] == mark || (donors && m->stamp_donor[b] == mark)))
-                return true;
-        }
-    }
-    return false;
-}
-
-static bool reads_marked(const cj_plan *p, const cj_group *h, const int *stamp, int mark) {
-    for (int k = h->first; k < h->first + h->count; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        for (int e = 0; e < kern->nexprs; e++)
-            if (cj_expr_reads(&kern->exprs[e]) && stamp[kern->exprs[e].buffer] == mark) return true;
-    }
-    return false;
-}
-
-/* Marks what group g reads and writes; returns whether it may move
- * earlier: it stores only outputs and reads some temporary, or reads no
- * temporary and stores at most SMALL_TEMP_BYTES of temporaries.  *sink:
- * whether it may move later, to after the last reader of a donated
- * argument that one of its outputs could take (it stores only outputs and
- * reads such an argument). */
-static bool mark_group(const cj_plan *p, const cj_group *g, const int *donors, int ndonors, order_marks *m,
-                       int mark, bool *sink) {
-    int64_t temp_stored = 0;
-    bool reads_temp = false;
-    for (int k = g->first; k < g->first + g->count; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        for (int i = -1; i < kern->nalso; i++) {
-            int b = i < 0 ? kern->out_buffer : kern->also[i].buffer;
-            m->stamp_write[b] = mark;
-            if (p->buffers[b].kind == CJ_BUF_TEMP) temp_stored += p->buffers[b].nbytes;
-            if (p->buffers[b].kind != CJ_BUF_OUTPUT) continue;
-            for (int d = 0; d < ndonors; d++)
-                if (output_fits_donor(&p->buffers[b], &p->buffers[donors[d]])) {
-                    m->stamp_donor[donors[d]] = mark;
-                    m->stamp_target[donors[d]] = mark;
-                }
-        }
-        for (int e = 0; e < kern->nexprs; e++) {
-            if (!cj_expr_reads(&kern->exprs[e])) continue;
-            int b = kern->exprs[e].buffer;
-            m->stamp_read[b] = mark;
-            if (is_donated(p, &p->buffers[b])) m->stamp_donor[b] = mark;
-            if (p->buffers[b].kind == CJ_BUF_TEMP) reads_temp = true;
-        }
-    }
-    /* stage-to-stage values inside the group are its own business */
-    bool only_outputs = true;
-    for (int k = g->first; k < g->first + g->count; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        for (int i = -1; i < kern->nalso; i++) {
-            int b = i < 0 ? kern->out_buffer : kern->also[i].buffer;
-            if (p->buffers[b].kind != CJ_BUF_OUTPUT) only_outputs = false;
-        }
-    }
-    bool reads_target = false;
-    for (int d = 0; d < ndonors; d++) {
-        if (m->stamp_target[donors[d]] == mark && m->stamp_read[donors[d]] == mark) reads_target = true;
-        else if (m->stamp_target[donors[d]] == mark) m->stamp_target[donors[d]] = 0;  /* fits, not read */
-    }
-    *sink = only_outputs && reads_target;
-    return (only_outputs && reads_temp) || (!reads_temp && temp_stored <= SMALL_TEMP_BYTES);
-}
-
-/* Reorders p's groups (and kernels with them) as described above.  Returns
- * 1 when something moved, 0 when not, -1 when out of memory. */
-static int order_for_donation(cj_plan *p) {
-    int n = p->ngroups;
-    int *seq = malloc(sizeof(int) * ((size_t)n + 1));
-    int *donors = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
-    order_marks m = {calloc((size_t)p->nbuffers + 1, sizeof(int)), calloc((size_t)p->nbuffers + 1, sizeof(int)),
-                     calloc((size_t)p->nbuffers + 1, sizeof(int)), calloc((size_t)p->nbuffers + 1, sizeof(int))};
-    cj_group *groups = malloc(sizeof(cj_group) * ((size_t)n + 1));
-    cj_kernel *kernels = malloc(sizeof(cj_kernel) * ((size_t)p->nkernels + 1));
-    int moved = -1;
-    if (!seq || !donors || !m.stamp_read || !m.stamp_write || !m.stamp_donor || !m.stamp_target || !groups ||
-        !kernels)
-        goto done;
-    int ndonors = 0;
-    for (int b = 0; b < p->nbuffers; b++)
-        if (is_donated(p, &p->buffers[b]) && p->buffers[b].nbytes > 0) donors[ndonors++] = b;
-    moved = 0;
-    bool sink;
-    for (int g = 0; g < n; g++) {
-        int at = g; /* seq[0..g) holds the groups placed so far */
-        if (mark_group(p, &p->groups[g], donors, ndonors, &m, g + 1, &sink)) {
-            while (at > 0 && !must_follow(p, &p->groups[seq[at - 1]], &m, g + 1, true)) at--;
-            memmove(seq + at + 1, seq + at, sizeof(int) * (size_t)(g - at));
-        }
-        seq[at] = g;
-        moved |= at != g;
-    }
-    /* then, last to first, a group that could write over a donated argument
-     * it reads but is not its last reader (`(p - lr * g, p.sum())`) moves to
-     * after that reader, when nothing in between needs it first */
-    for (int i = n - 1; i >= 0; i--) {
-        int mark = n + 1 + seq[i], last = -1;
-        mark_group(p, &p->groups[seq[i]], donors, ndonors, &m, mark, &sink);
-        for (int j = i + 1; sink && j < n; j++) {
-            if (must_follow(p, &p->groups[seq[j]], &m, mark, false)) break;
-            if (reads_marked(p, &p->groups[seq[j]], m.stamp_target, mark)) last = j;
-        }
-        if (last > i) {
-            int g = seq[i];
-            memmove(seq + i, seq + i + 1, sizeof(int) * (size_t)(last - i));
-            seq[last] = g;
-            moved = 1;
-        }
-    }
-    if (moved) {
-        int k = 0;
-        for (int i = 0; i < n; i++) {
-            const cj_group *old = &p->groups[seq[i]];
-            groups[i] = *old;
-            groups[i].first = k;
-            memcpy(kernels + k, p->kernels + old->first, sizeof(cj_kernel) * (size_t)old->count);
-            k += old->count;
-        }
-        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)n);
-        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
-    }
-done:
-    free(seq), free(donors), free(m.stamp_read), free(m.stamp_write), free(m.stamp_donor), free(m.stamp_target);
-    free(groups), free(kernels);
-    return moved;
-}
-
 /* See kernel.h. */
 cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
     cj_status st = plan_memory(p, enabled, err);
     bool any_donated = false;
-    for (int b = 0; enabled && p->donated && b < p->nbuffers; b++) any_donated |= is_donated(p, &p->buffers[b]);
+    for (int b = 0; enabled && p->donated && b < p->nbuffers; b++) any_donated |= cj_is_donated(p, &p->buffers[b]);
     if (st != CJ_OK || !any_donated || p->ngroups < 2) return st;
-    /* try the order for donation; keep it only if it lowers the peak */
-    int64_t peak = p->peak_bytes;
-    cj_group *groups = malloc(sizeof(cj_group) * ((size_t)p->ngroups + 1));
+    /* try the orders for donation in turn, each on the best so far, the
+     * last with update groups split; keep one only if it lowers the peak */
+    cj_group *groups = malloc(sizeof(cj_group) * ((size_t)p->nkernels + 1));
     cj_kernel *kernels = malloc(sizeof(cj_kernel) * ((size_t)p->nkernels + 1));
     if (!groups || !kernels) {
         free(groups), free(kernels);
         return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
     }
-    memcpy(groups, p->groups, sizeof(cj_group) * (size_t)p->ngroups);
-    memcpy(kernels, p->kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
-    int moved = order_for_donation(p);
-    if (moved < 0) st = cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
-    if (moved > 0) st = plan_memory(p, enabled, err);
-    if (moved > 0 && st == CJ_OK && p->peak_bytes >= peak) {
-        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)p->ngroups);
-        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
-        st = plan_memory(p, enabled, err);
+    for (int attempt = 0; attempt < 3 && st == CJ_OK; attempt++) {
+        int64_t peak = p->peak_bytes;
+        int ngroups = p->ngroups;
+        memcpy(groups, p->groups, sizeof(cj_group) * (size_t)p->ngroups);
+        memcpy(kernels, p->kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+        int moved = attempt == 0 ? cj_order_for_donation(p) : attempt == 1 ? cj_order_last_readers_first(p)
+                                                                       : cj_split_update_groups(p);
+        if (attempt == 2 && moved > 0) {
+            int a = cj_order_for_donation(p), b = a < 0 ? -1 : cj_order_last_readers_first(p);
+            if (a < 0 || b < 0) moved = -1;
+        }
+        if (moved < 0) st = cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
+        if (moved > 0) st = plan_memory(p, enabled, err);
+        if (moved > 0 && st == CJ_OK && p->peak_bytes >= peak) {
+            p->ngroups = ngroups;
+            memcpy(p->groups, groups, sizeof(cj_group) * (size_t)p->ngroups);
+            memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+            st = plan_memory(p, enabled, err);
+        }
     }
     free(groups), free(kernels);
     return st;
