@@ -123,32 +123,40 @@ static cj_status pass_llvm_args(cj_error *err) {
     return CJ_OK;
 }
 
-static cj_status jit_init(cj_error *err) {
-    if (jit_state.ready) return CJ_OK;
-    if (pass_llvm_args(err) != CJ_OK) return err->status;
-    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
-        return cj_error_set(err, CJ_ERR_COMPILE, "LLVM has no native target for this CPU");
-
-    char *triple = LLVMGetDefaultTargetTriple();
+/* The target machines that compile IR, one per compile thread: made on the
+ * first compile, not with the LLJIT, since a process whose executables all
+ * come from the disk cache only links object files and never needs one
+ * (each costs a few hundred microseconds of that first call). */
+static cj_status jit_init_codegen(cj_error *err) {
+    if (jit_state.ntms > 0) return CJ_OK;
     LLVMTargetRef target;
     char *msg = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
-        cj_error_set(err, CJ_ERR_COMPILE, "LLVM target %s: %s", triple, msg);
+    if (LLVMGetTargetFromTriple(jit_state.triple, &target, &msg)) {
+        cj_error_set(err, CJ_ERR_COMPILE, "LLVM target %s: %s", jit_state.triple, msg);
         LLVMDisposeMessage(msg);
-        LLVMDisposeMessage(triple);
         return CJ_ERR_COMPILE;
     }
     char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
     int ntms = cj_runtime_num_threads();
     if (ntms > CJ_MAX_COMPILE_THREADS) ntms = CJ_MAX_COMPILE_THREADS;
     ntms++; /* one spare: jobs index them from 0 */
-    for (jit_state.ntms = 0; jit_state.ntms < ntms; jit_state.ntms++)
-        jit_state.tms[jit_state.ntms] = LLVMCreateTargetMachine(target, triple, cpu, features,
-                                                                LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                                                LLVMCodeModelDefault);
+    int made = 0;
+    for (; made < ntms; made++)
+        jit_state.tms[made] = LLVMCreateTargetMachine(target, jit_state.triple, cpu, features,
+                                                      LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                                      LLVMCodeModelDefault);
     LLVMDisposeMessage(cpu);
     LLVMDisposeMessage(features);
-    jit_state.triple = triple;
+    jit_state.ntms = made;
+    return CJ_OK;
+}
+
+static cj_status jit_init(cj_error *err) {
+    if (jit_state.ready) return CJ_OK;
+    if (pass_llvm_args(err) != CJ_OK) return err->status;
+    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
+        return cj_error_set(err, CJ_ERR_COMPILE, "LLVM has no native target for this CPU");
+    if (!jit_state.triple) jit_state.triple = LLVMGetDefaultTargetTriple();
 
     LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
     LLVMErrorRef e = LLVMOrcCreateLLJIT(&jit_state.jit, builder); /* consumes builder */
@@ -516,6 +524,7 @@ static cj_status define_math(const char *const *names, int n, cj_error *err) {
         if (!listed && nmissing < CJ_MAX_MATH_USED) missing[nmissing++] = names[i];
     }
     if (!nmissing) return CJ_OK;
+    if (jit_init_codegen(err) != CJ_OK) return err->status;
     char **grown = realloc(jit_state.math_defined, sizeof(char *) * (size_t)(jit_state.nmath_defined + nmissing));
     if (!grown) return cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
     jit_state.math_defined = grown;
@@ -611,7 +620,7 @@ static void live_add(cj_jit_code *code) {
 
 static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
                                 cj_jit_code **out, const cj_cancel *cancel, bool keep, cj_error *err) {
-    if (jit_init(err) != CJ_OK) return err->status;
+    if (jit_init(err) != CJ_OK || jit_init_codegen(err) != CJ_OK) return err->status;
     char prefix[40];
     ++jit_state.serial;
     if (keep) unique_prefix(prefix, sizeof prefix);

@@ -519,3 +519,35 @@ def test_an_expression_reading_one_value_twice_loads_from_disk(tmp_path):
     assert cold["info"]["disk_misses"] == 1
     assert warm["info"]["disk_hits"] == 1 and warm["info"]["disk_misses"] == 0
     assert warm["r"] == cold["r"]
+
+
+# A process whose first executable came from the disk cache has made no
+# target machine (jit_cpu.c makes them on the first compile): compiling
+# something new afterwards, with mathlib functions, still works.
+LOAD_THEN_COMPILE = r"""
+import json
+import numpy as np
+import cjit, cjit.numpy as cnp
+from cjit import _cjit
+x = np.linspace(-2, 2, 3000, dtype=np.float32)
+f = cjit.jit(lambda a: cnp.tanh(a * 1) + 0)
+rf = np.asarray(f(x))
+s0 = _cjit.runtime_stats()
+g = cjit.jit(lambda a: cnp.sin(a) * cnp.exp(-a) + cnp.log1p(a * a))
+rg = np.asarray(g(x))
+s1 = _cjit.runtime_stats()
+print("RESULT " + json.dumps({"f": rf.tobytes().hex(), "g": rg.tolist(), "info": cjit.cache_info(),
+                              "emit_ns": s1["compile_ns_emit"] - s0["compile_ns_emit"]}))
+"""
+
+
+def test_compile_after_a_disk_load(tmp_path):
+    cache = tmp_path / "c"
+    first = result(run(SMALL, cache))
+    assert first["info"]["disk_misses"] == 1
+    r = result(run(LOAD_THEN_COMPILE, cache))
+    assert r["info"]["disk_hits"] == 1 and r["info"]["disk_misses"] == 1
+    assert r["f"] == first["res"][0]
+    assert r["emit_ns"] > 0
+    x = np.linspace(-2, 2, 3000, dtype=np.float32).astype(np.float64)
+    np.testing.assert_allclose(r["g"], np.sin(x) * np.exp(-x) + np.log1p(x * x), rtol=2e-5, atol=2e-6)

@@ -56,6 +56,10 @@ from . import tree_util  # noqa: E402
 from . import scipy  # noqa: E402
 from . import random  # noqa: E402
 from . import lax  # noqa: E402
+if _os.environ.get("CJIT_CACHE", "1").strip().lower() not in ("", "0", "false", "no", "off"):
+    # the persistent cache's modules (sqlite3, hashlib: 3-10 ms of loading
+    # shared libraries) load with cjit, not inside the first call, as JAX's do
+    from . import _disk_cache  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

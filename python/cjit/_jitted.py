@@ -231,7 +231,7 @@ class Jitted(_cjit.JitBase):
         """Compiles a C Lowered for this function's device (the CPU here;
         _CudaJitted overrides it).  `donate`: parameter slots (flat leaf
         indices) whose buffers the memory plan may reuse."""
-        from . import _disk_cache   # sqlite3 and hashlib load on the first compile, not at import
+        from . import _disk_cache   # loaded by cjit's import unless CJIT_CACHE=0
         return _disk_cache.compile(lowered, donate, self._name)   # CJIT_CACHE=0: lowered.compile
 
     def _donated_leaves(self, treedef, dyn_positions):
