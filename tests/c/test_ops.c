@@ -226,6 +226,8 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
     case CJ_OP_ARGSORT: return cj_build_argsort(g, IN(2, 3), -1, err);
     case CJ_OP_CHOLESKY: return cj_build_cholesky(g, IN(3, 3), -1, err);
     case CJ_OP_LU: case CJ_OP_LU_PIVOTS: return cj_build_lu(g, IN(3, 3), op == CJ_OP_LU_PIVOTS, -1, err);
+    case CJ_OP_QR: case CJ_OP_SVD: return cj_build_decomp(g, op, IN(3, 2), 1, -1, err);
+    case CJ_OP_EIGH: return cj_build_decomp(g, op, IN(3, 3), 1, -1, err);
     case CJ_OP_TRIANGULAR_SOLVE: {
         int a = IN(3, 3);
         return cj_build_triangular_solve(g, a, IN(3, 2), CJ_TRI_LOWER, -1, err);
