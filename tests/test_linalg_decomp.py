@@ -93,3 +93,5 @@ def test_gradient_refused_cleanly():
     a = rng.standard_normal((4, 3))
     with pytest.raises(Exception, match="no rule for qr"):
         cjit.grad(lambda x: cnp.linalg.qr(x).R.sum())(a)
+    with pytest.raises(Exception, match="svd"):
+        cjit.jvp(lambda x: cnp.linalg.svdvals(x), (a,), (a,))
