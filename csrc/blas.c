@@ -60,12 +60,15 @@ typedef void (*dgemv_fn)(int, int, int, int, double, const double *, int, const 
  * the one under which cblas_sgemm is found. */
 enum {
     E_SGEMM, E_DGEMM, E_SGEMV, E_DGEMV, E_GET_PARALLEL, E_SET_THREADS, E_GET_CONFIG,
-    E_SPOTRF, E_DPOTRF, E_STRSM, E_DTRSM, E_SGETRF, E_DGETRF, E_COUNT
+    E_SPOTRF, E_DPOTRF, E_STRSM, E_DTRSM, E_SGETRF, E_DGETRF,
+    E_SGEQRF, E_DGEQRF, E_SORGQR, E_DORGQR, E_SSYEVD, E_DSYEVD, E_SGESDD, E_DGESDD, E_COUNT
 };
 static const char *const entry_names[E_COUNT] = {
     "cblas_sgemm", "cblas_dgemm", "cblas_sgemv", "cblas_dgemv",
     "openblas_get_parallel", "openblas_set_num_threads", "openblas_get_config",
     "LAPACKE_spotrf", "LAPACKE_dpotrf", "cblas_strsm", "cblas_dtrsm", "LAPACKE_sgetrf", "LAPACKE_dgetrf",
+    "LAPACKE_sgeqrf", "LAPACKE_dgeqrf", "LAPACKE_sorgqr", "LAPACKE_dorgqr", "LAPACKE_ssyevd", "LAPACKE_dsyevd",
+    "LAPACKE_sgesdd", "LAPACKE_dgesdd",
 };
 static const char *const prefixes[] = {"scipy_", ""};
 
@@ -79,6 +82,7 @@ static struct {
     sgemv_fn sgemv;         /* matrix-vector products, when the library has them */
     dgemv_fn dgemv;
     void *potrf[2], *trsm[2], *getrf[2]; /* [float32, float64]: LAPACKE's Cholesky and LU, BLAS's triangular solve */
+    void *geqrf[2], *orgqr[2], *syevd[2], *gesdd[2]; /* QR, symmetric eigen, SVD: NULL where missing */
     bool serialize;         /* one call at a time (a sequential OpenBLAS) */
     pthread_mutex_t lock;   /* for serialize; also guards default_path and loaded */
     bool loaded;            /* blas_load has started: default_path is read */
@@ -184,6 +188,10 @@ static bool try_library(const char *name, char *why, size_t nwhy) {
         blas.potrf[0] = fn[E_SPOTRF], blas.potrf[1] = fn[E_DPOTRF];
         blas.trsm[0] = fn[E_STRSM], blas.trsm[1] = fn[E_DTRSM];
         blas.getrf[0] = fn[E_SGETRF], blas.getrf[1] = fn[E_DGETRF];
+        for (int t = 0; t < 2; t++) {
+            blas.geqrf[t] = fn[E_SGEQRF + t], blas.orgqr[t] = fn[E_SORGQR + t];
+            blas.syevd[t] = fn[E_SSYEVD + t], blas.gesdd[t] = fn[E_SGESDD + t];
+        }
     }
     return true;
 }
@@ -445,6 +453,56 @@ int cj_lapack_getrf(bool f64, int n, void *a, int32_t *ipiv) {
     if (blas.serialize) pthread_mutex_lock(&blas.lock);
     int info = f64 ? ((dgetrf_fn)(uintptr_t)blas.getrf[1])(LAPACK_ROW_MAJOR, n, n, a, n, ipiv)
                    : ((sgetrf_fn)(uintptr_t)blas.getrf[0])(LAPACK_ROW_MAJOR, n, n, a, n, ipiv);
+    if (blas.serialize) pthread_mutex_unlock(&blas.lock);
+    return info;
+}
+
+typedef int (*sgeqrf_fn)(int, int, int, float *, int, float *);
+typedef int (*dgeqrf_fn)(int, int, int, double *, int, double *);
+typedef int (*sorgqr_fn)(int, int, int, int, float *, int, const float *);
+typedef int (*dorgqr_fn)(int, int, int, int, double *, int, const double *);
+typedef int (*ssyevd_fn)(int, char, char, int, float *, int, float *);
+typedef int (*dsyevd_fn)(int, char, char, int, double *, int, double *);
+typedef int (*sgesdd_fn)(int, char, int, int, float *, int, float *, float *, int, float *, int);
+typedef int (*dgesdd_fn)(int, char, int, int, double *, int, double *, double *, int, double *, int);
+
+/* See blas.h. */
+int cj_lapack_geqrf(bool f64, int m, int n, void *a, int lda, void *tau) {
+    if (!blas.geqrf[f64]) return -1000;
+    if (blas.serialize) pthread_mutex_lock(&blas.lock);
+    int info = f64 ? ((dgeqrf_fn)(uintptr_t)blas.geqrf[1])(LAPACK_ROW_MAJOR, m, n, a, lda, tau)
+                   : ((sgeqrf_fn)(uintptr_t)blas.geqrf[0])(LAPACK_ROW_MAJOR, m, n, a, lda, tau);
+    if (blas.serialize) pthread_mutex_unlock(&blas.lock);
+    return info;
+}
+
+/* See blas.h. */
+int cj_lapack_orgqr(bool f64, int m, int n, int k, void *a, int lda, const void *tau) {
+    if (!blas.orgqr[f64]) return -1000;
+    if (blas.serialize) pthread_mutex_lock(&blas.lock);
+    int info = f64 ? ((dorgqr_fn)(uintptr_t)blas.orgqr[1])(LAPACK_ROW_MAJOR, m, n, k, a, lda, tau)
+                   : ((sorgqr_fn)(uintptr_t)blas.orgqr[0])(LAPACK_ROW_MAJOR, m, n, k, a, lda, tau);
+    if (blas.serialize) pthread_mutex_unlock(&blas.lock);
+    return info;
+}
+
+/* See blas.h. */
+int cj_lapack_syevd(bool f64, bool vectors, int n, void *a, void *w) {
+    if (!blas.syevd[f64]) return -1000;
+    char jobz = vectors ? 'V' : 'N';
+    if (blas.serialize) pthread_mutex_lock(&blas.lock);
+    int info = f64 ? ((dsyevd_fn)(uintptr_t)blas.syevd[1])(LAPACK_ROW_MAJOR, jobz, 'L', n, a, n, w)
+                   : ((ssyevd_fn)(uintptr_t)blas.syevd[0])(LAPACK_ROW_MAJOR, jobz, 'L', n, a, n, w);
+    if (blas.serialize) pthread_mutex_unlock(&blas.lock);
+    return info;
+}
+
+/* See blas.h. */
+int cj_lapack_gesdd(bool f64, char jobz, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt) {
+    if (!blas.gesdd[f64]) return -1000;
+    if (blas.serialize) pthread_mutex_lock(&blas.lock);
+    int info = f64 ? ((dgesdd_fn)(uintptr_t)blas.gesdd[1])(LAPACK_ROW_MAJOR, jobz, m, n, a, n, s, u, ldu, vt, ldvt)
+                   : ((sgesdd_fn)(uintptr_t)blas.gesdd[0])(LAPACK_ROW_MAJOR, jobz, m, n, a, n, s, u, ldu, vt, ldvt);
     if (blas.serialize) pthread_mutex_unlock(&blas.lock);
     return info;
 }

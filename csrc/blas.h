@@ -63,5 +63,17 @@ int cj_lapack_potrf(bool f64, int n, void *a);
 int cj_lapack_getrf(bool f64, int n, void *a, int32_t *ipiv);
 /* b (n x k, row-major) replaced by op(a)^-1 b, a (n x n) triangular. */
 void cj_blas_trsm(bool f64, bool lower, bool trans, bool unit, int n, int k, const void *a, void *b);
+/* The factorizations linalg_decomp_rt.c calls (row-major; LAPACK's info,
+ * -1000 when the library lacks the routine).  geqrf: a (m x n, leading dim
+ * lda) replaced by R above its diagonal and the reflectors below, tau
+ * min(m, n) long; orgqr: the first n columns of Q from k reflectors in a. */
+int cj_lapack_geqrf(bool f64, int m, int n, void *a, int lda, void *tau);
+int cj_lapack_orgqr(bool f64, int m, int n, int k, void *a, int lda, const void *tau);
+/* a (n x n) symmetric, its lower triangle read: w gets the eigenvalues
+ * ascending and, when vectors, a the eigenvectors as columns. */
+int cj_lapack_syevd(bool f64, bool vectors, int n, void *a, void *w);
+/* a (m x n, destroyed) = U diag(s) Vt; jobz 'N' (s only), 'S' (U m x k,
+ * Vt k x n) or 'A' (U m x m, Vt n x n). */
+int cj_lapack_gesdd(bool f64, char jobz, int m, int n, void *a, void *s, void *u, int ldu, void *vt, int ldvt);
 
 #endif

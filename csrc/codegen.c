@@ -288,7 +288,8 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
         cj_call_describe(c->plan, k, desc);
         static const char *const fns[] = {[CJ_CALL_ARGSORT] = "cj_rt_argsort", [CJ_CALL_CHOLESKY] = "cj_rt_cholesky",
                                           [CJ_CALL_TRISOLVE] = "cj_rt_trisolve", [CJ_CALL_LU] = "cj_rt_lu",
-                                          [CJ_CALL_LU_PIVOTS] = "cj_rt_lu_pivots"};
+                                          [CJ_CALL_LU_PIVOTS] = "cj_rt_lu_pivots", [CJ_CALL_QR] = "cj_rt_qr",
+                                          [CJ_CALL_EIGH] = "cj_rt_eigh", [CJ_CALL_SVD] = "cj_rt_svd"};
         const char *fn = fns[k->call];
         emit_runtime_call(c, fn, desc, CJ_CALL_DESC_LEN, start, end);
         LLVMBuildRetVoid(c->b);

@@ -463,7 +463,7 @@ LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, 
     case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
     case CJ_OP_REDUCE_SUM: case CJ_OP_REDUCE_PROD: case CJ_OP_REDUCE_MAX: case CJ_OP_REDUCE_MIN:
     case CJ_OP_MATMUL: case CJ_NUM_OPS:
-    case CJ_OP_GATHER: case CJ_OP_ARGSORT: case CJ_OP_CHOLESKY: case CJ_OP_LU: case CJ_OP_LU_PIVOTS: case CJ_OP_TRIANGULAR_SOLVE: case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX:
+    case CJ_OP_GATHER: case CJ_OP_ARGSORT: case CJ_OP_CHOLESKY: case CJ_OP_LU: case CJ_OP_LU_PIVOTS: case CJ_OP_TRIANGULAR_SOLVE: case CJ_OP_QR: case CJ_OP_EIGH: case CJ_OP_SVD: case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX:
     case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_CUSTOM: case CJ_OP_RESULT:
         break;
     }

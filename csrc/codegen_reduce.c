@@ -35,7 +35,7 @@ LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueRef v, c
     case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT:
     case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
     case CJ_OP_MATMUL: case CJ_NUM_OPS:
-    case CJ_OP_GATHER: case CJ_OP_ARGSORT: case CJ_OP_CHOLESKY: case CJ_OP_LU: case CJ_OP_LU_PIVOTS: case CJ_OP_TRIANGULAR_SOLVE: case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX:
+    case CJ_OP_GATHER: case CJ_OP_ARGSORT: case CJ_OP_CHOLESKY: case CJ_OP_LU: case CJ_OP_LU_PIVOTS: case CJ_OP_TRIANGULAR_SOLVE: case CJ_OP_QR: case CJ_OP_EIGH: case CJ_OP_SVD: case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX:
     case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_CUSTOM: case CJ_OP_RESULT:
         return cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a reduction", cj_op_name(op)), NULL;
     }

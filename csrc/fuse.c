@@ -326,7 +326,9 @@ static bool emit_node(fuser *f, int node, int buf) {
     case CJ_OPKIND_LINALG: {
         cj_op op = node_at(f, node)->op;
         return emit_call(f, node, buf, op == CJ_OP_CHOLESKY ? CJ_CALL_CHOLESKY : op == CJ_OP_LU ? CJ_CALL_LU
-                                       : op == CJ_OP_LU_PIVOTS ? CJ_CALL_LU_PIVOTS : CJ_CALL_TRISOLVE);
+                                       : op == CJ_OP_LU_PIVOTS ? CJ_CALL_LU_PIVOTS : op == CJ_OP_QR ? CJ_CALL_QR
+                                       : op == CJ_OP_EIGH ? CJ_CALL_EIGH : op == CJ_OP_SVD ? CJ_CALL_SVD
+                                       : CJ_CALL_TRISOLVE);
     }
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE:
     case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE: case CJ_OPKIND_GATHER:

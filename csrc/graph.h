@@ -237,6 +237,9 @@ int cj_build_cholesky_vjp(cj_graph *g, int L, int ct, int loc, cj_error *err);
  * forward- and reverse-mode rules, given a, the factors and da or the
  * factors' cotangent. */
 int cj_build_lu(cj_graph *g, int a, bool pivots, int loc, cj_error *err);
+/* Result `index` of the QR, EIGH or SVD of each (..., m, n) float matrix
+ * (ops.def says what each index names). */
+int cj_build_decomp(cj_graph *g, cj_op op, int a, int index, int loc, cj_error *err);
 int cj_build_lu_jvp(cj_graph *g, int a, int lu, int da, int loc, cj_error *err);
 int cj_build_lu_vjp(cj_graph *g, int a, int lu, int ct, int loc, cj_error *err);
 /* The int64 indices that sort each row of x along its last axis (stable;

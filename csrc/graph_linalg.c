@@ -67,6 +67,7 @@ int cj_build_lu(cj_graph *g, int a, bool pivots, int loc, cj_error *err) {
 /* See graph_priv.h. */
 const char *cj_linalg_check(const cj_graph *g, const cj_node *n) {
     const cj_node *a = &g->nodes[n->inputs[0]];
+    if (n->op == CJ_OP_QR || n->op == CJ_OP_EIGH || n->op == CJ_OP_SVD) return cj_linalg_decomp_check(g, n);
     if (n->op == CJ_OP_LU_PIVOTS) {
         if (n->dtype != CJ_INT64 || !is_float(a->dtype) || !square(&a->shape) || n->shape.rank != a->shape.rank - 1)
             return "lu_pivots gives int64 rows of a square float matrix";

@@ -70,5 +70,7 @@ int coerce(cj_graph *g, const char *opname, int x, cj_dtype dt, const cj_shape *
 const char *cj_index_check(const cj_graph *g, const cj_node *n);
 /* ... of a CHOLESKY or TRIANGULAR_SOLVE node (graph_linalg.c). */
 const char *cj_linalg_check(const cj_graph *g, const cj_node *n);
+/* ... of a QR, EIGH or SVD node (graph_linalg_decomp.c). */
+const char *cj_linalg_decomp_check(const cj_graph *g, const cj_node *n);
 
 #endif

@@ -80,7 +80,8 @@ typedef struct {
  * triangular solve (linalg_rt.c: LAPACK/BLAS on each matrix of a batch).
  * Their expressions are one load per operand (what each block reads), so
  * every pass sees the operands read; they never write in place. */
-typedef enum { CJ_CALL_NONE, CJ_CALL_ARGSORT, CJ_CALL_CHOLESKY, CJ_CALL_TRISOLVE, CJ_CALL_LU, CJ_CALL_LU_PIVOTS } cj_call;
+typedef enum { CJ_CALL_NONE, CJ_CALL_ARGSORT, CJ_CALL_CHOLESKY, CJ_CALL_TRISOLVE, CJ_CALL_LU, CJ_CALL_LU_PIVOTS,
+               CJ_CALL_QR, CJ_CALL_EIGH, CJ_CALL_SVD } cj_call;
 
 typedef struct {
     int rank;
@@ -175,9 +176,10 @@ int cj_kernel_long_math(const cj_kernel *k);
 /* The descriptor a call kernel passes to its runtime function (rt.h):
  * {operand buffer, second operand buffer or -1, output buffer, n (the
  * operand's last dim), k (the second operand's last dim, else n), dtype,
- * flags (the node's `index`: a triangular solve's)}, CJ_CALL_DESC_LEN
+ * flags (the node's `index`: a triangular solve's, a factorization's
+ * output), m (the operand's second-to-last dim, else 1)}, CJ_CALL_DESC_LEN
  * integers. */
-#define CJ_CALL_DESC_LEN 7
+#define CJ_CALL_DESC_LEN 8
 void cj_call_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc);
 /* Does kernel k accumulate into its output in a loop nest (so that the
  * output must hold the identity first)? */

@@ -78,6 +78,7 @@ void cj_call_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc) {
     desc[4] = b && b->shape.rank > 0 ? b->shape.dims[b->shape.rank - 1] : desc[3];
     desc[5] = a->dtype;
     desc[6] = p->graph && k->root_node >= 0 ? p->graph->nodes[k->root_node].attrs.index : 0;
+    desc[7] = a->shape.rank > 1 ? a->shape.dims[a->shape.rank - 2] : 1;
 }
 
 /* See kernel.h. */

@@ -388,7 +388,7 @@ static void get_kernel(cj_rbuf *r, cj_kernel *k, int nbuffers, int nnodes) {
     k->scatter.index_expr = (int)cj_get_int(r, 0, k->nexprs - 1);
     k->scatter.stride = cj_get_int(r, 0, INT64_MAX);
     k->scatter.dim = cj_get_int(r, 0, INT64_MAX);
-    k->call = (cj_call)cj_get_int(r, CJ_CALL_NONE, CJ_CALL_LU_PIVOTS);
+    k->call = (cj_call)cj_get_int(r, CJ_CALL_NONE, CJ_CALL_SVD);
     int nalso = get_count(r);
     if (r->bad || nalso == 0) return;
     if (!(k->also = calloc((size_t)nalso, sizeof(cj_store)))) {

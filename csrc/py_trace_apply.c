@@ -348,11 +348,13 @@ static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs
     case CJ_OPKIND_LINALG: {
         /* apply('triangular_solve', a, b, mode=flags): CJ_TRI_LOWER 1, TRANSPOSE 2, UNIT 4 */
         int64_t flags = 0;
-        if (op == CJ_OP_TRIANGULAR_SOLVE && ATTR(at, A_MODE) != NULL &&
+        if ((op == CJ_OP_TRIANGULAR_SOLVE || op == CJ_OP_QR || op == CJ_OP_EIGH || op == CJ_OP_SVD) &&
+            ATTR(at, A_MODE) != NULL &&
             attr_int64(ATTR(at, A_MODE), &flags, opname, "mode") < 0)
             return -1;
         id = op == CJ_OP_CHOLESKY ? cj_build_cholesky(g, xs[0], loc, &err)
            : op == CJ_OP_LU || op == CJ_OP_LU_PIVOTS ? cj_build_lu(g, xs[0], op == CJ_OP_LU_PIVOTS, loc, &err)
+           : op == CJ_OP_QR || op == CJ_OP_EIGH || op == CJ_OP_SVD ? cj_build_decomp(g, op, xs[0], (int)flags, loc, &err)
                                   : cj_build_triangular_solve(g, xs[0], xs[1], (int)flags, loc, &err);
         break;
     }

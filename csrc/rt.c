@@ -13,6 +13,9 @@ const cj_rt_symbol cj_rt_symbols[] = {
     {"cj_rt_trisolve", (void *)&cj_rt_trisolve},
     {"cj_rt_lu", (void *)&cj_rt_lu},
     {"cj_rt_lu_pivots", (void *)&cj_rt_lu_pivots},
+    {"cj_rt_qr", (void *)&cj_rt_qr}, /* linalg_decomp_rt.c */
+    {"cj_rt_eigh", (void *)&cj_rt_eigh},
+    {"cj_rt_svd", (void *)&cj_rt_svd},
     {NULL, NULL},
 };
 

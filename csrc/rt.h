@@ -33,5 +33,8 @@ void cj_rt_cholesky(const int64_t *desc, int64_t start, int64_t end, void *const
 void cj_rt_trisolve(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
 void cj_rt_lu(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
 void cj_rt_lu_pivots(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+void cj_rt_qr(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+void cj_rt_eigh(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
+void cj_rt_svd(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
 
 #endif

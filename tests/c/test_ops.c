@@ -112,7 +112,9 @@ static void test_table(void) {
             CHECK_MSG((attrs & CJ_ATTR_SHAPE) && (attrs & CJ_ATTR_DTYPE), "%s: a source's shape", name);
         /* a gradient rule, or a reason to have none */
         int reads = cj_autodiff_rule_reads(op);
-        bool no_rule = kind == CJ_OPKIND_SOURCE || (flags & CJ_OPF_ZERO_GRAD);
+        /* QR, eigh and SVD: derivative rules not built yet (autodiff and jvp refuse them by name) */
+        bool pending = op == CJ_OP_QR || op == CJ_OP_EIGH || op == CJ_OP_SVD;
+        bool no_rule = kind == CJ_OPKIND_SOURCE || (flags & CJ_OPF_ZERO_GRAD) || pending;
         CHECK_MSG(no_rule == (reads < 0), "%s: gradient rule %s", name, reads < 0 ? "missing" : "for a zero gradient");
         CHECK_MSG(no_rule == !cj_jvp_has_rule(op), "%s: jvp rule %s", name, no_rule ? "for a zero tangent" : "missing");
         CHECK_MSG((kind == CJ_OPKIND_SOURCE) == (cj_batch_rule_of(op) == CJ_BATCH_NONE), "%s: batching rule %s", name,
@@ -226,6 +228,8 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
     case CJ_OP_ARGSORT: return cj_build_argsort(g, IN(2, 3), -1, err);
     case CJ_OP_CHOLESKY: return cj_build_cholesky(g, IN(3, 3), -1, err);
     case CJ_OP_LU: case CJ_OP_LU_PIVOTS: return cj_build_lu(g, IN(3, 3), op == CJ_OP_LU_PIVOTS, -1, err);
+    case CJ_OP_QR: case CJ_OP_SVD: return cj_build_decomp(g, op, IN(3, 2), 1, -1, err);
+    case CJ_OP_EIGH: return cj_build_decomp(g, op, IN(3, 3), 1, -1, err);
     case CJ_OP_TRIANGULAR_SOLVE: {
         int a = IN(3, 3);
         return cj_build_triangular_solve(g, a, IN(3, 2), CJ_TRI_LOWER, -1, err);
@@ -499,6 +503,11 @@ static bool differing_pair(cj_graph *g, cj_op op, unsigned field, int out[2]) {
             in[1] = input(g, n.shape, n.dtype, false, &err);
             n.ninputs = 2;
             n.attrs.index = k ? CJ_TRI_LOWER : 0;
+        } else if (field == CJ_ATTR_INDEX && (op == CJ_OP_QR || op == CJ_OP_EIGH || op == CJ_OP_SVD)) {
+            in[0] = input(g, shape2(2, 2), n.dtype, false, &err); /* Q and R, w and V, U and Vt */
+            n.shape = op == CJ_OP_EIGH && !k ? (cj_shape){1, {2}} : shape2(2, 2);
+            n.ninputs = 1;
+            n.attrs.index = op == CJ_OP_SVD ? 1 + k : k;
         } else if ((field == CJ_ATTR_AXIS || field == CJ_ATTR_INDEX) && kind == CJ_OPKIND_SCATTER) {
             n.shape = shape2(2, 2);
             in[0] = input(g, (cj_shape){1, {2}}, CJ_INT64, false, &err);

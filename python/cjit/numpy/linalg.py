@@ -104,7 +104,7 @@ def vector_norm(x, *, axis=None, keepdims=False, ord=2):
 @_op("x")
 def matrix_norm(x, *, keepdims=False, ord="fro"):
     """Norms of the matrices in the last two dims: 'fro', 1, -1, inf, -inf
-    (2, -2 and 'nuc' need singular values: NotImplementedError)."""
+    and, through the singular values, 2, -2 and 'nuc'."""
     from . import abs as abs_, max as max_, min as min_, sqrt, sum as sum_
     a = _float(x, "linalg.matrix_norm")
     if ord == "fro":
@@ -117,9 +117,13 @@ def matrix_norm(x, *, keepdims=False, ord="fro"):
         row = sum_(abs_(a), axis=-1, keepdims=True)
         r = (max_ if ord == np.inf else min_)(row, axis=-2, keepdims=True)
         r = r if keepdims else r.reshape(tuple(a.shape[:-2]))
+    elif ord in (2, -2, "nuc"):
+        s = svdvals(a)
+        r = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else sum_(s, axis=-1)
+        if keepdims:
+            r = r.reshape(tuple(a.shape[:-2]) + (1, 1))
     else:
-        raise NotImplementedError(f"cjit.numpy.linalg.matrix_norm: ord={ord!r} needs singular values, which "
-                                  f"cjit does not compute yet")
+        raise ValueError(f"cjit.numpy.linalg.matrix_norm: unknown ord {ord!r}")
     return r
 
 
@@ -175,14 +179,114 @@ def _needs(name, what):
     return f
 
 
-lstsq = _needs("lstsq", "a QR or singular value factorization")
-eigh = _needs("eigh", "a symmetric eigensolver")
-eigvalsh = _needs("eigvalsh", "a symmetric eigensolver")
-svd = _needs("svd", "a singular value decomposition")
-svdvals = _needs("svdvals", "a singular value decomposition")
-qr = _needs("qr", "a QR factorization")
-pinv = _needs("pinv", "a singular value decomposition")
-matrix_rank = _needs("matrix_rank", "a singular value decomposition")
+lstsq = _needs("lstsq", "gradients of a QR or singular value factorization")
+
+
+def _matrices(x, who, square=False):
+    a = _float(x, f"linalg.{who}")
+    if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
+        raise _error(np.linalg.LinAlgError, f"linalg.{who}",
+                     "needs square matrices in the last two dims" if square else "needs matrices in the last two dims", a)
+    return a
+
+
+class QRResult(tuple):
+    """(Q, R), with those names."""
+
+    def __new__(cls, Q, R):
+        return super().__new__(cls, (Q, R))
+
+    Q = property(lambda self: self[0])
+    R = property(lambda self: self[1])
+
+
+@_op("x")
+def _qr(x, mode):
+    a = _matrices(x, "qr")
+    complete = 2 if mode == "complete" else 0
+    r = a.trace.apply("qr", a, mode=1 | complete)
+    return r if mode == "r" else (a.trace.apply("qr", a, mode=complete), r)
+
+
+def qr(x, mode="reduced"):
+    """a = Q R of each matrix in the last two dims (LAPACK's geqrf and
+    orgqr): mode 'reduced' (Q (m, k), R (k, n), k = min(m, n)),
+    'complete' (Q (m, m), R (m, n)) or 'r' (R alone)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"cjit.numpy.linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    r = _qr(x, mode)
+    return r if mode == "r" else QRResult(*r)
+
+
+class EighResult(tuple):
+    """(eigenvalues, eigenvectors), with those names."""
+
+    def __new__(cls, eigenvalues, eigenvectors):
+        return super().__new__(cls, (eigenvalues, eigenvectors))
+
+    eigenvalues = property(lambda self: self[0])
+    eigenvectors = property(lambda self: self[1])
+
+
+@_op("x")
+def _eigh(x):
+    a = _matrices(x, "eigh", square=True)
+    return a.trace.apply("eigh", a, mode=0), a.trace.apply("eigh", a, mode=1)
+
+
+def eigh(x, UPLO="L"):
+    """Eigenvalues (ascending) and eigenvectors (columns) of each symmetric
+    matrix (LAPACK's syevd): its lower triangle read, or its upper one with
+    UPLO='U', as NumPy."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"cjit.numpy.linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return EighResult(*_eigh(matrix_transpose(x) if UPLO == "U" else x))
+
+
+@_op("x")
+def eigvalsh(x, UPLO="L"):
+    """The eigenvalues (ascending) of each symmetric matrix."""
+    a = _matrices(matrix_transpose(x) if UPLO == "U" else x, "eigvalsh", square=True)
+    return a.trace.apply("eigh", a, mode=0)
+
+
+class SVDResult(tuple):
+    """(U, S, Vh), with those names."""
+
+    def __new__(cls, U, S, Vh):
+        return super().__new__(cls, (U, S, Vh))
+
+    U = property(lambda self: self[0])
+    S = property(lambda self: self[1])
+    Vh = property(lambda self: self[2])
+
+
+@_op("x")
+def _svd(x, full_matrices, compute_uv):
+    a = _matrices(x, "svd")
+    full = 4 if full_matrices else 0
+    s = a.trace.apply("svd", a, mode=0)
+    if not compute_uv:
+        return s
+    return a.trace.apply("svd", a, mode=1 | full), s, a.trace.apply("svd", a, mode=2 | full)
+
+
+def svd(x, full_matrices=True, compute_uv=True):
+    """a = U diag(S) Vh of each matrix (LAPACK's gesdd), S descending; with
+    compute_uv=False, S alone (as NumPy)."""
+    r = _svd(x, bool(full_matrices), bool(compute_uv))
+    return SVDResult(*r) if compute_uv else r
+
+
+@_op("x")
+def svdvals(x):
+    """The singular values of each matrix, descending."""
+    a = _matrices(x, "svdvals")
+    return a.trace.apply("svd", a, mode=0)
+
+
+pinv = _needs("pinv", "gradients of the singular value decomposition")
+matrix_rank = _needs("matrix_rank", "the singular value decomposition wired to it")
 
 
 # ---- through LU with partial pivoting (the lu and lu_pivots ops: LAPACK's getrf) ----
