@@ -663,7 +663,7 @@ static bool vjp_region(vjp_ctx *c, const rule_args *r) {
         res_ct[k] = res_ct[k] < 0 ? c->ct[i] : bin(c, CJ_OP_ADD, res_ct[k], c->ct[i]);
         ok = res_ct[k] >= 0;
     }
-    if (ok) ok = cj_region_vjp(c->g, id, res_ct, in_ct, c->err) == CJ_OK;
+    if (ok) ok = cj_region_vjp(c->g, id, res_ct, in_ct, cj_autodiff_vjp, c->err) == CJ_OK;
     int nin = c->g->nodes[id].ninputs;
     for (int a = 0; ok && a < nin; a++)
         if (in_ct[a] >= 0) ok = give(c, r, a, in_ct[a]);

@@ -13,6 +13,12 @@
  * may then hold unused nodes, which dead-code elimination drops). */
 cj_status cj_autodiff_vjp(cj_graph *g, int first, const int *outs, const int *cts, int nouts,
                           const int *wrt, int nwrt, int *grads, cj_error *err);
+/* The type of cj_autodiff_vjp: the rules of regions and custom nodes
+ * (regions_vjp.c, custom.c) differentiate a body with the same reverse
+ * mode as the outer graph, and receive it as a parameter of this type so
+ * that they stay below autodiff.c. */
+typedef cj_status cj_vjp_fn(cj_graph *g, int first, const int *outs, const int *cts, int nouts, const int *wrt,
+                            int nwrt, int *grads, cj_error *err);
 
 /* A checkpoint schedule over a chain of layers (binomial checkpointing,
  * python/cjit/_budget.py chooses it).  Position i (0..nlayers) is the value

@@ -142,7 +142,7 @@ static cj_status vjp_by_bwd(cj_graph *g, int id, const cj_body *b, const int *in
 /* custom_jvp: the transpose of the rule's tangent map, as the VJP of the
  * rule in its tangents (built in a graph of its own, then inlined). */
 static cj_status vjp_by_jvp(cj_graph *g, const cj_body *b, const int *inputs, const int *res_ct, int *in_ct,
-                            int loc, cj_error *err) {
+                            int loc, cj_vjp_fn *vjp, cj_error *err) {
     int np = b->ncarry, nk = b->nconsts, no = b->nys, nslots = 2 * np + nk + no;
     cj_graph *G = cj_graph_new();
     int *buf = malloc(sizeof(int) * (4 * (size_t)nslots + 4 * (size_t)no + 8));
@@ -169,7 +169,7 @@ static cj_status vjp_by_jvp(cj_graph *g, const cj_body *b, const int *inputs, co
     }
     for (int a = 0; a < np; a++)
         if (is_float(g->nodes[inputs[a]].dtype)) wrt[nwrt++] = slot[np + a];
-    if (err->status == CJ_OK && cj_autodiff_vjp(G, 0, outs, cts, nct, wrt, nwrt, grads, err) == CJ_OK &&
+    if (err->status == CJ_OK && vjp(G, 0, outs, cts, nct, wrt, nwrt, grads, err) == CJ_OK &&
         cj_graph_set_outputs(G, grads, nwrt, err) == CJ_OK) {
         for (int a = 0; a < np && err->status == CJ_OK; a++) {
             const cj_node *x = &g->nodes[inputs[a]];
@@ -187,13 +187,13 @@ static cj_status vjp_by_jvp(cj_graph *g, const cj_body *b, const int *inputs, co
 }
 
 /* See custom.h. */
-cj_status cj_custom_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_error *err) {
+cj_status cj_custom_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_vjp_fn *vjp, cj_error *err) {
     const cj_body *b = cj_region_body(g, &g->nodes[id]);
     int nin = g->nodes[id].ninputs, loc = g->nodes[id].loc;
     int *inputs = malloc(sizeof(int) * ((size_t)nin + 1)); /* appending moves the node array */
     if (!inputs) return cj_error_set(err, CJ_ERR_MEMORY, "autodiff: out of memory");
     memcpy(inputs, g->nodes[id].inputs, sizeof(int) * (size_t)nin);
-    cj_status st = b->jvp_rule ? vjp_by_jvp(g, b, inputs, res_ct, in_ct, loc, err)
+    cj_status st = b->jvp_rule ? vjp_by_jvp(g, b, inputs, res_ct, in_ct, loc, vjp, err)
                                : vjp_by_bwd(g, id, b, inputs, res_ct, in_ct, loc, err);
     free(inputs);
     return st;

@@ -3,6 +3,7 @@
 #ifndef CJ_CUSTOM_H
 #define CJ_CUSTOM_H
 
+#include "autodiff.h"
 #include "graph.h"
 
 /* A copy of src in which every custom node is replaced by the nodes of its
@@ -11,8 +12,9 @@
 cj_graph *cj_custom_expand(const cj_graph *src, cj_error *err);
 
 /* Reverse mode through custom node id, as cj_region_vjp: res_ct[k] is the
- * cotangent of result k (-1: none); sets in_ct[a] for the float primals. */
-cj_status cj_custom_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_error *err);
+ * cotangent of result k (-1: none); sets in_ct[a] for the float primals.
+ * A custom_jvp rule is transposed by `vjp` (cj_autodiff_vjp, passed in). */
+cj_status cj_custom_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_vjp_fn *vjp, cj_error *err);
 
 /* Forward mode through custom node id: in_tan[a] is the tangent of input
  * a (-1: none); out_tan[k] gets the tangent of output k (-1 for a non-float

@@ -4,6 +4,7 @@
 
 #include "codegen.h"
 #include "pipeline.h"
+#include "stats.h"
 
 struct cj_executable {
     cj_graph *graph;        /* owned copy: names, shapes and source lines */
@@ -21,10 +22,29 @@ struct cj_executable {
  * the given places; allocates and counts nothing (runtime.c). */
 cj_status cj_runtime_run_in(cj_executable *x, void *const *params, void *const *outputs, char *arena,
                             const cj_run_poll *poll, cj_error *err);
-/* Has poll asked to stop?  (see runtime.c's poll_says_stop; poll may be NULL) */
-bool cj_runtime_poll(const cj_run_poll *poll, int64_t *next_ns);
-/* Runs the loop kernel k of plan p (loops_rt.c) on the outer call's slots. */
+/* Has poll asked to stop?  poll may be NULL.  The clock is read at every
+ * question; poll->stop runs once CJ_RUN_POLL_NS have passed since the first
+ * question or the last time it ran.  Shared by the runtime's group loop and
+ * the loops' iterations (loops_rt.c), so it lives here, below both. */
+static inline bool cj_runtime_poll(const cj_run_poll *poll, int64_t *next_ns) {
+    if (!poll) return false;
+    int64_t now = cj_clock_ns();
+    if (*next_ns == 0) {
+        *next_ns = now + CJ_RUN_POLL_NS;
+        return false;
+    }
+    if (now < *next_ns) return false;
+    *next_ns = now + CJ_RUN_POLL_NS;
+    return poll->stop(poll->ctx);
+}
+/* How a loop runs one of its bodies: cj_runtime_run_in. */
+typedef cj_status cj_body_runner(cj_executable *x, void *const *params, void *const *outputs, char *arena,
+                                 const cj_run_poll *poll, cj_error *err);
+/* Runs the loop kernel k of plan p (loops_rt.c) on the outer call's slots.
+ * A body is an executable like the outer one, so it is run by the same
+ * runtime: the caller passes its runner in (run_body), which keeps
+ * loops_rt.c below runtime.c. */
 cj_status cj_loop_run(const cj_plan *p, const cj_kernel *k, void *const *slots, const cj_run_poll *poll,
-                      cj_error *err);
+                      cj_body_runner *run_body, cj_error *err);
 
 #endif

@@ -364,7 +364,7 @@ cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, in
                     break;
                 }
                 for (int a = 0; a < n.ninputs; a++) t[a] = tan[n.inputs[a]];
-                tan[id] = cj_jvp_region(g, id, t, err);
+                tan[id] = cj_jvp_region(g, id, t, cj_jvp, err);
                 free(t);
             }
             ok = tan[id] >= 0;

@@ -15,10 +15,16 @@
 cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, int nwrt, const int *outs,
                  int nouts, int *out_tangents, cj_error *err);
 
+/* The type of cj_jvp. */
+typedef cj_status cj_jvp_fn(cj_graph *g, int first, const int *wrt, const int *tangents, int nwrt, const int *outs,
+                            int nouts, int *out_tangents, cj_error *err);
+
 /* Forward mode through a region (jvp_regions.c, called by cj_jvp): the
  * JVP region of region node id, whose input a has tangent in_tan[a] (-1:
- * none); returns its id or -1 with err set. */
-int cj_jvp_region(cj_graph *g, int id, const int *in_tan, cj_error *err);
+ * none); returns its id or -1 with err set.  A body is differentiated by
+ * the same forward mode as the outer graph: cj_jvp passes itself in as
+ * `jvp`, so that jvp_regions.c stays below jvp.c. */
+int cj_jvp_region(cj_graph *g, int id, const int *in_tan, cj_jvp_fn *jvp, cj_error *err);
 /* The tangent of RESULT node result_id, read from the JVP region new_region. */
 int cj_jvp_result(cj_graph *g, int result_id, int new_region, cj_error *err);
 

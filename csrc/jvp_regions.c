@@ -39,7 +39,7 @@ typedef struct {
  * outputs, with tangents of the float ones of each group inserted after
  * the group (groups: [0, split) and [split, n); split = n for one group). */
 static cj_graph *jvp_body(const cj_graph *src, const slot *slots, int nslots, int nold, int split, bool with_tangents,
-                          cj_error *err) {
+                          cj_jvp_fn *jvp, cj_error *err) {
     cj_graph *w = cj_graph_copy(src, err), *out = NULL;
     size_t ns = (size_t)nslots + 1, no = 2 * (size_t)src->noutputs + 1;
     int *old = malloc(sizeof(int) * ((size_t)nold + 1)), *ph = malloc(sizeof(int) * ns);
@@ -78,7 +78,7 @@ static cj_graph *jvp_body(const cj_graph *src, const slot *slots, int nslots, in
             }
         }
     int n = src->noutputs;
-    if (cj_jvp(w, 0, wrt, tan, nw, w->outputs, n, otan, err) != CJ_OK) goto done;
+    if (jvp(w, 0, wrt, tan, nw, w->outputs, n, otan, err) != CJ_OK) goto done;
     for (int group = 0; group < 2; group++) {
         int lo = group ? split : 0, hi = group ? n : split;
         for (int k = lo; k < hi; k++) outs[nouts++] = w->outputs[k];
@@ -121,7 +121,7 @@ static void push_slot(layout *L, int old, bool tangent, const cj_node *like, boo
 }
 
 /* See jvp.h. */
-int cj_jvp_region(cj_graph *g, int id, const int *in_tan, cj_error *err) {
+int cj_jvp_region(cj_graph *g, int id, const int *in_tan, cj_jvp_fn *jvp, cj_error *err) {
     cj_node n = g->nodes[id];
     const cj_body *b = cj_region_body(g, &n);
     if (!b) return cj_error_set(err, CJ_ERR_INTERNAL, "jvp: region without a body"), -1;
@@ -166,7 +166,7 @@ int cj_jvp_region(cj_graph *g, int id, const int *in_tan, cj_error *err) {
         const cj_graph *src = b->graphs[i];
         bool cond_graph = b->op == CJ_OP_WHILE && i == 0;
         int split = b->op == CJ_OP_SCAN ? b->ncarry : src->noutputs;
-        if (!(nb->graphs[i] = jvp_body(src, L.slots, L.nslots, nold, split, !cond_graph, err))) goto done;
+        if (!(nb->graphs[i] = jvp_body(src, L.slots, L.nslots, nold, split, !cond_graph, jvp, err))) goto done;
     }
     /* scan's ys: the float ones gain tangents */
     int nty = 0;

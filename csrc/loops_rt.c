@@ -46,7 +46,8 @@ static char *result_at(const cj_loop_plan *L, void *const *slots, int k) {
     return L->out_buf[k] >= 0 ? slots[L->out_buf[k]] : (char *)slots[L->work_buf] + L->dead_offset[k];
 }
 
-static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *slots, const cj_run_poll *poll, cj_error *err) {
+static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *slots, const cj_run_poll *poll,
+                          cj_body_runner *run_body, cj_error *err) {
     const cj_body *b = L->body;
     int nc = b->ncarry, nx = b->nxs, nk = b->nconsts, ny = b->nys;
     char *work = slots[L->work_buf];
@@ -80,7 +81,7 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
             int64_t row = nbytes_of(&b->result_shape[nc + y], b->result_dtype[nc + y]) / n;
             a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row;
         }
-        if ((st = cj_runtime_run_in(L->exe[0], (void *const *)a.params, (void *const *)a.outputs, work, NULL, err)) != CJ_OK)
+        if ((st = run_body(L->exe[0], (void *const *)a.params, (void *const *)a.outputs, work, NULL, err)) != CJ_OK)
             break;
         if (cj_runtime_poll(poll, &next_poll)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a scan");
@@ -92,7 +93,8 @@ done:
     return st;
 }
 
-static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_run_poll *poll, cj_error *err) {
+static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_run_poll *poll, cj_body_runner *run_body,
+                           cj_error *err) {
     const cj_body *b = L->body;
     int nc = b->ncarry, nk = b->nconsts;
     char *work = slots[L->work_buf];
@@ -106,11 +108,11 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
     int64_t next_poll = 0;
     for (;;) {
         void *pred_out = pred;
-        if ((st = cj_runtime_run_in(L->exe[0], (void *const *)a.params, &pred_out, work, NULL, err)) != CJ_OK) break;
+        if ((st = run_body(L->exe[0], (void *const *)a.params, &pred_out, work, NULL, err)) != CJ_OK) break;
         if (!*pred) break;
         int to = where == 1 ? 2 : 1;
         for (int c = 0; c < nc; c++) a.outputs[c] = to == 1 ? result_at(L, slots, c) : work + L->spare_offset[c];
-        if ((st = cj_runtime_run_in(L->exe[1], (void *const *)a.params, (void *const *)a.outputs, work, NULL, err)) != CJ_OK)
+        if ((st = run_body(L->exe[1], (void *const *)a.params, (void *const *)a.outputs, work, NULL, err)) != CJ_OK)
             break;
         for (int c = 0; c < nc; c++) a.params[c] = a.outputs[c];
         where = to;
@@ -126,7 +128,7 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
     return st;
 }
 
-static cj_status run_cond(const cj_loop_plan *L, void *const *slots, cj_error *err) {
+static cj_status run_cond(const cj_loop_plan *L, void *const *slots, cj_body_runner *run_body, cj_error *err) {
     const cj_body *b = L->body;
     int no = b->ncarry, nk = b->nconsts, nr = b->nresults;
     arg_lists a;
@@ -135,7 +137,7 @@ static cj_status run_cond(const cj_loop_plan *L, void *const *slots, cj_error *e
     int branch = index < 0 ? 0 : index >= b->ngraphs ? b->ngraphs - 1 : index; /* clamped, as lax.switch */
     for (int j = 0; j < no + nk; j++) a.params[j] = slots[L->in_buf[1 + j]];
     for (int r = 0; r < nr; r++) a.outputs[r] = result_at(L, slots, r);
-    cj_status st = cj_runtime_run_in(L->exe[branch], (void *const *)a.params, (void *const *)a.outputs,
+    cj_status st = run_body(L->exe[branch], (void *const *)a.params, (void *const *)a.outputs,
                                      slots[L->work_buf], NULL, err);
     free(a.heap);
     return st;
@@ -143,12 +145,12 @@ static cj_status run_cond(const cj_loop_plan *L, void *const *slots, cj_error *e
 
 /* See executable.h. */
 cj_status cj_loop_run(const cj_plan *p, const cj_kernel *k, void *const *slots, const cj_run_poll *poll,
-                      cj_error *err) {
+                      cj_body_runner *run_body, cj_error *err) {
     const cj_loop_plan *L = k->loop;
     for (int j = 0; j < L->body->ngraphs; j++)
         if (!L->exe[j]) return cj_error_set(err, CJ_ERR_INTERNAL, "run: a loop body has no code");
-    if (L->body->op == CJ_OP_SCAN) return run_scan(p, L, slots, poll, err);
-    if (L->body->op == CJ_OP_WHILE) return run_while(L, slots, poll, err);
-    if (L->body->op == CJ_OP_COND) return run_cond(L, slots, err);
+    if (L->body->op == CJ_OP_SCAN) return run_scan(p, L, slots, poll, run_body, err);
+    if (L->body->op == CJ_OP_WHILE) return run_while(L, slots, poll, run_body, err);
+    if (L->body->op == CJ_OP_COND) return run_cond(L, slots, run_body, err);
     return cj_error_set(err, CJ_ERR_INTERNAL, "run: %s is not a loop", cj_op_name(L->body->op));
 }

@@ -32,6 +32,7 @@
 #ifndef CJ_REGIONS_H
 #define CJ_REGIONS_H
 
+#include "autodiff.h"
 #include "graph.h"
 
 #define CJ_MAX_BRANCHES 64
@@ -108,7 +109,9 @@ cj_status cj_graph_inline_located(cj_graph *g, const cj_graph *body, const int *
 /* Reverse mode through region node id (regions_vjp.c, called by
  * autodiff.c): res_ct[k] is the cotangent of result k (-1: none); appends
  * the backward pass and sets in_ct[a] to the cotangent of input a (-1:
- * none).  A while node is refused with CJ_ERR_VALUE (use scan). */
-cj_status cj_region_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_error *err);
+ * none).  A while node is refused with CJ_ERR_VALUE (use scan).  A body
+ * is differentiated by `vjp`, the caller's reverse mode (cj_autodiff_vjp;
+ * see cj_vjp_fn in autodiff.h). */
+cj_status cj_region_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_vjp_fn *vjp, cj_error *err);
 
 #endif

@@ -77,6 +77,7 @@ fail:
 typedef struct {
     cj_graph *g;
     int loc;
+    cj_vjp_fn *vjp; /* the reverse mode that differentiates a body (cj_autodiff_vjp) */
     cj_error *err;
 } outer;
 
@@ -197,7 +198,7 @@ static cj_status scan_vjp(outer *o, int id, const int *res_ct, int *in_ct) {
     for (int j = 0; j < nf_fc; j++) wrt[nwrt++] = p_row[fc[j]];
     for (int j = 0; j < nf_fk; j++) wrt[nwrt++] = pmap[1 + nc + nx + fk[j]];
     for (int j = 0; j < nf_fx; j++) wrt[nwrt++] = pmap[1 + nc + fx[j]];
-    if (cj_autodiff_vjp(G, 0, outs, cts, nouts, wrt, nwrt, grads, err) != CJ_OK) goto fail;
+    if (o->vjp(G, 0, outs, cts, nouts, wrt, nwrt, grads, err) != CJ_OK) goto fail;
     int nbo = 0;
     for (int j = 0; j < nf_fc; j++) outs[nbo++] = grads[j];
     for (int j = 0; j < nf_fk; j++) {
@@ -297,7 +298,7 @@ static cj_status cond_vjp(outer *o, int id, const int *res_ct, int *in_ct) {
         if (copy_into(G, b0->graphs[j], pmap, omap, err) != CJ_OK) goto fail;
         for (int r = 0; r < nf_fr; r++) outs[r] = omap[fr[r]];
         for (int i = 0; i < nf_fi; i++) wrt[i] = pmap[fi[i]];
-        if (cj_autodiff_vjp(G, 0, outs, cts, nf_fr, wrt, nf_fi, grads, err) != CJ_OK) goto fail;
+        if (o->vjp(G, 0, outs, cts, nf_fr, wrt, nf_fi, grads, err) != CJ_OK) goto fail;
         if (cj_graph_set_outputs(G, grads, nf_fi, err) != CJ_OK) goto fail;
     }
     bk->ncarry = nin + nf_fr;
@@ -327,13 +328,13 @@ done:
 }
 
 /* See regions.h. */
-cj_status cj_region_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_error *err) {
+cj_status cj_region_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_vjp_fn *vjp, cj_error *err) {
     const cj_node *n = &g->nodes[id];
-    outer o = {.g = g, .loc = n->loc, .err = err};
+    outer o = {.g = g, .loc = n->loc, .vjp = vjp, .err = err};
     for (int a = 0; a < n->ninputs; a++) in_ct[a] = -1;
     if (n->op == CJ_OP_SCAN) return scan_vjp(&o, id, res_ct, in_ct);
     if (n->op == CJ_OP_COND) return cond_vjp(&o, id, res_ct, in_ct);
-    if (n->op == CJ_OP_CUSTOM) return cj_custom_vjp(g, id, res_ct, in_ct, err);
+    if (n->op == CJ_OP_CUSTOM) return cj_custom_vjp(g, id, res_ct, in_ct, vjp, err);
     return cj_error_set(err, CJ_ERR_VALUE,
                         "grad: reverse-mode differentiation of cjit.lax.while_loop (and of fori_loop with "
                         "traced bounds, which is one) is not supported: its trip count is unknown until it "

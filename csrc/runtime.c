@@ -323,20 +323,6 @@ static void parallel_for(cj_kernel_fn fn, int64_t n, bool split, bool coarse, vo
  * small functions never read the clock. */
 #define POLL_MIN_WORK ((int64_t)1 << 20)
 
-/* Between two groups: has poll asked to stop?  The clock is read at every
- * boundary; poll->stop runs once CJ_RUN_POLL_NS have passed since the first
- * boundary or the last question. */
-static bool poll_says_stop(const cj_run_poll *poll, int64_t *next_ns) {
-    int64_t now = cj_clock_ns();
-    if (*next_ns == 0) {
-        *next_ns = now + CJ_RUN_POLL_NS;
-        return false;
-    }
-    if (now < *next_ns) return false;
-    *next_ns = now + CJ_RUN_POLL_NS;
-    return poll->stop(poll->ctx);
-}
-
 /* Points every buffer slot of plan p at its argument, output, arena offset
  * or host (in-place updates, temporaries and outputs in donated arguments
  * reuse a host's bytes; a host may itself live in another: a value
@@ -363,16 +349,13 @@ static void bind_slots(const cj_plan *p, void **slots, void *const *params, void
     }
 }
 
-/* See executable.h. */
-bool cj_runtime_poll(const cj_run_poll *poll, int64_t *next_ns) { return poll && poll_says_stop(poll, next_ns); }
-
 /* Runs x's groups in order on bound slots. */
 static cj_status run_groups(cj_executable *x, void *const *slots, const cj_run_poll *poll, cj_error *err) {
     const cj_plan *p = &x->plan;
     int64_t next_poll_ns = 0;
     if (x->flops + x->bytes_accessed < POLL_MIN_WORK && !x->has_loops) poll = NULL;
     for (int g = 0; g < p->ngroups; g++) {
-        if (g > 0 && poll && poll_says_stop(poll, &next_poll_ns)) {
+        if (g > 0 && cj_runtime_poll(poll, &next_poll_ns)) {
             cj_stats_cancelled();
             return cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped between kernels");
         }
@@ -392,7 +375,7 @@ static cj_status run_groups(cj_executable *x, void *const *slots, const cj_run_p
         int k = grp->first;
         const cj_kernel *kern = &p->kernels[k];
         if (kern->loop) { /* a scan, while or cond: its bodies run (loops_rt.c) */
-            cj_status st = cj_loop_run(p, kern, slots, poll, err);
+            cj_status st = cj_loop_run(p, kern, slots, poll, cj_runtime_run_in, err);
             if (st != CJ_OK) return st;
             continue;
         }
