@@ -113,6 +113,21 @@ static bool mark_group(const cj_plan *p, const cj_group *g, const int *donors, i
     return (only_outputs && reads_temp) || (!reads_temp && temp_stored <= SMALL_TEMP_BYTES);
 }
 
+/* Rewrites p's groups and kernels in the order seq (n group indices), using
+ * groups and kernels (room for all of them) as scratch. */
+static void apply_group_order(cj_plan *p, const int *seq, int n, cj_group *groups, cj_kernel *kernels) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const cj_group *old = &p->groups[seq[i]];
+        groups[i] = *old;
+        groups[i].first = k;
+        memcpy(kernels + k, p->kernels + old->first, sizeof(cj_kernel) * (size_t)old->count);
+        k += old->count;
+    }
+    memcpy(p->groups, groups, sizeof(cj_group) * (size_t)n);
+    memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+}
+
 /* Reorders p's groups (and kernels with them) as described above.  Returns
  * 1 when something moved, 0 when not, -1 when out of memory. */
 int cj_order_for_donation(cj_plan *p) {
@@ -158,18 +173,7 @@ int cj_order_for_donation(cj_plan *p) {
             moved = 1;
         }
     }
-    if (moved) {
-        int k = 0;
-        for (int i = 0; i < n; i++) {
-            const cj_group *old = &p->groups[seq[i]];
-            groups[i] = *old;
-            groups[i].first = k;
-            memcpy(kernels + k, p->kernels + old->first, sizeof(cj_kernel) * (size_t)old->count);
-            k += old->count;
-        }
-        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)n);
-        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
-    }
+    if (moved) apply_group_order(p, seq, n, groups, kernels);
 done:
     free(seq), free(donors), free(m.stamp_read), free(m.stamp_write), free(m.stamp_donor), free(m.stamp_target);
     free(groups), free(kernels);
@@ -309,18 +313,7 @@ int cj_order_last_readers_first(cj_plan *p) {
         if (!any) break;
         moved = 1;
     }
-    if (moved) {
-        int k = 0;
-        for (int i = 0; i < n; i++) {
-            const cj_group *old = &p->groups[seq[i]];
-            groups[i] = *old;
-            groups[i].first = k;
-            memcpy(kernels + k, p->kernels + old->first, sizeof(cj_kernel) * (size_t)old->count);
-            k += old->count;
-        }
-        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)n);
-        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
-    }
+    if (moved) apply_group_order(p, seq, n, groups, kernels);
 done:
     free(seq), free(last_read), free(first_write), free(groups), free(kernels), free(donors);
     free(m.stamp_read), free(m.stamp_write), free(m.stamp_donor), free(m.stamp_target);
