@@ -35,17 +35,23 @@ def measured_peak(fn, *args):
     return cjit.memory_stats()["peak_bytes_in_use"] - base, out
 
 
+def gradient_within(loss, budget, *args):
+    """The gradient under memory_budget=budget, after checking that the plan
+    fits the budget and that the run's measured peak is the plan's."""
+    fit = cjit.jit(cjit.grad(loss, argnums=(0, 1), memory_budget=budget))
+    planned = fit.lower(*args).compile().memory_analysis().peak_memory_in_bytes
+    assert planned <= budget
+    measured, got = measured_peak(fit, *args)
+    assert measured == planned
+    return got
+
+
 def test_a_budget_far_below_storing_every_step_is_met_exactly():
     full = cjit.jit(cjit.grad(rnn_loss, argnums=(0, 1)))
     peak = full.lower(W, U, XS).compile().memory_analysis().peak_memory_in_bytes
     # storing every step's carry dominates: 10,000 x 64 float64
     assert peak > N * H * 8
-    budget = peak // 8
-    fit = cjit.jit(cjit.grad(rnn_loss, argnums=(0, 1), memory_budget=budget))
-    planned = fit.lower(W, U, XS).compile().memory_analysis().peak_memory_in_bytes
-    assert planned <= budget
-    measured, got = measured_peak(fit, W, U, XS)
-    assert measured == planned
+    got = gradient_within(rnn_loss, peak // 8, W, U, XS)
     want = full(W, U, XS)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9)
@@ -124,12 +130,7 @@ def test_a_thousand_step_batched_rnn_at_a_tenth_of_the_full_peak():
     full = cjit.jit(cjit.grad(loss, argnums=(0, 1)))
     peak = full.lower(w, u, xs).compile().memory_analysis().peak_memory_in_bytes
     assert peak > n * batch * hidden * 4       # every step's carry is kept
-    budget = peak // 10
-    fit = cjit.jit(cjit.grad(loss, argnums=(0, 1), memory_budget=budget))
-    planned = fit.lower(w, u, xs).compile().memory_analysis().peak_memory_in_bytes
-    assert planned <= budget
-    measured, got = measured_peak(fit, w, u, xs)
-    assert measured == planned
+    got = gradient_within(loss, peak // 10, w, u, xs)
     # against a NumPy loop: the forward pass, then backpropagation through time
     hs = [np.zeros((batch, hidden), np.float64)]
     for t in range(n):
