@@ -498,9 +498,10 @@ RULE(cos) {
 
 RULE(add) { return give(c, r, 0, r->g) && give(c, r, 1, r->g); }
 RULE(sub) { return give(c, r, 0, r->g) && (!wants(c, r, 1) || give(c, r, 1, un(c, CJ_OP_NEG, r->g))); }
-RULE(mul) {
+RULE(mul) { /* and fma, x * y + z: z takes g as it is */
     return (!wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, r->Y))) &&
-           (!wants(c, r, 1) || give(c, r, 1, bin(c, CJ_OP_MUL, r->g, r->X)));
+           (!wants(c, r, 1) || give(c, r, 1, bin(c, CJ_OP_MUL, r->g, r->X))) &&
+           (r->n.op != CJ_OP_FMA || give(c, r, 2, r->g));
 }
 RULE(div) { /* d/dy = -g * out / y */
     return (!wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_DIV, r->g, r->Y))) &&
@@ -717,6 +718,7 @@ static const struct {
     [CJ_OP_EXP] = {vjp_exp, READS_OUT},
     [CJ_OP_EXPM1] = {vjp_expm1, READS_OUT},
     [CJ_OP_LOG] = {vjp_log, READS_X},
+    [CJ_OP_LOG_LIBC] = {vjp_log, READS_X},
     [CJ_OP_LOG1P] = {vjp_log1p, READS_X},
     [CJ_OP_SQRT] = {vjp_sqrt, READS_OUT},
     [CJ_OP_RECIPROCAL] = {vjp_reciprocal, READS_OUT},
@@ -731,6 +733,7 @@ static const struct {
     [CJ_OP_MAXIMUM] = {vjp_maxmin, READS_X | READS_Y},
     [CJ_OP_MINIMUM] = {vjp_maxmin, READS_X | READS_Y},
     [CJ_OP_SELECT] = {vjp_select, READS_X},
+    [CJ_OP_FMA] = {vjp_mul, READS_X | READS_Y},
     [CJ_OP_BROADCAST] = {vjp_broadcast, 0},
     [CJ_OP_RESHAPE] = {vjp_reshape, 0},
     [CJ_OP_TRANSPOSE] = {vjp_transpose, 0},

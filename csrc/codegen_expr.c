@@ -403,6 +403,9 @@ LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, 
     case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_TANH:
     case CJ_OP_SIN: case CJ_OP_COS:
         return c->call_math ? cj_mathlib_call(c->b, op, &x, 1) : cj_mathlib_inline(c->b, op, &x);
+    case CJ_OP_LOG_LIBC: /* llvm.log becomes a call to the process's log (or logf); a GPU has none: cjit's */
+        if (c->target == CJ_TARGET_CPU) return call_intrinsic(c, "llvm.log", t, &x, 1, "log");
+        return c->call_math ? cj_mathlib_call(c->b, CJ_OP_LOG, &x, 1) : cj_mathlib_inline(c->b, CJ_OP_LOG, &x);
     case CJ_OP_SQRT: return call_intrinsic(c, "llvm.sqrt", t, &x, 1, "sqrt");
     case CJ_OP_RECIPROCAL:
         if (f) return LLVMBuildFDiv(c->b, LLVMConstReal(t, 1), x, "recip");
@@ -456,6 +459,10 @@ LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, 
     case CJ_OP_GT: return f ? LLVMBuildFCmp(c->b, LLVMRealOGT, x, y, "gt") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSGT), x, y, "gt");
     case CJ_OP_GE: return f ? LLVMBuildFCmp(c->b, LLVMRealOGE, x, y, "ge") : LLVMBuildICmp(c->b, int_pred(dt, LLVMIntSGE), x, y, "ge");
     case CJ_OP_SELECT: return LLVMBuildSelect(c->b, x, y, args[2], "sel");
+    case CJ_OP_FMA: {
+        LLVMValueRef xyz[3] = {x, y, args[2]};
+        return call_intrinsic(c, "llvm.fma", t, xyz, 3, "fma");
+    }
 
     /* never inside a kernel's expression (loads, constants, indices and
      * the kernel's own loop structure stand for them) */

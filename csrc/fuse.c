@@ -331,7 +331,7 @@ static bool emit_node(fuser *f, int node, int buf) {
                                        : CJ_CALL_TRISOLVE);
     }
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE:
-    case CJ_OPKIND_SELECT: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE: case CJ_OPKIND_GATHER:
+    case CJ_OPKIND_SELECT: case CJ_OPKIND_TERNARY: case CJ_OPKIND_CAST: case CJ_OPKIND_MOVE: case CJ_OPKIND_GATHER:
         break;
     case CJ_OPKIND_REGION: /* built by emit_region */
         cj_error_set(f->err, CJ_ERR_INTERNAL, "fuse: %s built as a value", cj_op_name(node_at(f, node)->op));

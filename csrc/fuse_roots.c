@@ -27,6 +27,7 @@ int fuse_region_operand(const cj_graph *g, int x) {
 static bool reads_at_own_index(const cj_node *c) {
     switch (cj_op_kind(c->op)) {
     case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_SELECT:
+    case CJ_OPKIND_TERNARY:
     case CJ_OPKIND_CAST: case CJ_OPKIND_REDUCE:
         return true;
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_MATMUL:
@@ -78,6 +79,7 @@ void fuse_sets_free(fuser *f) {
 static bool elementwise_root(const cj_node *nd) {
     switch (cj_op_kind(nd->op)) {
     case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_SELECT:
+    case CJ_OPKIND_TERNARY:
     case CJ_OPKIND_CAST:
         return true;
     case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_REDUCE:

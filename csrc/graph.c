@@ -328,6 +328,14 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
         if (in[1]->dtype != n->dtype || in[2]->dtype != n->dtype)
             return "select branches must have the node's dtype";
         return NULL;
+    case CJ_OPKIND_TERNARY:
+        for (int i = 0; i < 3; i++) {
+            if (!cj_shape_equal(&in[i]->shape, s))
+                return "input shapes differ from the node's";
+            if (in[i]->dtype != n->dtype)
+                return "input dtype differs from the node's";
+        }
+        return is_float(n->dtype) ? NULL : "fma needs a float dtype";
     case CJ_OPKIND_MOVE: {
         const cj_shape *is = &in[0]->shape;
         if (in[0]->dtype != n->dtype)

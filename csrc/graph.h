@@ -18,7 +18,7 @@ typedef enum {
 
 typedef enum {
     CJ_OPKIND_SOURCE, CJ_OPKIND_UNARY, CJ_OPKIND_BINARY, CJ_OPKIND_COMPARE,
-    CJ_OPKIND_SELECT, CJ_OPKIND_CAST, CJ_OPKIND_MOVE, CJ_OPKIND_CONCAT,
+    CJ_OPKIND_SELECT, CJ_OPKIND_TERNARY, CJ_OPKIND_CAST, CJ_OPKIND_MOVE, CJ_OPKIND_CONCAT,
     CJ_OPKIND_REDUCE, CJ_OPKIND_MATMUL,
     CJ_OPKIND_GATHER, CJ_OPKIND_SCATTER, /* indexing at an integer array (graph_index.c) */
     CJ_OPKIND_SORT,     /* argsort: a kernel the runtime runs (sort_rt.c) */
@@ -190,6 +190,7 @@ int cj_build_bitcast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err);
 /* Binary and compare ops with NumPy broadcasting and NEP 50 promotion. */
 int cj_build_binary(cj_graph *g, cj_op op, int x, int y, int loc, cj_error *err);
 int cj_build_select(cj_graph *g, int cond, int x, int y, int loc, cj_error *err);
+int cj_build_fma(cj_graph *g, int x, int y, int z, int loc, cj_error *err);
 int cj_build_broadcast(cj_graph *g, int x, const cj_shape *to, int loc, cj_error *err);
 int cj_build_reshape(cj_graph *g, int x, const cj_shape *to, int loc, cj_error *err);
 int cj_build_transpose(cj_graph *g, int x, const int *perm, int loc, cj_error *err);

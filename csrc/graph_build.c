@@ -261,3 +261,35 @@ int cj_build_select(cj_graph *g, int cond, int x, int y, int loc, cj_error *err)
         return -1;
     return emit(g, CJ_OP_SELECT, dt, weak, &out, in, 3, NULL, loc, err);
 }
+
+/* Appends fma(x, y, z) = x * y + z with one rounding: the three broadcast
+ * together and promote as a binary op would (NEP 50); integer and bool
+ * operands compute in float64, as div's do.  Returns the node id. */
+int cj_build_fma(cj_graph *g, int x, int y, int z, int loc, cj_error *err)
+{
+    if (g == NULL)
+        return cj_error_set(err, CJ_ERR_INTERNAL, "fma: graph is NULL"), -1;
+    const int ids[3] = {x, y, z};
+    for (int i = 0; i < 3; i++)
+        CHECK_ID(g, ids[i], "fma", loc, err);
+    cj_node a = g->nodes[x], b = g->nodes[y], c = g->nodes[z];
+    cj_shape out;
+    if (!broadcast_shapes(&a.shape, &b.shape, &out) || !broadcast_shapes(&out, &c.shape, &out)) {
+        char da[300], db[300], dc[300];
+        return fail(g, err, CJ_ERR_VALUE, "fma", loc,
+                    "operands could not be broadcast together with shapes %s, %s and %s",
+                    describe(&a, da, sizeof da), describe(&b, db, sizeof db), describe(&c, dc, sizeof dc));
+    }
+    if (!shape_check(g, "fma", &out, loc, err))
+        return -1;
+    bool weak_ab, weak;
+    cj_dtype dt = cj_promote(a.dtype, a.weak, b.dtype, b.weak, &weak_ab);
+    dt = cj_promote(dt, weak_ab, c.dtype, c.weak, &weak);
+    if (!is_float(dt))
+        dt = CJ_FLOAT64;
+    int in[3];
+    for (int i = 0; i < 3; i++)
+        if ((in[i] = coerce(g, "fma", ids[i], dt, &out, loc, err)) < 0)
+            return -1;
+    return emit(g, CJ_OP_FMA, dt, weak, &out, in, 3, NULL, loc, err);
+}

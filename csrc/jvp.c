@@ -117,11 +117,11 @@ RULE(sub) {
     if (t[1] < 0) return t[0];
     return t[0] < 0 ? un(c, CJ_OP_NEG, t[1]) : bin(c, CJ_OP_SUB, t[0], t[1]);
 }
-RULE(mul) {
+RULE(mul) { /* and fma, x * y + z: plus tz */
     (void)id;
     int a = t[0] < 0 ? -1 : bin(c, CJ_OP_MUL, t[0], Y);
     int b = t[1] < 0 ? -1 : bin(c, CJ_OP_MUL, X, t[1]);
-    return add_opt(c, a, b);
+    return n->op == CJ_OP_FMA ? add_opt(c, add_opt(c, a, b), t[2]) : add_opt(c, a, b);
 }
 RULE(div) { /* tx / y - ty * out / y */
     int a = t[0] < 0 ? -1 : bin(c, CJ_OP_DIV, t[0], Y);
@@ -254,6 +254,7 @@ static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, cons
     [CJ_OP_EXP] = jvp_exp,
     [CJ_OP_EXPM1] = jvp_expm1,
     [CJ_OP_LOG] = jvp_log,
+    [CJ_OP_LOG_LIBC] = jvp_log,
     [CJ_OP_LOG1P] = jvp_log1p,
     [CJ_OP_SQRT] = jvp_sqrt,
     [CJ_OP_RECIPROCAL] = jvp_reciprocal,
@@ -268,6 +269,7 @@ static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, cons
     [CJ_OP_MAXIMUM] = jvp_maxmin,
     [CJ_OP_MINIMUM] = jvp_maxmin,
     [CJ_OP_SELECT] = jvp_select,
+    [CJ_OP_FMA] = jvp_mul,
     [CJ_OP_BROADCAST] = jvp_linear,
     [CJ_OP_RESHAPE] = jvp_linear,
     [CJ_OP_TRANSPOSE] = jvp_linear,

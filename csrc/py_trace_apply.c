@@ -336,6 +336,9 @@ static int build_op(cj_py_trace *tr, cj_op op, const char *opname, const int *xs
     case CJ_OPKIND_SELECT:
         id = cj_build_select(g, xs[0], xs[1], xs[2], loc, &err);
         break;
+    case CJ_OPKIND_TERNARY:
+        id = cj_build_fma(g, xs[0], xs[1], xs[2], loc, &err);
+        break;
     case CJ_OPKIND_MATMUL:
         id = cj_build_matmul(g, xs[0], xs[1], loc, &err);
         break;

@@ -53,6 +53,21 @@ def _f32_bits(m, x):
     return x.astype(np.float32).view(np.int32)
 
 
+def _fma(m, x, y, z):
+    """x * y + z: cjit's fma op (one rounding); NumPy's two roundings, which
+    agree to the tolerance here."""
+    if m is cnp:
+        return cnp._core._apply("fma", x, y, z)
+    return x * y + z
+
+
+def _log_libc(m, x):
+    """log: cjit's log_libc op (the C library's log); NumPy's log."""
+    if m is cnp:
+        return cnp._core._apply("log_libc", x)
+    return np.log(x)
+
+
 def _trisolve(m, a, b):
     """x with tril(a) x = b: cjit's triangular_solve op; NumPy's solve."""
     if m is cnp:
@@ -118,6 +133,7 @@ OPS = {
     "expm1": (lambda m, x: m.expm1(x), [(3, 4)], None, True),
     "log": (lambda m, x: m.log(x), [(3, 4)], _pos, True),
     "log1p": (lambda m, x: m.log1p(x), [(3, 4)], _pos, True),
+    "log_libc": (_log_libc, [(3, 4)], _pos, True),
     "sqrt": (lambda m, x: m.sqrt(x), [(3, 4)], _pos, True),
     "reciprocal": (lambda m, x: 1.0 / x, [(3, 4)], _pos, True),
     "tanh": (lambda m, x: m.tanh(x), [(3, 4)], None, True),
@@ -148,6 +164,7 @@ OPS = {
     "gt": (lambda m, x, y: m.where(x > y, x, -y), [(3, 4), (3, 4)], None, True),
     "ge": (lambda m, x, y: m.where(x >= y, x * y, y), [(3, 4), (3, 4)], None, True),
     "select": (lambda m, x, y: m.where(x > 0.1, x, y), [(3, 4), (4,)], None, True),
+    "fma": (_fma, [(3, 4), (3, 1), (4,)], None, True),
     "broadcast": (lambda m, x: m.broadcast_to(x, (2, 3, 4)), [(3, 1)], None, True),
     "reshape": (lambda m, x: m.reshape(x, (2, 6)), [(3, 4)], None, True),
     "transpose": (lambda m, x: m.transpose(x), [(3, 4)], None, True),
@@ -226,7 +243,7 @@ def test_vmap_matches_numpy_stack(name):
                 full.append(a)
             else:
                 stacked = np.stack([a * (1 + 0.1 * k) for k in range(size)])
-                if name in ("log", "log1p", "sqrt", "reciprocal", "div", "floordiv", "pow"):
+                if name in ("log", "log_libc", "log1p", "sqrt", "reciprocal", "div", "floordiv", "pow"):
                     stacked = np.abs(stacked) + 0.5
                 full.append(np.moveaxis(stacked, 0, ax) if ax < stacked.ndim else stacked)
         if any(ax is not None and ax >= a.ndim for a, ax in zip(full, axes)):

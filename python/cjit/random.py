@@ -9,8 +9,9 @@ element depends on its index alone, and the hash is composed here from
 cjit's integer ops (add, xor, rotate, shifts, bit casts): it is evaluated
 inside the fused kernel that consumes it, and a dropout mask never goes
 through memory.  For the same key, shape and dtype, `bits`, `uniform`,
-`randint` and `bernoulli` give JAX's bits exactly; `normal` agrees to a
-few ulp (it rounds through erfinv).
+`randint`, `bernoulli`, `normal` and `truncated_normal` give JAX's bits
+exactly (the last two through cjit/_xla_math.py, XLA's erfinv rounded as
+XLA's CPU backend rounds it).
 
 Keys come in JAX's two forms: `key(seed)` returns a typed key (a
 `PRNGKeyArray`, a registered pytree holding the uint32 words), and
@@ -27,6 +28,7 @@ import numpy as np
 
 from . import numpy as cnp
 from ._cjit import Tracer
+from ._xla_math import erf32, erfinv32, erfinv64, fma
 from .numpy._core import _lift, _op
 from .tree_util import register_pytree_node_class
 
@@ -314,7 +316,7 @@ def _unit(data, shape, dtype):
 def _scale(u, minval, maxval, dtype):
     """u in [0, 1) to [minval, maxval), never below minval (JAX's)."""
     lo, hi = _lift(minval).astype(dtype), _lift(maxval).astype(dtype)
-    return cnp.maximum(lo, u * (hi - lo) + lo)
+    return cnp.maximum(lo, fma(u, hi - lo, lo))    # one rounding, as XLA contracts it
 
 
 @_op("data", "minval", "maxval")
@@ -334,40 +336,17 @@ def _arg(v):
     return v if isinstance(v, (Tracer, np.ndarray)) else np.asarray(v)
 
 
-# erfinv of float32 as XLA computes it (Giles, "Approximating the erfinv
-# function", GPU Computing Gems, 2011, single precision), so that normal
-# draws round as JAX's do.
-_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                  -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
-_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
-
-
-def _erfinv32(x):
-    w = -cnp.log1p(-(x * x))
-    central = w < np.float32(5.0)
-    w = cnp.where(central, w - np.float32(2.5), cnp.sqrt(w) - np.float32(3.0))
-    p = cnp.where(central, np.float32(_GILES_CENTRAL[0]), np.float32(_GILES_TAIL[0]))
-    for c, d in zip(_GILES_CENTRAL[1:], _GILES_TAIL[1:]):
-        p = cnp.where(central, np.float32(c), np.float32(d)) + p * w
-    return cnp.where(cnp.abs(x) == np.float32(1.0), x * np.float32(np.inf), p * x)
-
-
-def _erfinv(x, who):
-    if x.dtype == np.float32:
-        return _erfinv32(x)
-    from .scipy import special
-    if not hasattr(special, "erfinv"):
-        raise NotImplementedError(f"cjit.random.{who}: float64 needs cjit.scipy.special.erfinv, which "
-                                  f"this build of cjit lacks; use dtype=float32")
-    return special.erfinv(x)
+def _erfinv(x):
+    """erfinv in the draw's dtype, rounded as JAX's CPU backend rounds it
+    (cjit/_xla_math.py), so normal draws have jax.random's bits."""
+    return erfinv32(x) if x.dtype == np.float32 else erfinv64(x)
 
 
 @_op("data")
 def _normal_impl(data, shape, dtype):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = _scale(_unit(data, shape, dtype), lo, np.array(1.0, dtype), dtype)
-    return np.array(np.sqrt(2), dtype) * _erfinv(u, "normal")
+    return np.array(np.sqrt(2), dtype) * _erfinv(u)
 
 
 def normal(key, shape=(), dtype=None):
@@ -380,14 +359,16 @@ def normal(key, shape=(), dtype=None):
 def _truncated_normal_impl(data, shape, dtype, lower, upper, a, b):
     sqrt2 = np.array(np.sqrt(2), dtype)
     lower, upper = _lift(lower).astype(dtype), _lift(upper).astype(dtype)
-    if a is None:   # traced bounds: erf in the graph
+    if a is None and dtype == "float32":   # XLA's float32 erf, in the graph
+        a, b = erf32(lower * _RSQRT2[dtype]), erf32(upper * _RSQRT2[dtype])
+    elif a is None:   # traced float64 bounds
         from .scipy import special
         if not hasattr(special, "erf"):
             raise NotImplementedError("cjit.random.truncated_normal with traced bounds needs "
                                       "cjit.scipy.special.erf, which this build of cjit lacks")
-        a, b = special.erf(lower / sqrt2), special.erf(upper / sqrt2)
+        a, b = special.erf(lower * _RSQRT2[dtype]), special.erf(upper * _RSQRT2[dtype])
     u = _scale(_unit(data, shape, dtype), a, b, dtype)
-    out = sqrt2 * _erfinv(u, "truncated_normal")
+    out = sqrt2 * _erfinv(u)
     # rounding may reach a bound: keep to the open interval, as JAX
     return cnp.clip(out, _next(lower, 1), _next(upper, -1))
 
@@ -405,21 +386,26 @@ def _next(x, direction):
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
+# XLA rewrites JAX's bound / sqrt(2) as bound * (1 / sqrt(2)), the reciprocal
+# rounded in the dtype; the bounds' erf follows it to keep JAX's bits
+_RSQRT2 = {dt: np.array(1, dt) / np.sqrt(2, dtype=dt) for dt in ("float32", "float64")}
 
 
 def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Normal values conditioned on lower < x < upper: sqrt(2) erfinv(u) of
-    u uniform in [erf(lower / sqrt 2), erf(upper / sqrt 2)).  Bounds that are
-    not traced have their erf computed here, in float64."""
+    u uniform in [erf(lower / sqrt 2), erf(upper / sqrt 2)).  float64 bounds
+    that are not traced have their erf computed here by the C library's erf
+    (which XLA's CPU backend calls too); float32 bounds by XLA's float32
+    polynomial, in the graph."""
     data, _ = _unwrap(key, "truncated_normal")
     lower, upper = _arg(lower), _arg(upper)
     if shape is None:
         shape = np.broadcast_shapes(tuple(lower.shape), tuple(upper.shape))
     dt = _float_dtype(dtype, "truncated_normal")
     a = b = None
-    if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
-        a = _erf(lower.astype(dt) / np.sqrt(2, dtype=dt)).astype(dt)
-        b = _erf(upper.astype(dt) / np.sqrt(2, dtype=dt)).astype(dt)
+    if dt == "float64" and not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
+        a = _erf(lower.astype(dt) * _RSQRT2[dt]).astype(dt)
+        b = _erf(upper.astype(dt) * _RSQRT2[dt]).astype(dt)
     return _truncated_normal_impl(data, _shape(shape, "truncated_normal"), dt, lower, upper, a, b)
 
 

@@ -71,7 +71,7 @@ static int kind_arity(cj_opkind k) {
     case CJ_OPKIND_GATHER: case CJ_OPKIND_SCATTER: return 2;
     case CJ_OPKIND_SORT: return 1;
     case CJ_OPKIND_LINALG: return -3; /* one (cholesky) or two (a triangular solve) */
-    case CJ_OPKIND_SELECT: return 3;
+    case CJ_OPKIND_SELECT: case CJ_OPKIND_TERNARY: return 3;
     case CJ_OPKIND_CONCAT: return -1;
     case CJ_OPKIND_REGION: return -1;
     }
@@ -178,7 +178,7 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
     case CJ_OP_ARRAY: return cj_build_array(g, &s, dt, -1, err);
     case CJ_OP_CONSTANT: return cj_build_constant(g, 1.5, 1, dt, false, &s, -1, err);
     case CJ_OP_IOTA: return cj_build_iota(g, &s, 1, dt, -1, err);
-    case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG:
+    case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG_LIBC:
     case CJ_OP_LOG1P: case CJ_OP_SQRT: case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS:
     case CJ_OP_FLOOR: case CJ_OP_CEIL: case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE:
     case CJ_OP_STOP_GRADIENT: case CJ_OP_BITWISE_NOT:
@@ -203,6 +203,10 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
         int cond = cj_build_binary(g, CJ_OP_GT, a, input(g, s, CJ_FLOAT64, computed, err), -1, err);
         int x = IN(2, 3);
         return cj_build_select(g, cond, x, IN(2, 3), -1, err);
+    }
+    case CJ_OP_FMA: {
+        int x = IN(2, 3), y = IN(2, 3);
+        return cj_build_fma(g, x, y, IN(2, 3), -1, err);
     }
     case CJ_OP_BROADCAST: return cj_build_broadcast(g, IN(1, 3), &s, -1, err);
     case CJ_OP_RESHAPE: {
