@@ -250,3 +250,65 @@ def test_same_bits_as_jax_inside_jit(jax_x64):
         assert np.array_equal(u, jr.uniform(jk, (6, 7), dtype="float32"))
         assert np.array_equal(r, jr.randint(jk, (9,), -5, 5, dtype=np.int32))
         assert np.array_equal(b, jr.bits(jr.fold_in(jk, 3), (4,), dtype=np.uint32))
+
+
+# ---------------------------------------------------------------------------
+# choice
+
+P10 = np.array([0.05, 0.2, 0.1, 0.05, 0.1, 0.1, 0.1, 0.1, 0.15, 0.05])
+
+
+@pytest.mark.parametrize("replace", [True, False])
+def test_choice_frequencies_follow_p(replace):
+    n = 20_000
+    if replace:
+        draws = np.asarray(cr.choice(cr.key(21), 10, (n,), p=P10))
+    else:   # the first of 3 distinct draws is distributed as p; the 3 never repeat
+        keys = cr.split(cr.key(21), n)
+        rows = np.asarray(cjit.jit(cjit.vmap(lambda k: cr.choice(k, 10, (3,), replace=False, p=P10)))(keys))
+        assert all(len(set(r)) == 3 for r in rows.tolist())
+        draws = rows[:, 0]
+    counts = np.bincount(draws, minlength=10)
+    assert np.all(np.abs(counts - n * P10) < 5 * np.sqrt(n * P10 * (1 - P10)))
+
+
+def test_choice_shapes_axes_and_errors():
+    m = np.arange(12.0).reshape(3, 4)
+    out = cr.choice(cr.key(3), m, (2, 5), axis=1)
+    assert out.shape == (3, 2, 5) and set(np.asarray(out)[0].ravel().tolist()) <= set(m[0].tolist())
+    perm = np.asarray(cr.choice(cr.key(3), 7, (7,), replace=False))
+    assert sorted(perm.tolist()) == list(range(7))
+    uni = np.asarray(cr.choice(cr.key(4), 5, (N // 10,)))
+    assert uni.min() == 0 and uni.max() == 4
+    assert cr.choice(cr.key(3), m, (0,)).shape == (0,)
+    with pytest.raises(ValueError, match="larger sample"):
+        cr.choice(cr.key(0), 3, (4,), replace=False)
+    with pytest.raises(ValueError, match="p must be"):
+        cr.choice(cr.key(0), 3, (2,), p=[0.5, 0.5])
+    with pytest.raises(ValueError, match="greater than 0"):
+        cr.choice(cr.key(0), 0, (2,))
+    with pytest.raises(TypeError, match="traced scalar"):
+        cjit.jit(lambda k, n: cr.choice(k, n, (2,)))(cr.key(0), 5)
+
+
+def test_choice_same_bits_as_jax():
+    """JAX without x64 (its choice of an int draws int32 indices, as cjit's)."""
+    jax = pytest.importorskip("jax")
+    jr = jax.random
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", False)
+    try:
+        m = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+        p = P10.astype(np.float32)
+        for seed in (0, 1, 42):
+            k, jk = cr.key(seed), jr.key(seed)
+            for kw in ({}, {"replace": False}, {"p": p}, {"p": p, "replace": False}):
+                for shape in ((), (3,), (2, 2)):
+                    assert np.array_equal(cr.choice(k, 10, shape, **kw), jr.choice(jk, 10, shape, **kw)), (seed, kw)
+                    a = np.arange(10, dtype=np.float32) * 1.5
+                    assert np.array_equal(cr.choice(k, a, shape, **kw), jr.choice(jk, a, shape, **kw))
+            q = p[:4] / p[:4].sum()
+            got = cjit.jit(lambda k, m: cr.choice(k, m, (5,), p=q, axis=1))(k, m)
+            assert np.array_equal(got, jr.choice(jk, m, (5,), p=q, axis=1))
+    finally:
+        jax.config.update("jax_enable_x64", before)

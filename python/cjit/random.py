@@ -34,7 +34,7 @@ from .tree_util import register_pytree_node_class
 
 __all__ = ["PRNGKeyArray", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "bits",
            "uniform", "normal", "bernoulli", "randint", "categorical", "gumbel", "permutation",
-           "truncated_normal"]
+           "truncated_normal", "choice"]
 
 _U32 = np.dtype(np.uint32)
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -540,3 +540,55 @@ def permutation(key, x, axis=0, independent=False):
         k, sub = both[0], both[1]
         arr = cnp.take(arr, cnp.argsort(_bits_impl(sub, (n,))), axis=axis)
     return arr
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0):
+    """Draws from a (an int n stands for arange(n)) along axis, JAX's way:
+    uniform indices by randint; with p, the first index whose cumulative
+    probability reaches a uniform draw (with replacement) or the top
+    len(shape) entries of Gumbel noise plus log p (without); without p and
+    without replacement, a prefix of a permutation."""
+    from . import numpy as cnp
+    from ._lax_ops import top_k
+    _unwrap(key, "choice")
+    shape = _shape(shape, "choice")
+    arr = a if isinstance(a, Tracer) else np.asarray(a)
+    if arr.ndim == 0:
+        if isinstance(a, Tracer):
+            raise TypeError("cjit.random.choice: a must be an array or a concrete int, not a traced scalar "
+                            "(the population size fixes the shapes)")
+        n = operator.index(a)
+    else:
+        axis = operator.index(axis) % arr.ndim
+        n = arr.shape[axis]
+    draws = math.prod(shape)
+    if draws == 0:
+        return cnp.zeros(shape, dtype=arr.dtype)
+    if n <= 0:
+        raise ValueError("cjit.random.choice: a must be greater than 0 unless no samples are taken")
+    if not replace and draws > n:
+        raise ValueError(f"cjit.random.choice: cannot take a larger sample (size {draws}) than the "
+                         f"population (size {n}) when replace=False")
+    if p is None and replace:
+        ind = randint(key, shape, 0, n)
+    elif p is None:
+        ind = permutation(key, n)[:draws]
+    else:
+        p = p if isinstance(p, Tracer) else np.asarray(p)
+        if not np.issubdtype(p.dtype, np.floating):
+            p = p.astype(np.float64)
+        if tuple(p.shape) != (n,):
+            raise ValueError(f"cjit.random.choice: p must be None or a 1-D vector of a.shape[axis] = {n} "
+                             f"entries; p has shape {tuple(p.shape)}")
+        if replace:
+            cum = cnp.cumsum(p)
+            r = cum[-1] * (1 - uniform(key, shape, dtype=cum.dtype.name))
+            ind = cnp.searchsorted(cum, r)
+        else:
+            g = gumbel(key, (n,), dtype=p.dtype.name) + cnp.log(p)
+            ind = top_k(g, draws)[1]
+    if arr.ndim == 0:
+        return cnp.reshape(ind, shape)
+    out = cnp.take(arr, cnp.reshape(ind, (-1,)), axis=axis)
+    return cnp.reshape(out, tuple(arr.shape[:axis]) + shape + tuple(arr.shape[axis + 1:]))
+
