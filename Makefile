@@ -11,7 +11,7 @@ LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/
 # The most lines one of these files may have (DESIGN.md: one job per file).
 LINE_LIMIT  := 900
 
-.PHONY: all setup test fuzz demo bench sanitize lines clean distclean array-api
+.PHONY: all setup test fuzz demo bench sanitize lines structure clean distclean array-api
 
 all: test
 
@@ -98,6 +98,13 @@ lines:
 	    echo "make lines: files over $(LINE_LIMIT) lines (split them by job):" >&2; \
 	    echo "$$over" >&2; exit 1; \
 	fi
+
+# The C core's link graph, from the objects `make setup` built: no new link
+# cycle among csrc files, no LLVM header in a target-free pass, and the
+# layers printed (scripts/structure.py).
+structure:
+	$(SETUP) $(PYTHON_VENV)
+	$(PYTHON_VENV)/bin/python scripts/structure.py build/obj-default
 
 # Build products; the venvs stay (distclean removes them too).
 clean:

@@ -15,21 +15,19 @@
  * Values are kept in registers as i1 (bool), i32, i64, float or double;
  * bools are i8 in memory.
  *
- * This file holds the functions, loop nests, the CPU kernel and the module
- * entry points; the loop body is codegen_expr.c, reductions are
- * codegen_reduce.c and the NVPTX wrapper is codegen_nvptx.c (their shared
- * state: codegen_priv.h). */
+ * This file holds the CPU kernel functions and the module entry points; the
+ * loop body is codegen_expr.c, one loop codegen_loop.c, the loop nest and its
+ * reductions codegen_reduce.c and the NVPTX wrapper codegen_nvptx.c (their
+ * shared state and layering: codegen_priv.h). */
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <llvm-c/DebugInfo.h> /* temporary metadata nodes: self-referential loop ids and scopes */
+#include <llvm-c/TargetMachine.h> /* the host's features: the vector width */
 
 #include "blas.h"
 #include "cmath.h"
-#include <llvm-c/TargetMachine.h> /* the host's features: the vector width */
-
 #include "codegen_priv.h"
 #include "gemm_small.h"
 #include "mathlib.h"
@@ -124,143 +122,7 @@ static void load_buffer_pointer(cg *c, int buffer) {
     c->buf_ptr[buffer] = LLVMBuildLoad2(c->b, c->ptr, slot, name);
 }
 
-void loop_begin(cg *c, loop_state *L, LLVMValueRef lo, LLVMValueRef hi, const char *name) {
-    L->pre = LLVMGetInsertBlock(c->b);
-    L->body = LLVMAppendBasicBlockInContext(c->ctx, c->fn, name);
-    L->exit = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "exit");
-    L->hi = hi;
-    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, lo, hi, "enter"), L->body, L->exit);
-    LLVMPositionBuilderAtEnd(c->b, L->body);
-    L->phi = LLVMBuildPhi(c->b, c->i64, name);
-    LLVMAddIncoming(L->phi, &lo, &L->pre, 1);
-}
 
-static void loop_end_step(cg *c, loop_state *L, int64_t step) {
-    LLVMValueRef next = LLVMBuildAdd(c->b, L->phi, LLVMConstInt(c->i64, (unsigned long long)step, 0), "next");
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
-    LLVMAddIncoming(L->phi, &next, &latch, 1);
-    L->latch = LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, next, L->hi, "more"), L->body, L->exit);
-    LLVMPositionBuilderAtEnd(c->b, L->exit);
-}
-
-/* The vectorizer's cost model runs a loop whose body is a long polynomial
- * (exp, tanh, ...) one vector at a time, and each vector then waits on the
- * latency of its own chain of multiply-adds.  Two vectors per iteration
- * overlap the chains: the 8-op chain benchmark ran 1.4x faster.  A body
- * with several elementary functions is one long dependent path per element
- * (tanh, then exp, then a division in that benchmark): four vectors in
- * flight ran it 1.3x faster again (1.79 -> 1.37 ns per float32 element on
- * one Zen 3 core), while a single exp or tanh, already bound by the
- * multiply-add ports, ran no faster and compiled slower. */
-#define CJ_MATH_INTERLEAVE 2
-#define CJ_MATH_INTERLEAVE_LONG 4
-#define CJ_MATH_INTERLEAVE_MIN_TRIP 64
-
-unsigned math_interleave(const cj_kernel *k) {
-    return cj_kernel_long_math(k) >= 2 ? CJ_MATH_INTERLEAVE_LONG : CJ_MATH_INTERLEAVE;
-}
-
-
-/* !llvm.loop !{self, !{"llvm.loop.interleave.count", i32 n}} on the latch */
-void set_interleave(cg *c, LLVMValueRef latch, unsigned n) {
-    const char *key = "llvm.loop.interleave.count";
-    LLVMMetadataRef hint[2] = {LLVMMDStringInContext2(c->ctx, key, strlen(key)),
-                               LLVMValueAsMetadata(LLVMConstInt(c->i32, n, 0))};
-    LLVMMetadataRef op = LLVMMDNodeInContext2(c->ctx, hint, 2);
-    LLVMMetadataRef loop = self_node(c, &op, 1);
-    LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9), LLVMMetadataAsValue(c->ctx, loop));
-}
-
-void loop_end(cg *c, loop_state *L) { loop_end_step(c, L, 1); }
-
-bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
-    const cj_kernel *k = c->k;
-    const cj_buffer *out = &c->plan->buffers[k->out_buffer];
-    bool accumulate = k->reduced != 0;
-    int inner = k->rank - 1;
-    if (d == k->rank) {
-        if (!accumulate) return emit_stores(c);
-        LLVMValueRef v = emit_exprs(c);
-        if (!v) return false;
-        if (k->reduced & (1u << inner)) {
-            /* accumulator in a register: see the innermost loop below */
-            return accumulate_value(c, v);
-        } else {
-            /* the other unrolled terms, combined before touching memory */
-            if (c->unroll > 1) {
-                LLVMValueRef base = c->idx[c->unroll_dim];
-                for (int j = 1; j < c->unroll && v; j++) {
-                    c->idx[c->unroll_dim] = LLVMBuildAdd(c->b, base, LLVMConstInt(c->i64, (unsigned long long)j, 0), "kj");
-                    LLVMValueRef vj = emit_exprs(c);
-                    v = vj ? reduce_combine(c, k->reduce_op, v, vj, out->dtype) : NULL;
-                }
-                c->idx[c->unroll_dim] = base;
-                if (!v) return false;
-            }
-            LLVMValueRef acc = load_value(c, k->out_buffer, &k->out_index);
-            LLVMValueRef r = reduce_combine(c, k->reduce_op, acc, v, out->dtype);
-            if (!r) return false;
-            store_value(c, k->out_buffer, &k->out_index, r);
-        }
-        return true;
-    }
-    if (d == pairwise_from(c, true)) {
-        /* reduced from here on (loop 0 then runs whole): out += the pairwise sum */
-        for (int q = d; q < k->rank; q++) c->idx[q] = LLVMConstInt(c->i64, 0, 0);
-        LLVMValueRef before = load_value(c, k->out_buffer, &k->out_index);
-        LLVMValueRef total = emit_pairwise_sum(c, d);
-        if (!total) return false;
-        for (int q = d; q < k->rank; q++) c->idx[q] = LLVMConstInt(c->i64, 0, 0);
-        store_value(c, k->out_buffer, &k->out_index, LLVMBuildFAdd(c->b, before, total, "sum"));
-        return true;
-    }
-    if (d == unrolled_reduced_dim(c) && c->unroll_dim != d) {
-        /* main loop over whole groups of CJ_UNROLL_REDUCED, then the rest one by one */
-        int64_t n = k->dims[d], main = n / CJ_UNROLL_REDUCED * CJ_UNROLL_REDUCED;
-        loop_state L;
-        c->unroll_dim = d;
-        c->unroll = CJ_UNROLL_REDUCED;
-        loop_begin(c, &L, LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)main, 0), "k.main");
-        c->idx[d] = L.phi;
-        bool ok = emit_loops(c, d + 1, start, end);
-        if (ok) loop_end_step(c, &L, CJ_UNROLL_REDUCED);
-        c->unroll = 1;
-        if (ok && main < n) {
-            loop_begin(c, &L, LLVMConstInt(c->i64, (unsigned long long)main, 0), LLVMConstInt(c->i64, (unsigned long long)n, 0), "k.rest");
-            c->idx[d] = L.phi;
-            ok = emit_loops(c, d + 1, start, end);
-            if (ok) loop_end(c, &L);
-        }
-        c->unroll_dim = -1;
-        return ok;
-    }
-    LLVMValueRef lo = d == 0 ? start : LLVMConstInt(c->i64, 0, 0);
-    LLVMValueRef hi = d == 0 ? end : LLVMConstInt(c->i64, (unsigned long long)k->dims[d], 0);
-    bool reg_acc = accumulate && d == inner && (k->reduced & (1u << inner));
-    LLVMValueRef acc_slot = reg_acc ? c->buf_ptr[c->plan->nbuffers] : NULL;
-    if (reg_acc) {
-        /* the output offset does not depend on a reduced loop: use i = 0 */
-        c->idx[d] = LLVMConstInt(c->i64, 0, 0);
-        LLVMBuildStore(c->b, load_value(c, k->out_buffer, &k->out_index), acc_slot);
-    }
-    char name[16];
-    snprintf(name, sizeof name, "i%d", d);
-    loop_state L;
-    loop_begin(c, &L, lo, hi, name);
-    c->idx[d] = L.phi;
-    if (!emit_loops(c, d + 1, start, end)) return false;
-    loop_end(c, &L);
-    /* not on short loops of known length: with alias scopes, LLVM 19's
-     * vectorizer never finished a pow loop of 3 iterations so hinted */
-    if (d == inner && c->target == CJ_TARGET_CPU && cj_kernel_long_math(k) > 0 && (d == 0 || k->dims[d] >= CJ_MATH_INTERLEAVE_MIN_TRIP))
-        set_interleave(c, L.latch, math_interleave(k));
-    if (reg_acc) {
-        c->idx[d] = LLVMConstInt(c->i64, 0, 0);
-        LLVMValueRef acc = LLVMBuildLoad2(c->b, reg_type(c, out->dtype), acc_slot, "acc.final");
-        store_value(c, k->out_buffer, &k->out_index, acc);
-    }
-    return true;
-}
 
 /* A kernel the runtime runs (a BLAS gemm, blas.c; an argsort, sort_rt.c):
  * its function passes a constant descriptor and its own arguments on to

@@ -551,3 +551,65 @@ bool emit_stores(cg *c) {
     free(val);
     return true;
 }
+
+/* ---- a reduction's combine and start, one op as IR like emit_op ---------- */
+
+/* acc (op) v for a reduction op; a sum or product may be reassociated. */
+LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueRef v, cj_dtype dt) {
+    LLVMValueRef r = NULL;
+    switch (op) {
+    case CJ_OP_REDUCE_SUM: r = emit_op(c, CJ_OP_ADD, (LLVMValueRef[]){acc, v}, dt, dt); break;
+    case CJ_OP_REDUCE_PROD: r = emit_op(c, CJ_OP_MUL, (LLVMValueRef[]){acc, v}, dt, dt); break;
+    case CJ_OP_REDUCE_MAX:
+    case CJ_OP_REDUCE_MIN:
+        if (is_float(dt) && c->target == CJ_TARGET_CPU) {
+            /* llvm.maximum/minimum propagate nan, as NumPy's max does, and
+             * the vectorizer knows them as reductions; the select form of
+             * emit_minmax would keep the loop scalar (4x slower) */
+            LLVMValueRef args[2] = {acc, v};
+            return call_intrinsic(c, op == CJ_OP_REDUCE_MAX ? "llvm.maximum" : "llvm.minimum", reg_type(c, dt), args,
+                                  2, op == CJ_OP_REDUCE_MAX ? "max" : "min");
+        }
+        return emit_minmax(c, op == CJ_OP_REDUCE_MAX, acc, v, dt);
+    /* not reductions */
+    case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA: case CJ_OP_NEG: case CJ_OP_ABS:
+    case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG_LIBC: case CJ_OP_LOG1P: case CJ_OP_SQRT:
+    case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL:
+    case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST: case CJ_OP_NAME:
+    case CJ_OP_BITWISE_NOT: case CJ_OP_BITCAST: case CJ_OP_BITWISE_AND: case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR:
+    case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT:
+    case CJ_OP_STOP_GRADIENT: case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
+    case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR:
+    case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: case CJ_OP_FMA:
+    case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
+    case CJ_OP_MATMUL: case CJ_NUM_OPS:
+    case CJ_OP_GATHER: case CJ_OP_ARGSORT: case CJ_OP_CHOLESKY: case CJ_OP_LU: case CJ_OP_LU_PIVOTS: case CJ_OP_TRIANGULAR_SOLVE: case CJ_OP_QR: case CJ_OP_EIGH: case CJ_OP_SVD: case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX:
+    case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_CUSTOM: case CJ_OP_RESULT:
+        return cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a reduction", cj_op_name(op)), NULL;
+    }
+    /* sums and products may be reassociated, which lets them vectorize */
+    if (r && is_float(dt) && LLVMIsAInstruction(r)) LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
+    return r;
+}
+
+/* The value a reduction's output starts from (ops.def's identity column). */
+LLVMValueRef reduce_identity(cg *c, cj_op op, cj_dtype dt) {
+    double f;
+    int64_t i;
+    cj_reduce_identity(op, dt, &f, &i);
+    return const_of(c, dt, f, i);
+}
+
+/* See codegen.h. */
+int cj_codegen_kernel_buffers(const cj_kernel *k, int *bufs) {
+    int n = 0;
+    bufs[n++] = k->out_buffer;
+    for (int i = 0; i < k->nalso; i++) bufs[n++] = k->also[i].buffer;
+    for (int e = 0; e < k->nexprs; e++) {
+        if (!cj_expr_reads(&k->exprs[e])) continue;
+        bool seen = false;
+        for (int j = 0; j < n; j++) seen |= bufs[j] == k->exprs[e].buffer;
+        if (!seen) bufs[n++] = k->exprs[e].buffer;
+    }
+    return n;
+}

@@ -9,19 +9,6 @@
 
 /* ---- NVPTX ----------------------------------------------------------------- */
 
-/* See codegen.h. */
-int cj_codegen_kernel_buffers(const cj_kernel *k, int *bufs) {
-    int n = 0;
-    bufs[n++] = k->out_buffer;
-    for (int i = 0; i < k->nalso; i++) bufs[n++] = k->also[i].buffer;
-    for (int e = 0; e < k->nexprs; e++) {
-        if (!cj_expr_reads(&k->exprs[e])) continue;
-        bool seen = false;
-        for (int j = 0; j < n; j++) seen |= bufs[j] == k->exprs[e].buffer;
-        if (!seen) bufs[n++] = k->exprs[e].buffer;
-    }
-    return n;
-}
 
 /* Do the non-reduced dims of k store to distinct elements (strides that
  * nest without overlap)?  Size-1 dims do not matter. */

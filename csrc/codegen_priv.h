@@ -1,8 +1,9 @@
 /* codegen_priv.h - the state of one kernel's code generation, shared by
- * the files of the code generator: codegen.c (functions, loop nests, the
- * CPU kernel and the module entry points), codegen_expr.c (loads, stores
- * and expressions), codegen_reduce.c (reductions) and codegen_nvptx.c (the
- * NVPTX kernel).  No other file includes it. */
+ * the files of the code generator, each using only those listed before it:
+ * codegen_expr.c (types, loads, stores, one op and one reduction combine),
+ * codegen_loop.c (one loop), codegen_reduce.c (a kernel's loop nest and its
+ * reductions), codegen_nvptx.c (the NVPTX kernel) and codegen.c (the CPU
+ * kernel and the module entry points).  No other file includes it. */
 #ifndef CJ_CODEGEN_PRIV_H
 #define CJ_CODEGEN_PRIV_H
 
@@ -44,6 +45,9 @@ typedef struct {
  * less often.  The CPU's kernels are bound by that traffic. */
 #define CJ_UNROLL_REDUCED 4
 
+/* Loops shorter than this get no interleave hint (codegen_loop.c). */
+#define CJ_MATH_INTERLEAVE_MIN_TRIP 64
+
 /* codegen_expr.c */
 LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMTypeRef type, LLVMValueRef *args, unsigned nargs, const char *label);
 LLVMValueRef const_of(cg *c, cj_dtype dt, double f, int64_t i);
@@ -58,20 +62,21 @@ LLVMMetadataRef self_node(cg *c, LLVMMetadataRef *ops, int nops);
 void set_alias_scopes(cg *c, int ki, const cj_kernel *k);
 int storage_of(const cj_plan *p, int b);
 void store_value(cg *c, int buffer, const cj_affine *a, LLVMValueRef v);
-/* codegen_reduce.c */
-bool accumulate_value(cg *c, LLVMValueRef v);
-LLVMValueRef emit_pairwise_sum(cg *c, int d);
-int pairwise_from(const cg *c, bool trailing);
 LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueRef v, cj_dtype dt);
 LLVMValueRef reduce_identity(cg *c, cj_op op, cj_dtype dt);
+/* codegen_loop.c */
+void loop_begin(cg *c, loop_state *L, LLVMValueRef lo, LLVMValueRef hi, const char *name);
+void loop_end(cg *c, loop_state *L);
+void loop_end_step(cg *c, loop_state *L, int64_t step);
+unsigned math_interleave(const cj_kernel *k);
+void set_interleave(cg *c, LLVMValueRef latch, unsigned n);
+/* codegen_reduce.c */
+bool accumulate_value(cg *c, LLVMValueRef v);
+bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end);
+LLVMValueRef emit_pairwise_sum(cg *c, int d);
+int pairwise_from(const cg *c, bool trailing);
 int unrolled_reduced_dim(const cg *c);
 /* codegen_nvptx.c */
 bool emit_kernel_nvptx(cg *c, int ki, const char *prefix);
-/* codegen.c */
-bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end);
-void loop_begin(cg *c, loop_state *L, LLVMValueRef lo, LLVMValueRef hi, const char *name);
-void loop_end(cg *c, loop_state *L);
-unsigned math_interleave(const cj_kernel *k);
-void set_interleave(cg *c, LLVMValueRef latch, unsigned n);
 
 #endif

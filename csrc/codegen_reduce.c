@@ -1,56 +1,15 @@
-/* codegen_reduce.c - reductions in the loop nest: combining and identities,
+/* codegen_reduce.c - a kernel's loop nest (emit_loops, shared by the CPU
+ * and NVPTX wrappers) and its reductions: an accumulator in a register,
  * unroll-and-jam of a reduced loop that accumulates in memory, and
- * pairwise summation of float sums in blocks. */
+ * pairwise summation of float sums in blocks.  The combine of one reduction
+ * op is emit_op's neighbour, reduce_combine in codegen_expr.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen_priv.h"
 
-LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueRef v, cj_dtype dt) {
-    LLVMValueRef r = NULL;
-    switch (op) {
-    case CJ_OP_REDUCE_SUM: r = emit_op(c, CJ_OP_ADD, (LLVMValueRef[]){acc, v}, dt, dt); break;
-    case CJ_OP_REDUCE_PROD: r = emit_op(c, CJ_OP_MUL, (LLVMValueRef[]){acc, v}, dt, dt); break;
-    case CJ_OP_REDUCE_MAX:
-    case CJ_OP_REDUCE_MIN:
-        if (is_float(dt) && c->target == CJ_TARGET_CPU) {
-            /* llvm.maximum/minimum propagate nan, as NumPy's max does, and
-             * the vectorizer knows them as reductions; the select form of
-             * emit_minmax would keep the loop scalar (4x slower) */
-            LLVMValueRef args[2] = {acc, v};
-            return call_intrinsic(c, op == CJ_OP_REDUCE_MAX ? "llvm.maximum" : "llvm.minimum", reg_type(c, dt), args,
-                                  2, op == CJ_OP_REDUCE_MAX ? "max" : "min");
-        }
-        return emit_minmax(c, op == CJ_OP_REDUCE_MAX, acc, v, dt);
-    /* not reductions */
-    case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA: case CJ_OP_NEG: case CJ_OP_ABS:
-    case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG_LIBC: case CJ_OP_LOG1P: case CJ_OP_SQRT:
-    case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL:
-    case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST: case CJ_OP_NAME:
-    case CJ_OP_BITWISE_NOT: case CJ_OP_BITCAST: case CJ_OP_BITWISE_AND: case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR:
-    case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT:
-    case CJ_OP_STOP_GRADIENT: case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
-    case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR:
-    case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE: case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: case CJ_OP_FMA:
-    case CJ_OP_BROADCAST: case CJ_OP_RESHAPE: case CJ_OP_TRANSPOSE: case CJ_OP_SLICE: case CJ_OP_CONCATENATE:
-    case CJ_OP_MATMUL: case CJ_NUM_OPS:
-    case CJ_OP_GATHER: case CJ_OP_ARGSORT: case CJ_OP_CHOLESKY: case CJ_OP_LU: case CJ_OP_LU_PIVOTS: case CJ_OP_TRIANGULAR_SOLVE: case CJ_OP_QR: case CJ_OP_EIGH: case CJ_OP_SVD: case CJ_OP_SCATTER_ADD: case CJ_OP_SCATTER_MUL: case CJ_OP_SCATTER_MIN: case CJ_OP_SCATTER_MAX:
-    case CJ_OP_SCAN: case CJ_OP_WHILE: case CJ_OP_COND: case CJ_OP_CUSTOM: case CJ_OP_RESULT:
-        return cj_error_set(c->err, CJ_ERR_INTERNAL, "codegen: %s is not a reduction", cj_op_name(op)), NULL;
-    }
-    /* sums and products may be reassociated, which lets them vectorize */
-    if (r && is_float(dt) && LLVMIsAInstruction(r)) LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc);
-    return r;
-}
 
-/* The value a reduction's output starts from (ops.def's identity column). */
-LLVMValueRef reduce_identity(cg *c, cj_op op, cj_dtype dt) {
-    double f;
-    int64_t i;
-    cj_reduce_identity(op, dt, &f, &i);
-    return const_of(c, dt, f, i);
-}
 
 int unrolled_reduced_dim(const cg *c) {
     const cj_kernel *k = c->k;
@@ -229,4 +188,95 @@ LLVMValueRef emit_pairwise_sum(cg *c, int d) {
         total = total ? LLVMBuildFAdd(c->b, v, total, "pair") : v;
     }
     return total;
+}
+
+/* The loop nest from dim d inward: the innermost body stores the kernel's
+ * values or accumulates them. */
+bool emit_loops(cg *c, int d, LLVMValueRef start, LLVMValueRef end) {
+    const cj_kernel *k = c->k;
+    const cj_buffer *out = &c->plan->buffers[k->out_buffer];
+    bool accumulate = k->reduced != 0;
+    int inner = k->rank - 1;
+    if (d == k->rank) {
+        if (!accumulate) return emit_stores(c);
+        LLVMValueRef v = emit_exprs(c);
+        if (!v) return false;
+        if (k->reduced & (1u << inner)) {
+            /* accumulator in a register: see the innermost loop below */
+            return accumulate_value(c, v);
+        } else {
+            /* the other unrolled terms, combined before touching memory */
+            if (c->unroll > 1) {
+                LLVMValueRef base = c->idx[c->unroll_dim];
+                for (int j = 1; j < c->unroll && v; j++) {
+                    c->idx[c->unroll_dim] = LLVMBuildAdd(c->b, base, LLVMConstInt(c->i64, (unsigned long long)j, 0), "kj");
+                    LLVMValueRef vj = emit_exprs(c);
+                    v = vj ? reduce_combine(c, k->reduce_op, v, vj, out->dtype) : NULL;
+                }
+                c->idx[c->unroll_dim] = base;
+                if (!v) return false;
+            }
+            LLVMValueRef acc = load_value(c, k->out_buffer, &k->out_index);
+            LLVMValueRef r = reduce_combine(c, k->reduce_op, acc, v, out->dtype);
+            if (!r) return false;
+            store_value(c, k->out_buffer, &k->out_index, r);
+        }
+        return true;
+    }
+    if (d == pairwise_from(c, true)) {
+        /* reduced from here on (loop 0 then runs whole): out += the pairwise sum */
+        for (int q = d; q < k->rank; q++) c->idx[q] = LLVMConstInt(c->i64, 0, 0);
+        LLVMValueRef before = load_value(c, k->out_buffer, &k->out_index);
+        LLVMValueRef total = emit_pairwise_sum(c, d);
+        if (!total) return false;
+        for (int q = d; q < k->rank; q++) c->idx[q] = LLVMConstInt(c->i64, 0, 0);
+        store_value(c, k->out_buffer, &k->out_index, LLVMBuildFAdd(c->b, before, total, "sum"));
+        return true;
+    }
+    if (d == unrolled_reduced_dim(c) && c->unroll_dim != d) {
+        /* main loop over whole groups of CJ_UNROLL_REDUCED, then the rest one by one */
+        int64_t n = k->dims[d], main = n / CJ_UNROLL_REDUCED * CJ_UNROLL_REDUCED;
+        loop_state L;
+        c->unroll_dim = d;
+        c->unroll = CJ_UNROLL_REDUCED;
+        loop_begin(c, &L, LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)main, 0), "k.main");
+        c->idx[d] = L.phi;
+        bool ok = emit_loops(c, d + 1, start, end);
+        if (ok) loop_end_step(c, &L, CJ_UNROLL_REDUCED);
+        c->unroll = 1;
+        if (ok && main < n) {
+            loop_begin(c, &L, LLVMConstInt(c->i64, (unsigned long long)main, 0), LLVMConstInt(c->i64, (unsigned long long)n, 0), "k.rest");
+            c->idx[d] = L.phi;
+            ok = emit_loops(c, d + 1, start, end);
+            if (ok) loop_end(c, &L);
+        }
+        c->unroll_dim = -1;
+        return ok;
+    }
+    LLVMValueRef lo = d == 0 ? start : LLVMConstInt(c->i64, 0, 0);
+    LLVMValueRef hi = d == 0 ? end : LLVMConstInt(c->i64, (unsigned long long)k->dims[d], 0);
+    bool reg_acc = accumulate && d == inner && (k->reduced & (1u << inner));
+    LLVMValueRef acc_slot = reg_acc ? c->buf_ptr[c->plan->nbuffers] : NULL;
+    if (reg_acc) {
+        /* the output offset does not depend on a reduced loop: use i = 0 */
+        c->idx[d] = LLVMConstInt(c->i64, 0, 0);
+        LLVMBuildStore(c->b, load_value(c, k->out_buffer, &k->out_index), acc_slot);
+    }
+    char name[16];
+    snprintf(name, sizeof name, "i%d", d);
+    loop_state L;
+    loop_begin(c, &L, lo, hi, name);
+    c->idx[d] = L.phi;
+    if (!emit_loops(c, d + 1, start, end)) return false;
+    loop_end(c, &L);
+    /* not on short loops of known length: with alias scopes, LLVM 19's
+     * vectorizer never finished a pow loop of 3 iterations so hinted */
+    if (d == inner && c->target == CJ_TARGET_CPU && cj_kernel_long_math(k) > 0 && (d == 0 || k->dims[d] >= CJ_MATH_INTERLEAVE_MIN_TRIP))
+        set_interleave(c, L.latch, math_interleave(k));
+    if (reg_acc) {
+        c->idx[d] = LLVMConstInt(c->i64, 0, 0);
+        LLVMValueRef acc = LLVMBuildLoad2(c->b, reg_type(c, out->dtype), acc_slot, "acc.final");
+        store_value(c, k->out_buffer, &k->out_index, acc);
+    }
+    return true;
 }
