@@ -251,6 +251,33 @@ cj_status cj_graph_set_outputs_mapped(cj_graph *g, const cj_graph *src, const in
     return st;
 }
 
+/* ---- bodies of region nodes: shared, reference counted ------------------- */
+
+/* See regions.h. */
+void cj_body_ref(cj_body *b) {
+    if (b) b->refs++;
+}
+
+void cj_body_unref(cj_body *b) {
+    if (!b || --b->refs > 0) return;
+    for (int i = 0; i < b->ngraphs; i++) cj_graph_free(b->graphs[i]);
+    free(b->graphs);
+    free(b->result_shape);
+    free(b->result_dtype);
+    free(b);
+}
+
+/* See regions.h. */
+int64_t cj_bodies_heap_bytes(const cj_graph *g) {
+    int64_t n = cj_heap_bytes(g->bodies, sizeof(cj_body *) * (size_t)g->bodies_cap);
+    for (int i = 0; i < g->nbodies; i++) {
+        const cj_body *b = g->bodies[i];
+        n += (int64_t)sizeof *b / b->refs; /* shared: each holder counts its share */
+        for (int k = 0; k < b->ngraphs; k++) n += cj_graph_heap_bytes(b->graphs[k]) / b->refs;
+    }
+    return n;
+}
+
 /* ---- validation of one node ------------------------------------------ */
 
 /* Checks the kind-specific rules that tie a node to its inputs.  Returns

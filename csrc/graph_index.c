@@ -1,5 +1,5 @@
 /* graph_index.c - the builders of gather and the scatters (indexing at an
- * integer array) and of argsort, and the check graph.c makes of such a node.  Index
+ * integer array) and of argsort (their check: graph_check.c).  Index
  * semantics, shared by codegen: a negative index counts from the end;
  * gather clamps an index still out of range, a scatter clamps it or drops
  * its update (the node's `index` attribute). */
@@ -7,16 +7,6 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* The shape x[:axis] + idx + x[axis+1:], or false past the rank limit. */
-static bool indexed_shape(const cj_shape *x, const cj_shape *idx, int axis, cj_shape *out) {
-    if (x->rank - 1 + idx->rank > CJ_MAX_RANK) return false;
-    out->rank = 0;
-    for (int d = 0; d < axis; d++) out->dims[out->rank++] = x->dims[d];
-    for (int d = 0; d < idx->rank; d++) out->dims[out->rank++] = idx->dims[d];
-    for (int d = axis + 1; d < x->rank; d++) out->dims[out->rank++] = x->dims[d];
-    return true;
-}
 
 /* See graph.h. */
 int cj_build_gather(cj_graph *g, int x, int idx, int axis, int loc, cj_error *err) {
@@ -35,7 +25,7 @@ int cj_build_gather(cj_graph *g, int x, int idx, int axis, int loc, cj_error *er
         return fail(g, err, CJ_ERR_VALUE, "gather", loc, "cannot index an empty axis: operand %s",
                     describe(a, da, sizeof da));
     cj_shape s;
-    if (!indexed_shape(&a->shape, &i->shape, axis, &s))
+    if (!cj_indexed_shape(&a->shape, &i->shape, axis, &s))
         return fail(g, err, CJ_ERR_VALUE, "gather", loc, "the result of indexing %s with %s has rank over %d",
                     describe(a, da, sizeof da), describe(i, di, sizeof di), CJ_MAX_RANK);
     cj_attrs at;
@@ -63,7 +53,7 @@ int cj_build_scatter(cj_graph *g, cj_op op, int idx, int upd, int axis, const cj
         return fail(g, err, CJ_ERR_VALUE, name, loc, "axis %d is out of range for a result of shape %s", axis,
                     shape_text(shape, ds, sizeof ds));
     cj_shape want;
-    if (!indexed_shape(shape, &i->shape, axis, &want) || want.rank != u->shape.rank ||
+    if (!cj_indexed_shape(shape, &i->shape, axis, &want) || want.rank != u->shape.rank ||
         memcmp(want.dims, u->shape.dims, sizeof(int64_t) * (size_t)want.rank) != 0)
         return fail(g, err, CJ_ERR_VALUE, name, loc, "updates %s do not match indices %s into shape %s (want %s)",
                     describe(u, du, sizeof du), describe(i, di, sizeof di), shape_text(shape, ds, sizeof ds),
@@ -89,29 +79,6 @@ int cj_build_argsort(cj_graph *g, int x, int loc, cj_error *err) {
         return fail(g, err, CJ_ERR_VALUE, "argsort", loc, "needs an axis to sort along: operand %s",
                     describe(a, da, sizeof da));
     return emit(g, CJ_OP_ARGSORT, CJ_INT64, false, &a->shape, &x, 1, NULL, loc, err);
-}
-
-/* See graph_priv.h: graph.c's check of a GATHER, SCATTER or ARGSORT node. */
-const char *cj_index_check(const cj_graph *g, const cj_node *n) {
-    if (n->op == CJ_OP_ARGSORT) {
-        const cj_node *x = &g->nodes[n->inputs[0]];
-        if (n->dtype != CJ_INT64 || !cj_shape_equal(&n->shape, &x->shape) || n->shape.rank < 1)
-            return "argsort gives int64 indices of its operand's shape";
-        return NULL;
-    }
-    bool gather = n->op == CJ_OP_GATHER;
-    const cj_node *x = &g->nodes[n->inputs[0]], *idx = &g->nodes[n->inputs[gather ? 1 : 0]];
-    const cj_node *upd = gather ? n : &g->nodes[n->inputs[1]];
-    const cj_shape *full = gather ? &x->shape : &n->shape;
-    if (cj_dtype_kind(idx->dtype) != CJ_KIND_INT) return "indices must be integers";
-    if (n->attrs.axis < 0 || n->attrs.axis >= full->rank) return "axis out of range";
-    if (gather ? x->dtype != n->dtype : upd->dtype != n->dtype) return "dtype differs from the operand's";
-    if (!gather && n->attrs.index != 0 && n->attrs.index != 1) return "scatter mode is 0 (clamp) or 1 (drop)";
-    cj_shape want;
-    if (!indexed_shape(full, &idx->shape, n->attrs.axis, &want) || want.rank != upd->shape.rank ||
-        memcmp(want.dims, upd->shape.dims, sizeof(int64_t) * (size_t)want.rank) != 0)
-        return gather ? "gathered shape is wrong" : "updates' shape is wrong";
-    return NULL;
 }
 
 /* The int64 index an integer array idx gives into a dim of n (negative from
@@ -163,7 +130,7 @@ int cj_build_scatter_partials(cj_graph *g, const cj_node *scatter, int idx, int 
     bool drop = n.attrs.index == 1;
     cj_dtype dt = n.dtype;
     cj_shape us, scalar = {0, {0}}; /* the updates' shape (upd itself is not read for an add) */
-    if (!indexed_shape(&n.shape, &g->nodes[idx].shape, axis, &us))
+    if (!cj_indexed_shape(&n.shape, &g->nodes[idx].shape, axis, &us))
         return cj_error_set(err, CJ_ERR_VALUE, "%s: rank too large", cj_op_name(n.op)), -1;
     int one = emit_constant(g, 1, 1, dt, true, &scalar, loc, err), zero = emit_constant(g, 0, 0, dt, true, &scalar, loc, err);
     int w;

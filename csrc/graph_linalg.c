@@ -5,8 +5,6 @@
 
 #include <string.h>
 
-static bool square(const cj_shape *s) { return s->rank >= 2 && s->dims[s->rank - 1] == s->dims[s->rank - 2]; }
-
 /* See graph.h. */
 int cj_build_cholesky(cj_graph *g, int a, int loc, cj_error *err) {
     if (g == NULL) return cj_error_set(err, CJ_ERR_INTERNAL, "cholesky: graph is NULL"), -1;
@@ -15,7 +13,7 @@ int cj_build_cholesky(cj_graph *g, int a, int loc, cj_error *err) {
     char d[300];
     if (!is_float(x->dtype))
         return fail(g, err, CJ_ERR_TYPE, "cholesky", loc, "needs a float array, got %s", describe(x, d, sizeof d));
-    if (!square(&x->shape))
+    if (!is_square(&x->shape))
         return fail(g, err, CJ_ERR_VALUE, "cholesky", loc, "needs square matrices in the last two dims, got %s",
                     describe(x, d, sizeof d));
     return emit(g, CJ_OP_CHOLESKY, x->dtype, false, &x->shape, &a, 1, NULL, loc, err);
@@ -31,7 +29,7 @@ int cj_build_triangular_solve(cj_graph *g, int a, int b, int flags, int loc, cj_
     if (!is_float(x->dtype) || x->dtype != y->dtype)
         return fail(g, err, CJ_ERR_TYPE, "triangular_solve", loc, "needs float operands of one dtype, got %s and %s",
                     describe(x, dx, sizeof dx), describe(y, dy, sizeof dy));
-    bool ok = square(&x->shape) && y->shape.rank == x->shape.rank &&
+    bool ok = is_square(&x->shape) && y->shape.rank == x->shape.rank &&
               y->shape.dims[y->shape.rank - 2] == x->shape.dims[x->shape.rank - 1];
     for (int d = 0; ok && d < x->shape.rank - 2; d++) ok = x->shape.dims[d] == y->shape.dims[d];
     if (!ok)
@@ -56,30 +54,12 @@ int cj_build_lu(cj_graph *g, int a, bool pivots, int loc, cj_error *err) {
     char d[300];
     if (!is_float(x->dtype))
         return fail(g, err, CJ_ERR_TYPE, name, loc, "needs a float array, got %s", describe(x, d, sizeof d));
-    if (!square(&x->shape))
+    if (!is_square(&x->shape))
         return fail(g, err, CJ_ERR_VALUE, name, loc, "needs square matrices in the last two dims, got %s",
                     describe(x, d, sizeof d));
     cj_shape s = x->shape;
     if (pivots) s.rank--;
     return emit(g, pivots ? CJ_OP_LU_PIVOTS : CJ_OP_LU, pivots ? CJ_INT64 : x->dtype, false, &s, &a, 1, NULL, loc, err);
-}
-
-/* See graph_priv.h. */
-const char *cj_linalg_check(const cj_graph *g, const cj_node *n) {
-    const cj_node *a = &g->nodes[n->inputs[0]];
-    if (n->op == CJ_OP_QR || n->op == CJ_OP_EIGH || n->op == CJ_OP_SVD) return cj_linalg_decomp_check(g, n);
-    if (n->op == CJ_OP_LU_PIVOTS) {
-        if (n->dtype != CJ_INT64 || !is_float(a->dtype) || !square(&a->shape) || n->shape.rank != a->shape.rank - 1)
-            return "lu_pivots gives int64 rows of a square float matrix";
-        return NULL;
-    }
-    if (!is_float(n->dtype) || a->dtype != n->dtype || !square(&a->shape)) return "needs square float matrices";
-    if (n->op == CJ_OP_CHOLESKY || n->op == CJ_OP_LU)
-        return cj_shape_equal(&n->shape, &a->shape) ? NULL : "shape differs from the input's";
-    const cj_node *b = &g->nodes[n->inputs[1]];
-    if (b->dtype != n->dtype || !cj_shape_equal(&n->shape, &b->shape)) return "shape differs from b's";
-    if (n->attrs.index & ~7) return "unknown triangular solve flags";
-    return NULL;
 }
 
 /* ---- pieces of the derivative rules (autodiff.c, jvp.c) ------------------------ */

@@ -1,6 +1,7 @@
 /* graph_priv.h - helpers shared by the files of the graph (ops.c, graph.c,
- * graph_build.c, graph_shape.c, graph_reduce.c, graph_text.c); no other
- * file includes it.  The functions are defined in graph.c. */
+ * graph_build.c, graph_shape.c, graph_reduce.c, graph_text.c, graph_check.c
+ * and the family builders); no other file includes it.  The functions are
+ * defined in graph.c unless said otherwise. */
 #ifndef CJ_GRAPH_PRIV_H
 #define CJ_GRAPH_PRIV_H
 
@@ -65,12 +66,21 @@ int emit_constant(cj_graph *g, double f, int64_t i, cj_dtype dt, bool weak, cons
  * re-created constant, or CAST and/or BROADCAST nodes); see graph.c. */
 int coerce(cj_graph *g, const char *opname, int x, cj_dtype dt, const cj_shape *s, int loc, cj_error *err);
 
-/* graph.c's check of a GATHER or SCATTER node (graph_index.c); NULL when
- * it is consistent. */
+/* graph_check.c: graph.c's checks of the families' nodes, NULL when the
+ * node is consistent: a REGION-kind node against its body, ... */
+const char *cj_region_check(const cj_graph *g, const cj_node *n);
+/* ... a GATHER, SCATTER or ARGSORT node, ... */
 const char *cj_index_check(const cj_graph *g, const cj_node *n);
-/* ... of a CHOLESKY or TRIANGULAR_SOLVE node (graph_linalg.c). */
+/* ... a CHOLESKY, LU, LU_PIVOTS or TRIANGULAR_SOLVE node, ... */
 const char *cj_linalg_check(const cj_graph *g, const cj_node *n);
-/* ... of a QR, EIGH or SVD node (graph_linalg_decomp.c). */
+/* ... a QR, EIGH or SVD node. */
 const char *cj_linalg_decomp_check(const cj_graph *g, const cj_node *n);
+/* The shapes the families make: x[:axis] + idx + x[axis+1:] (false past the
+ * rank limit), and result `index` of a factorization op of a matrix of
+ * shape a (false when index names none). */
+bool cj_indexed_shape(const cj_shape *x, const cj_shape *idx, int axis, cj_shape *out);
+bool cj_decomp_shape(cj_op op, const cj_shape *a, int64_t index, cj_shape *out);
+/* Square matrices in the last two dims. */
+static inline bool is_square(const cj_shape *s) { return s->rank >= 2 && s->dims[s->rank - 1] == s->dims[s->rank - 2]; }
 
 #endif

@@ -21,19 +21,6 @@ cj_body *cj_body_new(cj_op op, int ngraphs) {
     return b;
 }
 
-void cj_body_ref(cj_body *b) {
-    if (b) b->refs++;
-}
-
-void cj_body_unref(cj_body *b) {
-    if (!b || --b->refs > 0) return;
-    for (int i = 0; i < b->ngraphs; i++) cj_graph_free(b->graphs[i]);
-    free(b->graphs);
-    free(b->result_shape);
-    free(b->result_dtype);
-    free(b);
-}
-
 /* The value graph g returns as output k. */
 static const cj_node *output_node(const cj_graph *g, int k) { return &g->nodes[g->outputs[k]]; }
 
@@ -104,62 +91,6 @@ int cj_graph_add_body(cj_graph *g, cj_body *b) {
     cj_body_ref(b);
     g->bodies[g->nbodies] = b;
     return g->nbodies++;
-}
-
-/* See regions.h. */
-int64_t cj_bodies_heap_bytes(const cj_graph *g) {
-    int64_t n = cj_heap_bytes(g->bodies, sizeof(cj_body *) * (size_t)g->bodies_cap);
-    for (int i = 0; i < g->nbodies; i++) {
-        const cj_body *b = g->bodies[i];
-        n += (int64_t)sizeof *b / b->refs; /* shared: each holder counts its share */
-        for (int k = 0; k < b->ngraphs; k++) n += cj_graph_heap_bytes(b->graphs[k]) / b->refs;
-    }
-    return n;
-}
-
-/* See regions.h. */
-cj_body *cj_region_body(const cj_graph *g, const cj_node *n) {
-    if (cj_op_kind(n->op) != CJ_OPKIND_REGION || n->op == CJ_OP_RESULT) return NULL;
-    if (n->attrs.index < 0 || n->attrs.index >= g->nbodies) return NULL;
-    return g->bodies[n->attrs.index];
-}
-
-/* The number of inputs a region node of body b has. */
-static int region_inputs(const cj_body *b) {
-    return b->ncarry + b->nconsts + (b->op == CJ_OP_SCAN ? b->nxs : b->op == CJ_OP_COND ? 1 : 0);
-}
-
-/* See regions.h. */
-const char *cj_region_check(const cj_graph *g, const cj_node *n) {
-    if (n->op == CJ_OP_RESULT) {
-        const cj_node *r = &g->nodes[n->inputs[0]];
-        const cj_body *b = cj_region_body(g, r);
-        if (!b) return "a result reads a node that is not a scan, while or cond";
-        if (n->attrs.index < 0 || n->attrs.index >= b->nresults) return "result number out of range";
-        if (n->dtype != b->result_dtype[n->attrs.index] || !cj_shape_equal(&n->shape, &b->result_shape[n->attrs.index]))
-            return "result shape or dtype differs from the body's";
-        return NULL;
-    }
-    const cj_body *b = cj_region_body(g, n);
-    if (!b || b->op != n->op) return "the node's body is missing or of another kind";
-    if (n->ninputs != region_inputs(b)) return "input count differs from the body's";
-    if (n->dtype != CJ_FLOAT32 || n->shape.rank != 0) return "a region node is a float32 scalar";
-    int carries = b->op == CJ_OP_COND || b->op == CJ_OP_CUSTOM ? 0 : b->ncarry;
-    for (int k = 0; k < carries; k++) {
-        const cj_node *in = &g->nodes[n->inputs[k]];
-        if (in->dtype != b->result_dtype[k] || !cj_shape_equal(&in->shape, &b->result_shape[k]))
-            return "a carry's initial value differs from what the body returns";
-    }
-    if (b->op == CJ_OP_COND) {
-        const cj_node *ix = &g->nodes[n->inputs[0]];
-        if (ix->dtype != CJ_INT32 || ix->shape.rank != 0) return "the branch index is an int32 scalar";
-    }
-    if (b->op == CJ_OP_SCAN)
-        for (int k = 0; k < b->nxs; k++) {
-            const cj_node *x = &g->nodes[n->inputs[b->ncarry + k]];
-            if (x->shape.rank < 1 || x->shape.dims[0] != b->length) return "xs must have the trip count as dim 0";
-        }
-    return NULL;
 }
 
 /* See regions.h. */

@@ -63,12 +63,21 @@ void cj_body_ref(cj_body *b);
 void cj_body_unref(cj_body *b);
 /* Adds a reference to b to g's bodies; returns its index or -1 (no memory). */
 int cj_graph_add_body(cj_graph *g, cj_body *b);
+/* (cj_body_ref, cj_body_unref and cj_bodies_heap_bytes are graph.c's: a
+ * graph owns its bodies.) */
 int64_t cj_bodies_heap_bytes(const cj_graph *g);
-/* The body of region node n (NULL if n is not one). */
-cj_body *cj_region_body(const cj_graph *g, const cj_node *n);
 
-/* graph.c's check of a REGION-kind node; NULL when it is consistent. */
-const char *cj_region_check(const cj_graph *g, const cj_node *n);
+/* The body of region node n (NULL if n is not one). */
+static inline cj_body *cj_region_body(const cj_graph *g, const cj_node *n) {
+    if (cj_op_kind(n->op) != CJ_OPKIND_REGION || n->op == CJ_OP_RESULT) return NULL;
+    if (n->attrs.index < 0 || n->attrs.index >= g->nbodies) return NULL;
+    return g->bodies[n->attrs.index];
+}
+
+/* The number of inputs a region node of body b has. */
+static inline int cj_region_inputs(const cj_body *b) {
+    return b->ncarry + b->nconsts + (b->op == CJ_OP_SCAN ? b->nxs : b->op == CJ_OP_COND ? 1 : 0);
+}
 
 /* Cuts a body out of g: the nodes recorded since `first` that depend on
  * the placeholders ph[0..nph) and that outs[] need are copied into a new

@@ -26,10 +26,6 @@ CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "csrc")
 # Cycles not yet broken (docs/ARCHITECTURE.md, "Layers"): each entry is the
 # set of files of one cycle; a cycle must be a subset of one of them.
 KNOWN = [
-    # graph.c dispatches to each family's check and frees bodies (regions.c);
-    # the builders use graph.c's helpers
-    {"graph", "graph_build", "graph_index", "graph_linalg", "graph_linalg_decomp", "graph_reduce",
-     "graph_shape", "regions"},
     # a loop body is lowered by cj_lower (loops -> lower -> loops)
     {"fuse", "fuse_expr", "group", "loops", "lower", "plan"},
     # the bindings share py_module.c's helpers and it calls theirs
