@@ -21,33 +21,11 @@
 #include "fuse.h"
 #include "loops.h"
 
-/* See fuse.h. */
-void fuse_contiguous_strides(const cj_shape *s, int64_t *strides) {
-    int64_t acc = 1;
-    for (int d = s->rank - 1; d >= 0; d--) {
-        strides[d] = acc;
-        acc *= s->dims[d] > 0 ? s->dims[d] : 1;
-    }
-}
 
-/* ---- growable arrays of the plan ----------------------------------------- */
-
-/* See fuse.h. */
-bool fuse_grow(void **ptr, int *cap, int need, size_t elem) {
-    if (need <= *cap) return true;
-    int ncap = *cap ? *cap * 2 : 16;
-    while (ncap < need) ncap *= 2;
-    void *p = realloc(*ptr, (size_t)ncap * elem);
-    if (!p) return false;
-    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
-    *ptr = p;
-    *cap = ncap;
-    return true;
-}
 
 static int add_buffer(fuser *f, cj_buf_kind kind, int slot, int node) {
     cj_plan *p = f->plan;
-    if (!fuse_grow((void **)&p->buffers, &p->buffers_cap, p->nbuffers + 1, sizeof(cj_buffer))) {
+    if (!cj_grow((void **)&p->buffers, &p->buffers_cap, p->nbuffers + 1, sizeof(cj_buffer))) {
         cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
         return -1;
     }
@@ -69,7 +47,7 @@ static int add_buffer(fuser *f, cj_buf_kind kind, int slot, int node) {
 
 static cj_kernel *begin_kernel(fuser *f, int root, int rank, const int64_t *dims) {
     cj_plan *p = f->plan;
-    if (!fuse_grow((void **)&p->kernels, &p->kernels_cap, p->nkernels + 1, sizeof(cj_kernel))) {
+    if (!cj_grow((void **)&p->kernels, &p->kernels_cap, p->nkernels + 1, sizeof(cj_kernel))) {
         cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
         return NULL;
     }
@@ -123,7 +101,7 @@ static node_view identity_view(int rank) {
  * `dim_of[k]` (-1: that dim of s is not a loop dim) plus `offset`. */
 static cj_affine store_index(const cj_shape *s, const int *dim_of, int64_t offset) {
     int64_t strides[CJ_MAX_RANK];
-    fuse_contiguous_strides(s, strides);
+    cj_contiguous_strides(s, strides);
     cj_affine a;
     memset(&a, 0, sizeof a);
     a.offset = offset;
@@ -220,7 +198,7 @@ static bool emit_matmul(fuser *f, int node, int buf) {
 static bool emit_concatenate(fuser *f, int node, int buf) {
     const cj_node *n = node_at(f, node);
     int64_t strides[CJ_MAX_RANK];
-    fuse_contiguous_strides(&n->shape, strides);
+    cj_contiguous_strides(&n->shape, strides);
     int64_t pos = 0;
     for (int i = 0; i < n->ninputs; i++) {
         const cj_node *in = node_at(f, n->inputs[i]);
@@ -258,7 +236,7 @@ static bool emit_scatter(fuser *f, int node, int buf) {
     int dim_of[CJ_MAX_RANK];
     for (int d = 0; d < n->shape.rank; d++) dim_of[d] = d < axis ? d : d == axis ? -1 : d + ri - 1;
     int64_t strides[CJ_MAX_RANK];
-    fuse_contiguous_strides(&n->shape, strides);
+    cj_contiguous_strides(&n->shape, strides);
     k->out_buffer = buf;
     k->out_index = store_index(&n->shape, dim_of, 0);
     k->reduce_op = scatter_combine(n->op);

@@ -59,10 +59,6 @@ static inline const cj_node *node_at(const fuser *f, int id) { return &f->g->nod
 /* The most values one multi-output kernel stores (fuse_roots.c). */
 #define CJ_MAX_STORES 16
 
-/* fuse.c */
-void fuse_contiguous_strides(const cj_shape *s, int64_t *strides);
-bool fuse_grow(void **ptr, int *cap, int need, size_t elem);
-
 /* fuse_expr.c */
 int fuse_add_expr(fuser *f, const cj_expr *e);
 void fuse_append_label(fuser *f, const char *name);

@@ -12,7 +12,7 @@
 /* See fuse.h. */
 int fuse_add_expr(fuser *f, const cj_expr *e) {
     cj_kernel *k = f->k;
-    if (!fuse_grow((void **)&k->exprs, &f->exprs_cap, k->nexprs + 1, sizeof(cj_expr))) {
+    if (!cj_grow((void **)&k->exprs, &f->exprs_cap, k->nexprs + 1, sizeof(cj_expr))) {
         cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
         return -1;
     }
@@ -32,7 +32,7 @@ void fuse_append_label(fuser *f, const char *name) {
  * through view `v`. */
 static cj_affine buffer_offset(const cj_shape *s, const node_view *v, int loop_rank) {
     int64_t strides[CJ_MAX_RANK];
-    fuse_contiguous_strides(s, strides);
+    cj_contiguous_strides(s, strides);
     cj_affine a;
     memset(&a, 0, sizeof a);
     for (int k = 0; k < v->rank; k++) {
@@ -128,7 +128,7 @@ static bool memo_add(fuser *f, int node, const node_view *v, int expr) {
             t[m->slot] = i;
         }
     }
-    if (!fuse_grow((void **)&f->memo, &f->memo_cap, f->nmemo + 1, sizeof(memo_entry))) return false;
+    if (!cj_grow((void **)&f->memo, &f->memo_cap, f->nmemo + 1, sizeof(memo_entry))) return false;
     int slot = memo_slot(f, node, v, view_hash(node, v));
     memo_entry *m = &f->memo[f->nmemo];
     memset(m, 0, sizeof *m);
@@ -298,7 +298,7 @@ static expr_step expr_visit(fuser *f, expr_frame *fr, int *out, int *in, node_vi
         for (int d = 0; d < x->shape.rank; d++)
             if (d != axis) vx.idx[d] = v->idx[d < axis ? d : d + ix->shape.rank - 1];
         int64_t strides[CJ_MAX_RANK];
-        fuse_contiguous_strides(&x->shape, strides);
+        cj_contiguous_strides(&x->shape, strides);
         e.kind = CJ_EX_GATHER;
         e.buffer = f->node_buf[n->inputs[0]];
         e.index = buffer_offset(&x->shape, &vx, f->k->rank);
@@ -334,7 +334,7 @@ int fuse_build_expr(fuser *f, int node, const node_view *v) {
     int found = memo_find(f, node, v);
     if (found >= 0) return found;
     int depth = 0, result = -1;
-    if (!fuse_grow((void **)&f->stack, &f->stack_cap, 1, sizeof(expr_frame))) goto oom;
+    if (!cj_grow((void **)&f->stack, &f->stack_cap, 1, sizeof(expr_frame))) goto oom;
     memset(&f->stack[0], 0, sizeof f->stack[0]);
     f->stack[0].node = node;
     f->stack[0].view = *v;
@@ -351,7 +351,7 @@ int fuse_build_expr(fuser *f, int node, const node_view *v) {
                 fr->args[fr->next++] = e;
                 continue;
             }
-            if (!fuse_grow((void **)&f->stack, &f->stack_cap, depth + 1, sizeof(expr_frame))) goto oom;
+            if (!cj_grow((void **)&f->stack, &f->stack_cap, depth + 1, sizeof(expr_frame))) goto oom;
             expr_frame *child = &f->stack[depth++];
             memset(child, 0, sizeof *child);
             child->node = in;

@@ -170,6 +170,11 @@ cj_status cj_memplan_run(cj_plan *plan, bool enabled, cj_error *err);
 /* Merges adjacent loop dims of k that every access walks contiguously, so
  * that an elementwise op on a (1000, 1000) array is one loop of 10^6. */
 void cj_kernel_collapse(cj_kernel *k);
+/* Grows the array *ptr of *cap elements of `elem` bytes to hold `need`
+ * (doubling, new elements zeroed); false when out of memory (*ptr kept). */
+bool cj_grow(void **ptr, int *cap, int need, size_t elem);
+/* The row-major strides of shape s (a dim of 0 counts as 1). */
+void cj_contiguous_strides(const cj_shape *s, int64_t *strides);
 /* How many of k's expressions are elementary functions evaluated by long
  * polynomials (CJ_OPF_LONG_MATH in ops.def): what makes a kernel costly to compile. */
 int cj_kernel_long_math(const cj_kernel *k);

@@ -39,11 +39,16 @@ typedef struct cj_loop_plan {
     int64_t work_bytes;
 } cj_loop_plan;
 
-/* A plan for a region of body b with ninputs inputs (buffers -1). */
+/* A plan for a region of body b with ninputs inputs (buffers -1), and its
+ * end (plan.c's: the plan owns its loop plans). */
 cj_loop_plan *cj_loop_plan_new(cj_body *b, int ninputs);
 void cj_loop_plan_free(cj_loop_plan *L);
-/* Lowers the bodies of every loop kernel of p (recursively, with o) and
- * sizes each workspace; run after fusion, before memplan. */
-cj_status cj_loops_lower(cj_plan *p, const cj_lower_options *o, cj_error *err);
+/* The lowering of one graph (cj_lower): loops.c receives it rather than
+ * calling it, because a body is lowered by the same pipeline that lowers
+ * the graph holding it. */
+typedef cj_status (*cj_lower_fn)(const cj_graph *src, const cj_lower_options *o, cj_lowered *l, cj_error *err);
+/* Lowers the bodies of every loop kernel of p with `lower` (recursively,
+ * with o) and sizes each workspace; run after fusion, before memplan. */
+cj_status cj_loops_lower(cj_plan *p, const cj_lower_options *o, cj_lower_fn lower, cj_error *err);
 
 #endif

@@ -101,7 +101,7 @@ static cj_status pass_fuse(cj_lowered *l, const cj_lower_options *o, bool enable
     /* the target marks the kernels a library runs (the CPU's BLAS) */
     if (st == CJ_OK && o && o->mark_library_calls) o->mark_library_calls(&l->plan);
     /* control flow: each loop's bodies are lowered as graphs of their own */
-    if (st == CJ_OK) st = cj_loops_lower(&l->plan, o, err);
+    if (st == CJ_OK) st = cj_loops_lower(&l->plan, o, cj_lower, err);
     return st;
 }
 
@@ -146,10 +146,4 @@ cj_status cj_lower(const cj_graph *src, const cj_lower_options *o, cj_lowered *l
     return CJ_OK;
 }
 
-/* See lower.h. */
-void cj_lowered_free(cj_lowered *l) {
-    cj_plan_free(&l->plan);
-    cj_graph_free(l->graph);
-    memset(l, 0, sizeof *l);
-}
 

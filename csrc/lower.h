@@ -31,6 +31,7 @@ typedef struct {
 /* Runs the lowering passes (lower.c's table: simplify, fuse, group,
  * memplan) on a copy of g; `o` may be NULL.  On failure *out is empty. */
 cj_status cj_lower(const cj_graph *g, const cj_lower_options *o, cj_lowered *out, cj_error *err);
+/* Frees l's graph and plan (plan.c's). */
 void cj_lowered_free(cj_lowered *l);
 
 #endif

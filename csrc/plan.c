@@ -1,6 +1,8 @@
 /* plan.c - helpers on kernels and plans that every pass and backend uses:
- * merging loop dims, the facts a backend asks of a kernel, the plan's text,
- * and freeing it.  fuse.c makes plans; this file is where they end. */
+ * growing the plan's arrays, contiguous strides, merging loop dims, the
+ * facts a backend asks of a kernel, the plan's text, and the life of a
+ * plan's parts: loop plans made and freed, a lowered graph and its plan
+ * freed.  fuse.c makes plans; this file is where they end. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,28 @@
 
 #include "kernel.h"
 #include "loops.h"
+
+/* See kernel.h. */
+bool cj_grow(void **ptr, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int ncap = *cap ? *cap * 2 : 16;
+    while (ncap < need) ncap *= 2;
+    void *p = realloc(*ptr, (size_t)ncap * elem);
+    if (!p) return false;
+    memset((char *)p + (size_t)*cap * elem, 0, (size_t)(ncap - *cap) * elem);
+    *ptr = p;
+    *cap = ncap;
+    return true;
+}
+
+/* See kernel.h. */
+void cj_contiguous_strides(const cj_shape *s, int64_t *strides) {
+    int64_t acc = 1;
+    for (int d = s->rank - 1; d >= 0; d--) {
+        strides[d] = acc;
+        acc *= s->dims[d] > 0 ? s->dims[d] : 1;
+    }
+}
 
 /* See kernel.h. */
 int cj_kernel_long_math(const cj_kernel *k) {
@@ -283,4 +307,56 @@ char *cj_plan_to_text(const cj_plan *p) {
         return NULL;
     }
     return t.s;
+}
+
+/* ---- loop plans and lowered graphs: made here, freed here ----------------- */
+
+/* See loops.h. */
+cj_loop_plan *cj_loop_plan_new(cj_body *b, int ninputs) {
+    cj_loop_plan *L = calloc(1, sizeof *L);
+    if (!L) return NULL;
+    L->body = b;
+    cj_body_ref(b);
+    L->ninputs = ninputs;
+    L->nresults = b->nresults;
+    L->work_buf = -1;
+    L->in_buf = malloc(sizeof(int) * ((size_t)ninputs + 1));
+    L->out_buf = malloc(sizeof(int) * ((size_t)b->nresults + 1));
+    L->spare_offset = calloc((size_t)b->ncarry + 1, sizeof(int64_t));
+    L->dead_offset = calloc((size_t)b->nresults + 1, sizeof(int64_t));
+    L->lowered = calloc((size_t)b->ngraphs + 1, sizeof(cj_lowered));
+    L->exe = calloc((size_t)b->ngraphs + 1, sizeof(struct cj_executable *));
+    L->plans = calloc((size_t)b->ngraphs + 1, sizeof(cj_plan *));
+    if (!L->in_buf || !L->out_buf || !L->spare_offset || !L->dead_offset || !L->lowered || !L->exe || !L->plans) {
+        cj_loop_plan_free(L);
+        return NULL;
+    }
+    for (int i = 0; i < ninputs; i++) L->in_buf[i] = -1;
+    for (int k = 0; k < b->nresults; k++) L->out_buf[k] = -1;
+    return L;
+}
+
+/* See loops.h. */
+void cj_loop_plan_free(cj_loop_plan *L) {
+    if (!L) return;
+    for (int j = 0; L->body && j < L->body->ngraphs; j++) {
+        if (L->lowered) cj_lowered_free(&L->lowered[j]);
+        if (L->exe && L->exe[j] && L->free_exe) L->free_exe(L->exe[j]);
+    }
+    cj_body_unref(L->body);
+    free(L->lowered);
+    free(L->exe);
+    free(L->plans);
+    free(L->in_buf);
+    free(L->out_buf);
+    free(L->spare_offset);
+    free(L->dead_offset);
+    free(L);
+}
+
+/* See lower.h. */
+void cj_lowered_free(cj_lowered *l) {
+    cj_plan_free(&l->plan);
+    cj_graph_free(l->graph);
+    memset(l, 0, sizeof *l);
 }
