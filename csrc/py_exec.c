@@ -1,8 +1,8 @@
 /* py_exec.c - the Executable type (compiled code that runs on NumPy
- * arrays): made from a Lowered, called on arrays or on checked pointers
- * (the fast path), released.  Arguments are checked in py_exec_args.c,
- * results made in py_exec_out.c, introspection is py_exec_info.c; the
- * Lowered type is py_lowered.c and the GIL-released work py_nogil.c. */
+ * arrays): made from a Lowered, its methods, released.  Calls are checked
+ * and run in py_exec_args.c, results made in py_exec_out.c, introspection
+ * is py_exec_info.c; the Lowered type is py_lowered.c and the GIL-released
+ * work py_nogil.c. */
 #include "py_exec.h"
 
 #include <stdlib.h>
@@ -10,20 +10,7 @@
 
 /* ---- Executable ---------------------------------------------------------- */
 
-PyObject *released_error(void)
-{
-    PyErr_SetString(PyExc_RuntimeError, "cjit: this executable's machine code was freed by its "
-                    "release() method; compile the function again to call it");
-    return NULL;
-}
 
-static void executable_free_code(cj_py_executable *e)
-{
-    cj_executable *x = e->x;
-    e->x = NULL;                /* first: other threads may run while it is freed */
-    e->release_pending = false;
-    free_executable_gil_released(x);
-}
 
 static PyObject *executable_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                        PyObject *kwnames);
@@ -138,98 +125,6 @@ static void executable_dealloc(cj_py_executable *e)
     Py_TYPE(e)->tp_free((PyObject *)e);
 }
 
-PyObject *cj_py_executable_run_ptrs(PyObject *exe, void *const *params_in, PyObject *const *leaves)
-{
-    cj_py_executable *e = (cj_py_executable *)exe;
-    if (e->x == NULL || e->release_pending)
-        return released_error();
-    const cj_plan *plan = cj_executable_plan(e->x);
-    if (check_not_consumed(e->nparams, leaves) < 0)
-        return NULL;
-    void **owned_params;
-    PyObject *copies;
-    void *const *params = usable_donations(e, plan, params_in, leaves, &owned_params, &copies);
-    if (params == NULL)
-        return NULL;
-    PyObject *outs = NULL;
-    void *stack[16];
-    /* closed-over arrays' data, outputs' data, and the donated array each
-     * output lives in (when the plan placed some there) */
-    size_t nptr = (size_t)e->narrays + (size_t)e->noutputs * (e->out_donor != NULL ? 2 : 1);
-    void **ptrs = nptr <= 16 ? stack : PyMem_Malloc(nptr * sizeof(void *));
-    if (ptrs == NULL) {
-        PyMem_Free(owned_params);
-        Py_XDECREF(copies);
-        return PyErr_NoMemory();
-    }
-    void **arrays = ptrs, **outputs = ptrs + e->narrays;
-    PyArrayObject **donors = (PyArrayObject **)(outputs + e->noutputs);
-    PyObject *array_copies = NULL;
-    if (closed_over_data(e, arrays, &array_copies) < 0 || check_donated(e, plan, params, arrays) < 0)
-        goto fail;
-    outs = PyList_New(e->noutputs);
-    if (outs == NULL)
-        goto fail;
-    for (int k = 0; k < e->noutputs; k++) {
-        if (e->out_donor != NULL && e->out_donor[k] >= 0) {
-            /* lives in a donated argument: no memory of its own (runtime.c) */
-            int slot = e->out_donor[k];
-            donors[k] = donor_array(leaves, copies, slot, params[slot]);
-            if (donors[k] == NULL) {
-                PyErr_SetString(PyExc_RuntimeError, "cjit internal error: no array behind a "
-                                "donated argument that holds an output");
-                goto fail;
-            }
-            outputs[k] = NULL;
-            continue;
-        }
-        PyObject *o = new_output(&e->out_shapes[k], e->out_dtypes[k], &outputs[k]);
-        if (o == NULL)
-            goto fail;
-        PyList_SET_ITEM(outs, k, o);   /* steals o */
-    }
-    cj_error err = {0};
-    cj_status st;
-    cj_executable *x = e->x;
-    Py_INCREF(exe);   /* the caller's reference may be a table's, cleared meanwhile */
-    e->running++;
-    PyThreadState *ts = PyEval_SaveThread();
-    cj_run_poll poll = {.stop = run_interrupted, .ctx = &ts};
-    st = cj_executable_run(x, params, arrays, outputs, &poll, &err);
-    PyEval_RestoreThread(ts);
-    consume_donations(plan, e->nparams, params, leaves);   /* their bytes may have been written */
-    e->running--;
-    if (e->running == 0 && e->release_pending)
-        executable_free_code(e);
-    Py_DECREF(exe);
-    if (st != CJ_OK) {
-        if (st != CJ_ERR_CANCELLED || !PyErr_Occurred())   /* else: the handler's exception */
-            cj_py_raise(&err);
-        goto fail;
-    }
-    for (int k = 0; e->out_donor != NULL && k < e->noutputs; k++) {
-        if (e->out_donor[k] < 0)
-            continue;
-        PyObject *o = donated_output(donors[k], &e->out_shapes[k], e->out_dtypes[k]);
-        if (o == NULL)
-            goto fail;
-        PyList_SET_ITEM(outs, k, o);   /* steals o; the slot was empty */
-    }
-    if (ptrs != stack)
-        PyMem_Free(ptrs);
-    PyMem_Free(owned_params);
-    Py_XDECREF(copies);
-    Py_XDECREF(array_copies);
-    return outs;
-fail:
-    Py_XDECREF(outs);
-    if (ptrs != stack)
-        PyMem_Free(ptrs);
-    PyMem_Free(owned_params);
-    Py_XDECREF(copies);
-    Py_XDECREF(array_copies);
-    return NULL;
-}
 
 static PyObject *executable_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                        PyObject *kwnames)
@@ -361,13 +256,19 @@ PyTypeObject cj_py_ExecutableType = {
     .tp_getset = executable_getset,
 };
 
-/* Readies Lowered and Executable and adds them to m.  0 or -1. */
+/* Readies Executable and adds it to m.  0 or -1. */
 int cj_py_exec_init(PyObject *m)
 {
-    if (PyType_Ready(&cj_py_LoweredType) < 0 || PyType_Ready(&cj_py_ExecutableType) < 0)
+    if (PyType_Ready(&cj_py_ExecutableType) < 0)
         return -1;
-    if (PyModule_AddObjectRef(m, "Lowered", (PyObject *)&cj_py_LoweredType) < 0
-        || PyModule_AddObjectRef(m, "Executable", (PyObject *)&cj_py_ExecutableType) < 0)
-        return -1;
-    return 0;
+    return PyModule_AddObjectRef(m, "Executable", (PyObject *)&cj_py_ExecutableType);
+}
+
+/* See py_glue.h. */
+int cj_py_executable_ready(PyObject *exe, int nparams)
+{
+    if (Py_TYPE(exe) != &cj_py_ExecutableType)
+        return 0;
+    cj_py_executable *e = (cj_py_executable *)exe;
+    return e->x != NULL && !e->release_pending && e->arrays != NULL && e->nparams == nparams;
 }

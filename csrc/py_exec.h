@@ -47,10 +47,7 @@ cj_executable *compile_with_gil_released(const cj_graph *g, const bool *donated,
                                          bool keep_objects);
 bool run_interrupted(void *ctx);
 void free_executable_gil_released(cj_executable *x);
-/* py_lowered.c */
-PyObject *str_from_owned(char *s);
 /* py_exec.c */
-PyObject *released_error(void);
 PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *arrays);
 /* py_exec_out.c */
 PyObject *new_output(const cj_shape *s, cj_dtype dt, void **data);
@@ -60,6 +57,8 @@ PyArrayObject *donor_array(PyObject *const *leaves, PyObject *copies, int slot, 
 int check_not_consumed(int nparams, PyObject *const *leaves);
 void consume_donations(const cj_plan *p, int nparams, void *const *params, PyObject *const *leaves);
 /* py_exec_args.c */
+PyObject *released_error(void);
+void executable_free_code(cj_py_executable *e);
 PyObject *executable_run(cj_py_executable *e, PyObject *argseq);
 int check_donated(cj_py_executable *e, const cj_plan *p, void *const *params, void *const *arrays);
 void *const *usable_donations(cj_py_executable *e, const cj_plan *p, void *const *params,

@@ -11,8 +11,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* One NumPy C-API table shared by the three files: py_module.c fills it
- * with import_array(), the others only use it. */
+/* One NumPy C-API table shared by the binding files: py_convert.c holds it
+ * and fills it (cj_py_import_numpy, called by the module's init). */
 #ifndef NPY_NO_DEPRECATED_API
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #endif
@@ -26,7 +26,7 @@
 #include "graph.h"
 #include "pipeline.h"
 
-/* ---- process-wide state (py_module.c) -------------------------------
+/* ---- process-wide state (py_convert.c) ------------------------------
  *
  * These live in one static struct rather than in PEP 3121 module state:
  * the number-protocol and rich-compare slots of the static Tracer type get
@@ -45,17 +45,23 @@ typedef struct {
 
 extern cj_py_state cj_py;
 
+/* Fills the NumPy C-API table (import_array); 0, or -1 with an exception. */
+int cj_py_import_numpy(void);
+
 /* Sets the Python exception that matches err->status (TypeError,
  * ValueError, MemoryError, RuntimeError, CompileError, MemoryBudgetError)
  * with err->message.  Always returns NULL so callers can `return` it. */
 PyObject *cj_py_raise(const cj_error *err);
+
+/* A new str from a malloc'd C string, which this frees (NULL: MemoryError). */
+PyObject *str_from_owned(char *s);
 
 /* The function `name` that cjit.numpy registered for the Tracer's methods
  * (register_tracer_functions, at its import).  Returns a BORROWED
  * reference, or NULL with an exception set (none set when `quiet`). */
 PyObject *cj_py_tracer_function(const char *name, bool quiet);
 
-/* ---- dtype and shape conversions (py_module.c) ----------------------- */
+/* ---- dtype and shape conversions (py_convert.c) ---------------------- */
 
 /* The NumPy type number of a cjit dtype. */
 int cj_py_npy_type(cj_dtype dt);
@@ -113,8 +119,10 @@ extern PyTypeObject cj_py_ExecutableType;
  * when this fails) and holds a new reference to the list `arrays`. */
 PyObject *cj_py_lowered_new(cj_graph *g, PyObject *arrays);
 
-/* Readies Lowered and Executable and adds them to module m.  0 or -1. */
+/* Ready Executable (py_exec.c) and Lowered (py_lowered.c) and add them to
+ * module m.  0 or -1. */
 int cj_py_exec_init(PyObject *m);
+int cj_py_lowered_init(PyObject *m);
 
 /* Whether `exe` is an Executable of nparams parameters that can run (not
  * released).  No exception. */

@@ -99,15 +99,6 @@ static PyObject *lowered_get_arrays(cj_py_lowered *lw, void *c)
     return PyList_GetSlice(lw->arrays, 0, PyList_GET_SIZE(lw->arrays));
 }
 
-/* A new str from a malloc'd C string, which this frees. */
-PyObject *str_from_owned(char *s)
-{
-    if (s == NULL)
-        return PyErr_NoMemory();
-    PyObject *r = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
-    free(s);
-    return r;
-}
 
 /* The graph as cj_lower leaves it (simplified as CJIT_PASSES allows),
  * which is what compile() compiles. */
@@ -381,3 +372,11 @@ PyTypeObject cj_py_LoweredType = {
     .tp_methods = lowered_methods,
     .tp_getset = lowered_getset,
 };
+
+/* Readies Lowered and adds it to m.  0 or -1. */
+int cj_py_lowered_init(PyObject *m)
+{
+    if (PyType_Ready(&cj_py_LoweredType) < 0)
+        return -1;
+    return PyModule_AddObjectRef(m, "Lowered", (PyObject *)&cj_py_LoweredType);
+}
