@@ -186,7 +186,7 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
         uint8_t *data = NULL;
         size_t len = 0;
         cj_error err = {0};
-        if (cj_executable_serialize(x, &data, &len, &err) != CJ_OK) {
+        if (cj_executable_serialize(x, lw->graph, &data, &len, &err) != CJ_OK) {
             cj_executable_free(x);
             return cj_py_raise(&err);
         }
@@ -340,7 +340,7 @@ static PyObject *lowered_get_control_flow(cj_py_lowered *lw, void *c)
 
 static PyGetSetDef lowered_getset[] = {
     {"has_control_flow", (getter)lowered_get_control_flow, NULL,
-     "the graph holds cjit.lax control flow (not saved to the disk cache)", NULL},
+     "the graph holds cjit.lax control flow or custom derivatives", NULL},
     {"nparams", (getter)lowered_get_nparams, NULL, "number of positional parameters", NULL},
     {"narrays", (getter)lowered_get_narrays, NULL, "number of closed-over arrays", NULL},
     {"noutputs", (getter)lowered_get_noutputs, NULL, "number of outputs", NULL},

@@ -30,7 +30,7 @@ import warnings
 from . import _cjit
 
 _DB_NAME = "cache.db"
-_FORMAT = b"cjit-disk-cache-1"   # changes when the key's recipe or the schema does
+_FORMAT = b"cjit-disk-cache-2"   # changes when the key's recipe or the schema does
 _DEFAULT_MAX_BYTES = 1 << 30
 _BUSY_SECONDS = 2.0              # wait this long for another process's write, then do without
 _FALSE = ("", "0", "false", "no", "off")
@@ -370,7 +370,7 @@ def _evict(conn, limit):
 def compile(lowered, donate, name):
     """The Executable for C Lowered `lowered`: loaded from the disk cache
     when it holds one for this key, else compiled (and stored)."""
-    if not enabled() or lowered.has_control_flow:
+    if not enabled():
         return lowered.compile(donate=donate) if donate else lowered.compile()
     key, blob = _lookup(lowered, donate)
     if key is None:
