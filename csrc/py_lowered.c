@@ -158,8 +158,8 @@ static int parse_donate(cj_py_lowered *lw, PyObject *donate, bool **donated)
 
 /* Lowered.compile(donate=(), for_cache=False) -> Executable; `donate`
  * lists the parameter slots whose bytes the plan may reuse.  With
- * for_cache: (Executable, bytes of a disk cache entry), see
- * cj_executable_serialize. */
+ * for_cache: (Executable, bytes of a disk cache entry or None when it
+ * cannot be stored), see cj_executable_serialize. */
 static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"donate", "for_cache", NULL};
@@ -187,11 +187,14 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
         size_t len = 0;
         cj_error err = {0};
         if (cj_executable_serialize(x, lw->graph, &data, &len, &err) != CJ_OK) {
-            cj_executable_free(x);
-            return cj_py_raise(&err);
+            /* not storable (control flow nested too deep, or out of memory):
+             * the executable still runs, there is just no entry */
+            blob = Py_None;
+            Py_INCREF(blob);
+        } else {
+            blob = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
+            free(data);
         }
-        blob = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
-        free(data);
         if (blob == NULL) {
             cj_executable_free(x);
             return NULL;

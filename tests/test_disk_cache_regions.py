@@ -354,3 +354,37 @@ def test_every_truncation_and_flip_of_a_region_entry_is_refused_or_harmless(tmp_
     r = run(code.replace("\n    ", "\n"), tmp_path / "c")
     assert r.returncode == 0, r.stderr
     assert "RESULT True True True" in r.stdout, r.stdout + r.stderr
+
+
+DEEP = HEAD + r"""
+sys.setrecursionlimit(20000)
+depth = int(os.environ["DEPTH"])
+
+def nest(d):
+    if d == 0:
+        return lambda c, x: (c * 0.5 + x, None)
+    inner = nest(d - 1)
+    return lambda c, x: (lax.scan(inner, c, cnp.reshape(x, (1, 4)))[0] + 1.0, None)
+
+def nest_np(d, c, x):
+    return c * np.float32(0.5) + x if d == 0 else nest_np(d - 1, c, x) + np.float32(1)
+
+xs = np.linspace(0, 1, 8, dtype=np.float32).reshape(2, 4)
+got = np.asarray(cjit.jit(lambda xs: lax.scan(nest(depth), cnp.zeros(4, cnp.float32), xs)[0])(xs))
+want = np.zeros(4, np.float32)
+for x in xs:
+    want = nest_np(depth, want, x)
+np.testing.assert_allclose(got, want, rtol=1e-6)
+print("RESULT " + json.dumps({"info": cjit.cache_info()}))
+"""
+
+
+@pytest.mark.parametrize("depth,stored", [(5, True), (70, False)])
+def test_nesting_past_the_entry_limit_runs_but_is_not_stored(tmp_path, depth, stored):
+    # 64 levels at most in an entry (decision 133): deeper programs run, compiled in every process
+    for attempt in range(2):
+        r = run(DEEP, tmp_path / "c", {"DEPTH": str(depth)})
+        info = result(r)["info"]
+        assert "unusable" not in r.stderr and "Warning" not in r.stderr, r.stderr
+        assert info["disk_entries"] == (1 if stored else 0), info
+        assert info["disk_hits"] == (1 if stored and attempt == 1 else 0), info

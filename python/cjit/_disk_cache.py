@@ -393,7 +393,8 @@ def compile(lowered, donate, name):
     with _lock:
         _counts["misses"] += 1
     exe, blob = lowered.compile(donate=donate, for_cache=True)
-    _put(key, blob)
+    if blob is not None:        # None: not storable (control flow nested past the entry's limit)
+        _put(key, blob)
     return exe
 
 
