@@ -167,6 +167,14 @@ static bool pool_push(const void ***items, int *n, int *cap, const void *item) {
     return true;
 }
 
+static _Thread_local const cj_loc_pool *sorting_pool; /* qsort's comparison has no context argument */
+
+static int by_text(const void *a, const void *b) {
+    const char *const *t = sorting_pool->texts;
+    int c = strcmp(t[*(const int *)a], t[*(const int *)b]);
+    return c ? c : *(const int *)a - *(const int *)b;
+}
+
 /* See plan_io.h.  Depth first with a stack of graphs: a graph's texts,
  * then those of the bodies its nodes name, in body order. */
 cj_status cj_loc_pool_build(cj_loc_pool *p, const cj_graph *g, cj_error *err) {
@@ -186,7 +194,14 @@ cj_status cj_loc_pool_build(cj_loc_pool *p, const cj_graph *g, cj_error *err) {
         free(index_of);
     }
     free(stack);
-    if (!ok) {
+    /* the places sorted by text, for write_locs's binary search (a program
+     * with many bodies has many locations) */
+    if (ok && (p->by_text = malloc(sizeof(int) * ((size_t)p->n + 1)))) {
+        for (int i = 0; i < p->n; i++) p->by_text[i] = i;
+        sorting_pool = p;
+        qsort(p->by_text, (size_t)p->n, sizeof(int), by_text);
+    }
+    if (!ok || !p->by_text) {
         cj_loc_pool_free(p);
         return cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
     }
@@ -195,7 +210,20 @@ cj_status cj_loc_pool_build(cj_loc_pool *p, const cj_graph *g, cj_error *err) {
 
 void cj_loc_pool_free(cj_loc_pool *p) {
     free(p->texts);
+    free(p->by_text);
     memset(p, 0, sizeof *p);
+}
+
+/* A place in the pool holding text, or -1. */
+static int pool_find(const cj_loc_pool *p, const char *text) {
+    int lo = 0, hi = p->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(p->texts[p->by_text[mid]], text);
+        if (c == 0) return p->by_text[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
 }
 
 /* A key holds only how many locations a graph has; an entry names each by
@@ -203,9 +231,7 @@ void cj_loc_pool_free(cj_loc_pool *p) {
 static void write_locs(cj_wbuf *w, const cj_graph *g, const cj_loc_pool *pool) {
     cj_put_int(w, g->nlocs);
     for (int i = 0; pool && i < g->nlocs; i++) {
-        int at = -1;
-        for (int k = 0; k < pool->n && at < 0; k++)
-            if (strcmp(pool->texts[k], g->locs[i]) == 0) at = k;
+        int at = pool_find(pool, g->locs[i]);
         cj_put_int(w, at);
         if (at < 0) cj_put_str(w, g->locs[i]);
     }

@@ -54,6 +54,7 @@ char *cj_get_str(cj_rbuf *r, bool *absent);
 typedef struct {
     const char **texts;
     int n, cap;
+    int *by_text;       /* the places, sorted by text */
 } cj_loc_pool;
 cj_status cj_loc_pool_build(cj_loc_pool *p, const cj_graph *g, cj_error *err);
 void cj_loc_pool_free(cj_loc_pool *p);

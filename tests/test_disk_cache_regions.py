@@ -388,3 +388,25 @@ def test_nesting_past_the_entry_limit_runs_but_is_not_stored(tmp_path, depth, st
         assert "unusable" not in r.stderr and "Warning" not in r.stderr, r.stderr
         assert info["disk_entries"] == (1 if stored else 0), info
         assert info["disk_hits"] == (1 if stored and attempt == 1 else 0), info
+
+
+LINES = HEAD + r"""
+xs = np.linspace(-1, 1, 40, dtype=np.float32).reshape(10, 4)
+def body(c, x):
+    h = cnp.tanh(c * 0.5 + x)  # BODY LINE
+    return h, cnp.sum(h)
+f = cjit.jit(lambda xs: lax.scan(body, cnp.zeros(4, cnp.float32), xs))
+text = f.lower(xs).compile().as_text()
+print("RESULT " + json.dumps({"info": cjit.cache_info(), "text": text}))
+"""
+
+
+def test_a_loaded_body_shows_the_source_lines_of_the_process_that_loads_it(tmp_path):
+    # decision 131: moving the code down 7 lines keeps the key; the loaded
+    # body's kernels name the new lines
+    line = LINES.splitlines().index(next(ln for ln in LINES.splitlines() if "BODY LINE" in ln)) + 1
+    first = result(run(LINES, tmp_path / "c"))
+    moved = result(run("\n" * 7 + LINES, tmp_path / "c"))
+    assert first["info"]["disk_misses"] == 1 and moved["info"]["disk_hits"] == 1, moved["info"]
+    assert f"<string>:{line}" in first["text"], first["text"]
+    assert f"<string>:{line + 7}" in moved["text"] and f"<string>:{line}\n" not in moved["text"], moved["text"]
