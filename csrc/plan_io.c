@@ -129,7 +129,7 @@ static int get_count(cj_rbuf *r) {
     return (int)cj_get_int(r, 0, left < INT_MAX ? left : INT_MAX);
 }
 
-/* ---- source locations ------------------------------------------------------ */
+/* ---- the bodies a graph names, and the source locations' pool --------------- */
 
 /* Which of g's bodies a node names (the others, such as a custom node's
  * body after simplify inlined it, change nothing that runs): index_of[b]
@@ -155,16 +155,13 @@ static int used_bodies(const cj_graph *g, int **index_of) {
     return used;
 }
 
-static bool pool_push(const void ***items, int *n, int *cap, const void *item) {
-    if (*n == *cap) {
-        int grown_cap = *cap ? 2 * *cap : 64;
-        const void **grown = realloc(*items, sizeof(void *) * (size_t)grown_cap);
-        if (!grown) return false;
-        *items = grown;
-        *cap = grown_cap;
-    }
-    (*items)[(*n)++] = item;
-    return true;
+/* items with room for one more (of elem bytes each, n in use), or NULL. */
+static void *room_for_one(void *items, int n, int *cap, size_t elem) {
+    if (n < *cap) return items;
+    int grown_cap = *cap ? 2 * *cap : 64;
+    void *grown = realloc(items, elem * (size_t)grown_cap);
+    if (grown) *cap = grown_cap;
+    return grown;
 }
 
 static _Thread_local const cj_loc_pool *sorting_pool; /* qsort's comparison has no context argument */
@@ -179,18 +176,26 @@ static int by_text(const void *a, const void *b) {
  * then those of the bodies its nodes name, in body order. */
 cj_status cj_loc_pool_build(cj_loc_pool *p, const cj_graph *g, cj_error *err) {
     memset(p, 0, sizeof *p);
-    const void **stack = NULL;
-    int depth = 0, stack_cap = 0;
-    bool ok = pool_push(&stack, &depth, &stack_cap, g);
-    while (ok && depth > 0) {
-        const cj_graph *cur = stack[--depth];
+    const cj_graph **stack = malloc(sizeof *stack * 64), **more;
+    const char **texts;
+    int nstack = 0, stack_cap = 64;
+    bool ok = stack != NULL;
+    if (ok) stack[nstack++] = g;
+    while (ok && nstack > 0) {
+        const cj_graph *cur = stack[--nstack];
         for (int i = 0; i < cur->nlocs && ok; i++)
-            ok = pool_push((const void ***)&p->texts, &p->n, &p->cap, cur->locs[i]);
+            if ((ok = (texts = room_for_one(p->texts, p->n, &p->cap, sizeof *texts)) != NULL)) {
+                p->texts = texts;
+                p->texts[p->n++] = cur->locs[i];
+            }
         int *index_of = NULL, nused = ok ? used_bodies(cur, &index_of) : 0;
         ok = ok && nused >= 0;
         for (int b = cur->nbodies - 1; ok && b >= 0; b--) /* pushed last to first: popped in order */
             for (int j = index_of[b] >= 0 ? cur->bodies[b]->ngraphs - 1 : -1; ok && j >= 0; j--)
-                ok = pool_push(&stack, &depth, &stack_cap, cur->bodies[b]->graphs[j]);
+                if ((ok = (more = room_for_one(stack, nstack, &stack_cap, sizeof *stack)) != NULL)) {
+                    stack = more;
+                    stack[nstack++] = cur->bodies[b]->graphs[j];
+                }
         free(index_of);
     }
     free(stack);
