@@ -5,7 +5,8 @@ One SQLite database, `cache.db` in `$CJIT_CACHE_DIR`, else
 It is only asked when a function's in-process cache misses: the graph was
 traced, and its key (see `_key`) is looked up before compiling.  An entry
 is what `Lowered.compile(for_cache=True)` serialized (csrc/pipeline.c:
-the simplified graph, the plan with its memory figures, the object files),
+the simplified graph, the plan with its memory figures, the object files,
+and the same for every body of its control flow, nested ones included),
 with a SHA-256 of those bytes checked before they are used.
 
 What can go wrong never becomes the user's error: a directory that is not
