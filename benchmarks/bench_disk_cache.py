@@ -8,9 +8,11 @@ arguments, and then times only the first call (trace, compile or cache
 load, and one run; results are waited for).  Medians over --repeats
 processes.  Workloads: the small model (the digits MLP's forward pass,
 64-128-128-10), the digits train step (its loss, gradient and SGD update in
-one jit) and the benchmark suite's MLP train step (784-512-512-10).
+one jit), the benchmark suite's MLP train step (784-512-512-10) and an RNN's
+train step (a 50-step lax.scan of a 64-unit tanh cell, its gradient through
+the scan, and the update: control flow, whose bodies the entry also holds).
 
-    .venv/bin/python benchmarks/bench_disk_cache.py [--repeats 5] [--no-jax]
+    .venv/bin/python benchmarks/bench_disk_cache.py [--repeats 5] [--no-jax] [--workloads a,b]
 writes benchmarks/results_disk_cache.md."""
 import argparse
 import json
@@ -36,6 +38,7 @@ fw, workload = os.environ["FW"], os.environ["WORKLOAD"]
 t_import = time.perf_counter()
 if fw == "jax":
     import jax, jax.numpy as m, jax.nn
+    from jax import lax
     jax.config.update("jax_platforms", "cpu")
     jax.config.update("jax_compilation_cache_dir", os.environ["JAX_CACHE"])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
@@ -44,6 +47,7 @@ if fw == "jax":
     done = lambda r: jax.block_until_ready(r)
 else:
     import cjit, cjit.numpy as m, cjit.nn as nn
+    from cjit import lax
     jit, vg = cjit.jit, cjit.value_and_grad
     done = lambda r: r
 import_ms = (time.perf_counter() - t_import) * 1e3
@@ -79,6 +83,23 @@ elif workload == "digits_train_step":
     x = rng.standard_normal((64, 64)).astype(np.float32)
     y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 64)]
     fn, args = jit(step), (p, x, y)
+elif workload == "rnn_scan_train_step":
+    T, B, I, H = 50, 16, 32, 64
+    p = {"W": (rng.standard_normal((H, H)) / np.sqrt(H)).astype(np.float32),
+         "U": (rng.standard_normal((I, H)) / np.sqrt(I)).astype(np.float32),
+         "b": np.zeros(H, np.float32),
+         "V": (rng.standard_normal((H, 10)) / np.sqrt(H)).astype(np.float32)}
+    xs = rng.standard_normal((T, B, I)).astype(np.float32)
+    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, B)]
+    def rnn_loss(p, xs, y):
+        def cell(h, x):
+            return m.tanh(h @ p["W"] + x @ p["U"] + p["b"]), None
+        h, _ = lax.scan(cell, m.zeros((B, H), m.float32), xs)
+        return -m.mean(m.sum(y * nn.log_softmax(h @ p["V"]), axis=-1))
+    def step(p, xs, y):
+        v, g = vg(rnn_loss)(p, xs, y)
+        return v, {k: p[k] - 0.01 * g[k] for k in p}
+    fn, args = jit(step), (p, xs, y)
 else:
     p, x, y = W.mlp_data()
     fn, args = jit(W.mlp_train_step(m, nn, vg)), (p, x, y)
@@ -92,7 +113,7 @@ if fw == "cjit":
 print("RESULT " + json.dumps(out))
 """
 
-WORKLOADS = ["small_model", "digits_train_step", "mlp_train_step"]
+WORKLOADS = ["small_model", "digits_train_step", "mlp_train_step", "rnn_scan_train_step"]
 
 
 def first_call_ms(fw, workload, env):
@@ -138,6 +159,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--no-jax", action="store_true")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS),
+                    help="comma-separated, of: " + ", ".join(WORKLOADS))
     ap.add_argument("--out", default=os.path.join(HERE, "results_disk_cache.md"))
     a = ap.parse_args()
     try:
@@ -150,8 +173,12 @@ def main():
     # editable checkout would otherwise compile every module it imports lazily
     # inside the first call
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(PYTHON_DIR, "cjit")], check=True)
+    chosen = [w for w in a.workloads.split(",") if w]
+    unknown = [w for w in chosen if w not in WORKLOADS]
+    if unknown:
+        ap.error(f"unknown workloads {unknown}; known: {WORKLOADS}")
     rows = []
-    for wl in WORKLOADS:
+    for wl in chosen:
         cc, cw, coff, ci = measure("cjit", wl, a.repeats)
         jc = jw = ji = None
         if have_jax:

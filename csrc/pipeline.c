@@ -70,15 +70,16 @@ cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, 
 static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool keep_objects, cj_error *err);
 
 /* Compiles the bodies of x's loop kernels (control flow, loops.h) into
- * executables of their own, which the loop plans hold. */
-static cj_status compile_loops(cj_executable *x, const cj_cancel *cancel, cj_error *err) {
+ * executables of their own, which the loop plans hold (each keeping its
+ * object files too when x does: a disk cache entry holds every body's). */
+static cj_status compile_loops(cj_executable *x, const cj_cancel *cancel, bool keep_objects, cj_error *err) {
     for (int k = 0; k < x->plan.nkernels; k++) {
         cj_loop_plan *L = x->plan.kernels[k].loop;
         if (!L) continue;
         x->has_loops = true;
         L->free_exe = cj_executable_free;
         for (int j = 0; j < L->body->ngraphs; j++) {
-            L->exe[j] = from_lowered(&L->lowered[j], cancel, false, err);
+            L->exe[j] = from_lowered(&L->lowered[j], cancel, keep_objects, err);
             if (!L->exe[j]) return err->status;
             L->exe[j]->nested = true;
             L->plans[j] = &L->exe[j]->plan;
@@ -129,7 +130,7 @@ static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool 
     dump_graph_and_plan(x);
     if (cj_jit_compile_keeping(&x->plan, x->kernels, x->groups, &x->code, cancel, keep_objects, err) != CJ_OK)
         goto fail;
-    if (compile_loops(x, cancel, err) != CJ_OK) goto fail;
+    if (compile_loops(x, cancel, keep_objects, err) != CJ_OK) goto fail;
     count_costs(x);
     count_loop_costs(x);
     x->held_bytes = held_bytes(x);
@@ -164,33 +165,76 @@ cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
 /* ---- the disk cache's entries: an executable as bytes, and back ------------- */
 
 /* The first bytes of an entry, and its layout's version: an entry of
- * another version is refused (and compiled again by the caller). */
+ * another version is refused (and compiled again by the caller).
+ *
+ * An executable's bytes: its graph (with its bodies), its plan, which
+ * kernels have code, for each kernel whether it is a loop and then the
+ * loop plan and its bodies' executables (the same layout, one level
+ * deeper), then its object files.  Each body executable has code of its
+ * own, under a prefix of its own. */
 static const char entry_magic[8] = {'c', 'j', 'i', 't', 'e', 'x', 'e', 0};
-#define CJ_ENTRY_VERSION 1
+#define CJ_ENTRY_VERSION 2
 
-/* See pipeline.h. */
-cj_status cj_executable_serialize(cj_executable *x, uint8_t **out, size_t *len, cj_error *err) {
-    if (x->has_loops) return cj_error_set(err, CJ_ERR_VALUE, "serialize: control flow is not saved to the disk cache");
+static cj_status write_exe(cj_wbuf *w, cj_executable *x, const cj_loc_pool *pool, int depth, cj_error *err);
+
+static cj_status write_loop(cj_wbuf *w, const cj_loop_plan *L, const cj_loc_pool *pool, int depth, cj_error *err) {
+    for (int a = 0; a < L->ninputs; a++) cj_put_int(w, L->in_buf[a]);
+    for (int k = 0; k < L->nresults; k++) cj_put_int(w, L->out_buf[k]);
+    cj_put_int(w, L->work_buf);
+    cj_put_int(w, L->arena_bytes);
+    for (int c = 0; c < L->body->ncarry; c++) cj_put_int(w, L->spare_offset[c]);
+    for (int k = 0; k < L->nresults; k++) cj_put_int(w, L->dead_offset[k]);
+    cj_put_int(w, L->pred_offset);
+    cj_put_int(w, L->work_bytes);
+    for (int j = 0; j < L->body->ngraphs; j++)
+        if (write_exe(w, L->exe[j], pool, depth + 1, err) != CJ_OK) return err->status;
+    return CJ_OK;
+}
+
+static cj_status write_exe(cj_wbuf *w, cj_executable *x, const cj_loc_pool *pool, int depth, cj_error *err) {
+    if (depth > CJ_ENTRY_MAX_DEPTH)
+        return cj_error_set(err, CJ_ERR_VALUE, "serialize: control flow nested more than %d deep", CJ_ENTRY_MAX_DEPTH);
     cj_jit_objects *o = cj_jit_code_take_objects(x->code);
     if (!o) return cj_error_set(err, CJ_ERR_VALUE, "serialize: the executable kept no object files");
+    cj_graph_write(w, x->graph, pool);
+    cj_plan_write(w, &x->plan);
+    for (int k = 0; k < x->plan.nkernels; k++) cj_put_int(w, x->kernels[k] != NULL);
+    for (int k = 0; k < x->plan.nkernels; k++) {
+        const cj_loop_plan *L = x->plan.kernels[k].loop;
+        cj_put_int(w, L != NULL);
+        if (L && write_loop(w, L, pool, depth, err) != CJ_OK) {
+            cj_jit_objects_free(o);
+            return err->status;
+        }
+    }
+    cj_put_str(w, o->prefix);
+    cj_put_int(w, o->nmath);
+    for (int i = 0; i < o->nmath; i++) cj_put_str(w, o->math[i]);
+    cj_put_int(w, o->nobjs);
+    for (int i = 0; i < o->nobjs; i++) {
+        cj_put_int(w, (int64_t)o->sizes[i]);
+        cj_put_bytes(w, o->objs[i], o->sizes[i]);
+    }
+    cj_jit_objects_free(o);
+    if (w->too_deep)
+        return cj_error_set(err, CJ_ERR_VALUE, "serialize: control flow nested more than %d deep", CJ_ENTRY_MAX_DEPTH);
+    return CJ_OK;
+}
+
+/* See pipeline.h. */
+cj_status cj_executable_serialize(cj_executable *x, const cj_graph *source, uint8_t **out, size_t *len,
+                                  cj_error *err) {
+    cj_loc_pool pool;
+    if (cj_loc_pool_build(&pool, source, err) != CJ_OK) return err->status;
     cj_wbuf w = {0};
     cj_put_bytes(&w, entry_magic, sizeof entry_magic);
     cj_put_int(&w, CJ_ENTRY_VERSION);
-    cj_graph_write(&w, x->graph);
-    cj_plan_write(&w, &x->plan);
-    for (int k = 0; k < x->plan.nkernels; k++) cj_put_int(&w, x->kernels[k] != NULL);
-    cj_put_str(&w, o->prefix);
-    cj_put_int(&w, o->nmath);
-    for (int i = 0; i < o->nmath; i++) cj_put_str(&w, o->math[i]);
-    cj_put_int(&w, o->nobjs);
-    for (int i = 0; i < o->nobjs; i++) {
-        cj_put_int(&w, (int64_t)o->sizes[i]);
-        cj_put_bytes(&w, o->objs[i], o->sizes[i]);
-    }
-    cj_jit_objects_free(o);
-    if (w.oom) {
+    cj_status st = write_exe(&w, x, &pool, 0, err);
+    cj_loc_pool_free(&pool);
+    if (st == CJ_OK && w.oom) st = cj_error_set(err, CJ_ERR_MEMORY, "serialize: out of memory");
+    if (st != CJ_OK) {
         free(w.data);
-        return cj_error_set(err, CJ_ERR_MEMORY, "serialize: out of memory");
+        return st;
     }
     *out = w.data;
     *len = w.len;
@@ -222,19 +266,141 @@ static bool read_objects(cj_rbuf *r, cj_jit_objects *o) {
         memcpy(o->objs[o->nobjs], bytes, size);
         o->sizes[o->nobjs] = size;
     }
-    return r->pos == r->len; /* nothing may follow */
+    return !r->bad;
 }
 
-/* See pipeline.h. */
-cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_graph *source, cj_error *err) {
-    cj_rbuf r = {.data = data, .len = len};
-    const uint8_t *magic = cj_get_bytes(&r, sizeof entry_magic);
-    if (!magic || memcmp(magic, entry_magic, sizeof entry_magic) != 0)
-        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: not a cjit entry"), NULL;
-    int64_t version = cj_get_int(&r, INT64_MIN, INT64_MAX);
-    if (version != CJ_ENTRY_VERSION)
-        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: version %lld, expected %d", (long long)version,
-                            CJ_ENTRY_VERSION), NULL;
+static int64_t bytes_of(const cj_shape *s, cj_dtype dt) { return cj_shape_numel(s) * cj_dtype_size(dt); }
+
+static bool rows_of(const cj_shape *s, cj_shape *row) { /* s without its leading dim */
+    if (s->rank < 1) return false;
+    memset(row, 0, sizeof *row);
+    row->rank = s->rank - 1;
+    for (int d = 1; d < s->rank; d++) row->dims[d - 1] = s->dims[d];
+    return true;
+}
+
+/* The shape and dtype loops_rt.c gives parameter `slot` of a body graph of
+ * region node n (the layouts in regions.h); false when there is none. */
+static bool body_param(const cj_graph *g, const cj_node *n, const cj_body *b, int slot, cj_shape *s, cj_dtype *dt) {
+    int input = slot; /* while: [carries, consts] are the node's inputs */
+    if (b->op == CJ_OP_SCAN) {
+        if (slot == 0) { /* the row index */
+            memset(s, 0, sizeof *s);
+            *dt = CJ_INT32;
+            return true;
+        }
+        input = slot - 1;
+    } else if (b->op == CJ_OP_COND) {
+        input = slot + 1; /* after the branch index */
+    }
+    if (slot < 0 || input >= n->ninputs) return false;
+    const cj_node *in = &g->nodes[n->inputs[input]];
+    *dt = in->dtype;
+    if (b->op == CJ_OP_SCAN && input >= b->ncarry && input < b->ncarry + b->nxs) return rows_of(&in->shape, s);
+    *s = in->shape;
+    return true;
+}
+
+/* The number of outputs body graph j returns, and output o's shape and dtype. */
+static int body_outputs(const cj_body *b, int j) {
+    return b->op == CJ_OP_WHILE ? (j == 0 ? 1 : b->ncarry) : b->nresults;
+}
+
+static bool body_output(const cj_body *b, int j, int o, cj_shape *s, cj_dtype *dt) {
+    if (b->op == CJ_OP_WHILE && j == 0) {
+        memset(s, 0, sizeof *s);
+        *dt = CJ_BOOL;
+        return true;
+    }
+    *dt = b->result_dtype[o];
+    if (b->op == CJ_OP_SCAN && o >= b->ncarry) return rows_of(&b->result_shape[o], s);
+    *s = b->result_shape[o];
+    return true;
+}
+
+/* Does body executable bx take what the loop passes it and write what the
+ * loop gives it room for? */
+static bool body_fits(const cj_graph *g, const cj_node *n, const cj_loop_plan *L, int j, const cj_executable *bx) {
+    const cj_graph *bg = bx->graph;
+    const cj_body *b = L->body;
+    if (bg->narrays != 0 || bg->noutputs != body_outputs(b, j) || bx->plan.arena_bytes > L->arena_bytes) return false;
+    cj_shape s;
+    cj_dtype dt;
+    for (int i = 0; i < bg->nnodes; i++) {
+        const cj_node *p = &bg->nodes[i];
+        if (p->op != CJ_OP_PARAM) continue;
+        if (!body_param(g, n, b, p->attrs.index, &s, &dt) || dt != p->dtype || !cj_shape_equal(&s, &p->shape))
+            return false;
+    }
+    for (int o = 0; o < bg->noutputs; o++) {
+        const cj_node *out = &bg->nodes[bg->outputs[o]];
+        if (!body_output(b, j, o, &s, &dt) || dt != out->dtype || !cj_shape_equal(&s, &out->shape)) return false;
+    }
+    return true;
+}
+
+/* Is offset..offset+n inside the workspace? */
+static bool in_work(const cj_loop_plan *L, int64_t offset, int64_t n) {
+    return offset >= 0 && n >= 0 && offset <= L->work_bytes && n <= L->work_bytes - offset;
+}
+
+/* Are L's buffers and workspace what the loop's run will touch? */
+static bool loop_fits(const cj_plan *p, const cj_node *n, const cj_graph *g, const cj_kernel *kern,
+                      const cj_loop_plan *L) {
+    const cj_body *b = L->body;
+    for (int a = 0; a < L->ninputs; a++) {
+        const cj_node *in = &g->nodes[n->inputs[a]];
+        if (p->buffers[L->in_buf[a]].nbytes != bytes_of(&in->shape, in->dtype)) return false;
+    }
+    const cj_buffer *work = &p->buffers[L->work_buf];
+    if (L->work_buf != kern->out_buffer || work->kind != CJ_BUF_TEMP || work->nbytes != L->work_bytes ||
+        !in_work(L, 0, L->arena_bytes))
+        return false;
+    for (int k = 0; k < L->nresults; k++) {
+        int64_t nbytes = bytes_of(&b->result_shape[k], b->result_dtype[k]);
+        if (L->out_buf[k] >= 0 ? p->buffers[L->out_buf[k]].nbytes != nbytes : !in_work(L, L->dead_offset[k], nbytes))
+            return false;
+        if (b->op != CJ_OP_COND && k < b->ncarry && !in_work(L, L->spare_offset[k], nbytes)) return false;
+    }
+    return b->op != CJ_OP_WHILE || in_work(L, L->pred_offset, 1);
+}
+
+static cj_executable *read_exe(cj_rbuf *r, const cj_loc_pool *pool, int depth, cj_error *err);
+
+/* The loop plan of kernel k of x (a scan, while or cond node's kernel) and
+ * its bodies' executables; false with err set when the bytes are bad. */
+static bool read_loop(cj_rbuf *r, cj_executable *x, int k, const cj_loc_pool *pool, int depth, cj_error *err) {
+    cj_kernel *kern = &x->plan.kernels[k];
+    const cj_graph *g = x->graph;
+    const cj_node *n = kern->root_node >= 0 ? &g->nodes[kern->root_node] : NULL;
+    cj_body *b = n && n->op != CJ_OP_CUSTOM ? cj_region_body(g, n) : NULL;
+    if (!b || depth >= CJ_ENTRY_MAX_DEPTH) return r->bad = true, false;
+    cj_loop_plan *L = kern->loop = cj_loop_plan_new(b, n->ninputs);
+    if (!L) return cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory"), false;
+    L->free_exe = cj_executable_free;
+    int nb = x->plan.nbuffers;
+    for (int a = 0; a < L->ninputs; a++) L->in_buf[a] = (int)cj_get_int(r, 0, nb - 1);
+    for (int i = 0; i < L->nresults; i++) L->out_buf[i] = (int)cj_get_int(r, -1, nb - 1);
+    L->work_buf = (int)cj_get_int(r, 0, nb - 1);
+    L->arena_bytes = cj_get_int(r, 0, INT64_MAX);
+    for (int c = 0; c < b->ncarry; c++) L->spare_offset[c] = cj_get_int(r, 0, INT64_MAX);
+    for (int i = 0; i < L->nresults; i++) L->dead_offset[i] = cj_get_int(r, 0, INT64_MAX);
+    L->pred_offset = cj_get_int(r, 0, INT64_MAX);
+    L->work_bytes = cj_get_int(r, 0, INT64_MAX);
+    if (r->bad || !loop_fits(&x->plan, n, g, kern, L)) return r->bad = true, false;
+    for (int j = 0; j < b->ngraphs; j++) {
+        if (!(L->exe[j] = read_exe(r, pool, depth + 1, err))) return false;
+        L->exe[j]->nested = true;
+        L->plans[j] = &L->exe[j]->plan;
+        if (!body_fits(g, n, L, j, L->exe[j])) return r->bad = true, false;
+    }
+    x->has_loops = true;
+    return true;
+}
+
+/* One executable of an entry (write_exe's layout), its code added to the
+ * JIT; NULL with err set. */
+static cj_executable *read_exe(cj_rbuf *r, const cj_loc_pool *pool, int depth, cj_error *err) {
     cj_jit_objects *o = calloc(1, sizeof *o);
     cj_executable *x = calloc(1, sizeof *x);
     bool *compiled = NULL;
@@ -242,8 +408,8 @@ cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_grap
         cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
         goto fail;
     }
-    if (!(x->graph = cj_graph_read(&r, source, err))) goto fail;
-    if (cj_plan_read(&r, x->graph, &x->plan, err) != CJ_OK) goto fail;
+    if (!(x->graph = cj_graph_read(r, pool, err))) goto fail;
+    if (cj_plan_read(r, x->graph, &x->plan, err) != CJ_OK) goto fail;
     x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
     x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
     compiled = calloc((size_t)x->plan.nkernels + 1, sizeof(bool));
@@ -251,8 +417,16 @@ cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_grap
         cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
         goto fail;
     }
-    for (int k = 0; k < x->plan.nkernels; k++) compiled[k] = cj_get_int(&r, 0, 1);
-    if (!read_objects(&r, o) || r.bad) {
+    for (int k = 0; k < x->plan.nkernels; k++) compiled[k] = cj_get_int(r, 0, 1);
+    for (int k = 0; k < x->plan.nkernels && !r->bad; k++) {
+        const cj_kernel *kern = &x->plan.kernels[k];
+        bool region = kern->root_node >= 0 && cj_region_body(x->graph, &x->graph->nodes[kern->root_node]) &&
+                      x->graph->nodes[kern->root_node].op != CJ_OP_CUSTOM;
+        bool loop = cj_get_int(r, 0, 1);
+        if (loop != region || (loop && compiled[k])) r->bad = true; /* a region's kernel is its loop, and only that */
+        else if (loop && !read_loop(r, x, k, pool, depth, err)) goto fail;
+    }
+    if (r->bad || !read_objects(r, o)) {
         cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad code section");
         goto fail;
     }
@@ -267,8 +441,8 @@ cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_grap
     cj_jit_objects_free(o);
     free(compiled);
     count_costs(x);
+    count_loop_costs(x);
     x->held_bytes = held_bytes(x);
-    cj_stats_loaded(x->held_bytes);
     return x;
 fail:
     if (err->status == CJ_OK) cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad bytes");
@@ -279,9 +453,31 @@ fail:
 }
 
 /* See pipeline.h. */
+cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_graph *source, cj_error *err) {
+    cj_rbuf r = {.data = data, .len = len};
+    const uint8_t *magic = cj_get_bytes(&r, sizeof entry_magic);
+    if (!magic || memcmp(magic, entry_magic, sizeof entry_magic) != 0)
+        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: not a cjit entry"), NULL;
+    int64_t version = cj_get_int(&r, INT64_MIN, INT64_MAX);
+    if (version != CJ_ENTRY_VERSION)
+        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: version %lld, expected %d", (long long)version,
+                            CJ_ENTRY_VERSION), NULL;
+    cj_loc_pool pool;
+    if (cj_loc_pool_build(&pool, source, err) != CJ_OK) return NULL;
+    cj_executable *x = read_exe(&r, &pool, 0, err);
+    cj_loc_pool_free(&pool);
+    if (x && r.pos != r.len) { /* nothing may follow */
+        cj_executable_free(x);
+        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: bytes after the end"), NULL;
+    }
+    if (x) cj_stats_loaded(x->held_bytes);
+    return x;
+}
+
+/* See pipeline.h. */
 cj_status cj_graph_key_bytes(const cj_graph *g, uint8_t **out, size_t *len, cj_error *err) {
     cj_wbuf w = {0};
-    cj_graph_write(&w, g);
+    cj_graph_write(&w, g, NULL);
     if (w.oom) {
         free(w.data);
         return cj_error_set(err, CJ_ERR_MEMORY, "cache key: out of memory");

@@ -28,10 +28,12 @@ cj_executable *cj_compile_keeping(const cj_graph *g, const bool *donated, int nd
                                   bool keep_objects, cj_error *err);
 /* The bytes a later process turns back into this executable without
  * compiling (cj_executable_load): a version, the simplified graph, the
- * plan and the object files.  Only for an executable compiled with
- * keep_objects, and only once (the kept objects go into the bytes).
- * *out is malloc'd (caller frees). */
-cj_status cj_executable_serialize(cj_executable *x, uint8_t **out, size_t *len, cj_error *err);
+ * plan and the object files, and the same of each loop body's executable
+ * (nested loops included).  Only for an executable compiled with
+ * keep_objects from graph `source`, and only once (the kept objects go
+ * into the bytes).  *out is malloc'd (caller frees). */
+cj_status cj_executable_serialize(cj_executable *x, const cj_graph *source, uint8_t **out, size_t *len,
+                                  cj_error *err);
 /* A new executable from cj_executable_serialize's bytes, or NULL with
  * err set (CJ_ERR_VALUE for bytes that are not a valid entry of this
  * version; nothing is left in the JIT then).  `source` is the graph being

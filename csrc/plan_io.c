@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "plan_io.h"
+#include "regions.h"
 
 /* ---- the stream ------------------------------------------------------------ */
 
@@ -128,6 +129,139 @@ static int get_count(cj_rbuf *r) {
     return (int)cj_get_int(r, 0, left < INT_MAX ? left : INT_MAX);
 }
 
+/* ---- the bodies a graph names, and the source locations' pool --------------- */
+
+/* Which of g's bodies a node names (the others, such as a custom node's
+ * body after simplify inlined it, change nothing that runs): index_of[b]
+ * is body b's number among them, or -1.  Returns how many, -1 when out of
+ * memory; *index_of is malloc'd (NULL when g has no bodies). */
+static int used_bodies(const cj_graph *g, int **index_of) {
+    *index_of = NULL;
+    if (g->nbodies == 0) return 0;
+    int *of = malloc(sizeof(int) * (size_t)g->nbodies);
+    if (!of) return -1;
+    for (int b = 0; b < g->nbodies; b++) of[b] = -1;
+    for (int i = 0; i < g->nnodes; i++) {
+        const cj_node *n = &g->nodes[i];
+        if (cj_op_kind(n->op) == CJ_OPKIND_REGION && n->op != CJ_OP_RESULT && n->attrs.index >= 0 &&
+            n->attrs.index < g->nbodies)
+            of[n->attrs.index] = 0;
+    }
+    int used = 0;
+    for (int b = 0; b < g->nbodies; b++)
+        if (of[b] == 0) of[b] = used++;
+        else of[b] = -1;
+    *index_of = of;
+    return used;
+}
+
+/* items with room for one more (of elem bytes each, n in use), or NULL. */
+static void *room_for_one(void *items, int n, int *cap, size_t elem) {
+    if (n < *cap) return items;
+    int grown_cap = *cap ? 2 * *cap : 64;
+    void *grown = realloc(items, elem * (size_t)grown_cap);
+    if (grown) *cap = grown_cap;
+    return grown;
+}
+
+static _Thread_local const cj_loc_pool *sorting_pool; /* qsort's comparison has no context argument */
+
+static int by_text(const void *a, const void *b) {
+    const char *const *t = sorting_pool->texts;
+    int c = strcmp(t[*(const int *)a], t[*(const int *)b]);
+    return c ? c : *(const int *)a - *(const int *)b;
+}
+
+/* See plan_io.h.  Depth first with a stack of graphs: a graph's texts,
+ * then those of the bodies its nodes name, in body order. */
+cj_status cj_loc_pool_build(cj_loc_pool *p, const cj_graph *g, cj_error *err) {
+    memset(p, 0, sizeof *p);
+    const cj_graph **stack = malloc(sizeof *stack * 64), **more;
+    const char **texts;
+    int nstack = 0, stack_cap = 64;
+    bool ok = stack != NULL;
+    if (ok) stack[nstack++] = g;
+    while (ok && nstack > 0) {
+        const cj_graph *cur = stack[--nstack];
+        for (int i = 0; i < cur->nlocs && ok; i++)
+            if ((ok = (texts = room_for_one(p->texts, p->n, &p->cap, sizeof *texts)) != NULL)) {
+                p->texts = texts;
+                p->texts[p->n++] = cur->locs[i];
+            }
+        int *index_of = NULL, nused = ok ? used_bodies(cur, &index_of) : 0;
+        ok = ok && nused >= 0;
+        for (int b = cur->nbodies - 1; ok && b >= 0; b--) /* pushed last to first: popped in order */
+            for (int j = index_of[b] >= 0 ? cur->bodies[b]->ngraphs - 1 : -1; ok && j >= 0; j--)
+                if ((ok = (more = room_for_one(stack, nstack, &stack_cap, sizeof *stack)) != NULL)) {
+                    stack = more;
+                    stack[nstack++] = cur->bodies[b]->graphs[j];
+                }
+        free(index_of);
+    }
+    free(stack);
+    /* the places sorted by text, for write_locs's binary search (a program
+     * with many bodies has many locations) */
+    if (ok && (p->by_text = malloc(sizeof(int) * ((size_t)p->n + 1)))) {
+        for (int i = 0; i < p->n; i++) p->by_text[i] = i;
+        sorting_pool = p;
+        qsort(p->by_text, (size_t)p->n, sizeof(int), by_text);
+    }
+    if (!ok || !p->by_text) {
+        cj_loc_pool_free(p);
+        return cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
+    }
+    return CJ_OK;
+}
+
+void cj_loc_pool_free(cj_loc_pool *p) {
+    free(p->texts);
+    free(p->by_text);
+    memset(p, 0, sizeof *p);
+}
+
+/* A place in the pool holding text, or -1. */
+static int pool_find(const cj_loc_pool *p, const char *text) {
+    int lo = 0, hi = p->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(p->texts[p->by_text[mid]], text);
+        if (c == 0) return p->by_text[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+/* A key holds only how many locations a graph has; an entry names each by
+ * its place in the pool (or, for one that is in no source graph, its text). */
+static void write_locs(cj_wbuf *w, const cj_graph *g, const cj_loc_pool *pool) {
+    cj_put_int(w, g->nlocs);
+    for (int i = 0; pool && i < g->nlocs; i++) {
+        int at = pool_find(pool, g->locs[i]);
+        cj_put_int(w, at);
+        if (at < 0) cj_put_str(w, g->locs[i]);
+    }
+}
+
+/* Reads write_locs's entry form into g; loc_of[i] is location i's id in g
+ * (texts that became equal in this process share one) and *count how many
+ * were read.  NULL when bad. */
+static int *read_locs(cj_rbuf *r, cj_graph *g, const cj_loc_pool *pool, int *count) {
+    int n = *count = get_count(r);
+    int *loc_of = r->bad ? NULL : malloc(sizeof(int) * ((size_t)n + 1));
+    for (int i = 0; loc_of && i < n; i++) {
+        int at = (int)cj_get_int(r, -1, pool->n - 1);
+        bool absent;
+        char *text = r->bad || at >= 0 ? NULL : cj_get_str(r, &absent);
+        if (r->bad || (at < 0 && !text) || (loc_of[i] = cj_graph_loc(g, at >= 0 ? pool->texts[at] : text)) < 0) {
+            free(text);
+            free(loc_of);
+            return NULL;
+        }
+        free(text);
+    }
+    return loc_of;
+}
+
 /* ---- the graph ------------------------------------------------------------- */
 
 static void put_shape(cj_wbuf *w, const cj_shape *s) {
@@ -140,10 +274,45 @@ static void get_shape(cj_rbuf *r, cj_shape *s) {
     for (int d = 0; d < CJ_MAX_RANK; d++) s->dims[d] = cj_get_int(r, 0, INT64_MAX);
 }
 
+static void write_graph(cj_wbuf *w, const cj_graph *g, const cj_loc_pool *pool, int depth);
+
+/* The bodies g's nodes name, each with its counts and graphs (a level
+ * deeper: the recursion follows the nesting of control flow, never the
+ * nodes). */
+static void write_bodies(cj_wbuf *w, const cj_graph *g, const int *index_of, int nused, const cj_loc_pool *pool,
+                         int depth) {
+    cj_put_int(w, nused);
+    if (nused > 0 && pool && depth >= CJ_ENTRY_MAX_DEPTH) {
+        w->too_deep = true;
+        return;
+    }
+    for (int i = 0; i < g->nbodies; i++) {
+        if (index_of[i] < 0) continue;
+        const cj_body *b = g->bodies[i];
+        cj_put_int(w, b->op);
+        cj_put_int(w, b->ngraphs);
+        cj_put_int(w, b->ncarry);
+        cj_put_int(w, b->nxs);
+        cj_put_int(w, b->nconsts);
+        cj_put_int(w, b->nys);
+        cj_put_int(w, b->length);
+        cj_put_int(w, b->reverse);
+        cj_put_int(w, b->nres);
+        cj_put_int(w, b->jvp_rule);
+        for (int j = 0; j < b->ngraphs; j++) write_graph(w, b->graphs[j], pool, depth + 1);
+    }
+}
+
 /* See plan_io.h.  Everything a compile could read goes in, in a fixed
  * order; the attrs are written whole whatever the op (unused ones are 0). */
-void cj_graph_write(cj_wbuf *w, const cj_graph *g) {
-    cj_put_int(w, g->nlocs);
+static void write_graph(cj_wbuf *w, const cj_graph *g, const cj_loc_pool *pool, int depth) {
+    int *index_of = NULL, nused = used_bodies(g, &index_of);
+    if (nused < 0) {
+        w->oom = true;
+        return;
+    }
+    write_locs(w, g, pool);
+    write_bodies(w, g, index_of, nused, pool, depth);
     cj_put_int(w, g->nregions);
     for (int i = 0; i < g->nregions; i++) {
         const cj_region *rg = &g->regions[i];
@@ -155,6 +324,8 @@ void cj_graph_write(cj_wbuf *w, const cj_graph *g) {
     cj_put_int(w, g->nnodes);
     for (int i = 0; i < g->nnodes; i++) {
         const cj_node *n = &g->nodes[i];
+        bool names_body = cj_op_kind(n->op) == CJ_OPKIND_REGION && n->op != CJ_OP_RESULT && index_of &&
+                          n->attrs.index >= 0 && n->attrs.index < g->nbodies;
         cj_put_int(w, n->op);
         cj_put_int(w, n->dtype);
         cj_put_int(w, n->weak);
@@ -172,9 +343,10 @@ void cj_graph_write(cj_wbuf *w, const cj_graph *g) {
         for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, at->perm[d]);
         for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, at->start[d]);
         for (int d = 0; d < CJ_MAX_RANK; d++) cj_put_int(w, at->step[d]);
-        cj_put_int(w, at->index);
+        cj_put_int(w, names_body ? index_of[at->index] : at->index);
         cj_put_str(w, n->op == CJ_OP_NAME ? at->name : NULL);
     }
+    free(index_of);
     cj_put_int(w, g->nparams);
     cj_put_int(w, g->narrays);
     cj_put_int(w, g->noutputs);
@@ -185,9 +357,12 @@ void cj_graph_write(cj_wbuf *w, const cj_graph *g) {
     cj_put_int(w, g->backward_start);
 }
 
+/* See plan_io.h. */
+void cj_graph_write(cj_wbuf *w, const cj_graph *g, const cj_loc_pool *pool) { write_graph(w, g, pool, 0); }
+
 static cj_graph *graph_bad(cj_graph *g, cj_error *err, const char *what) {
     cj_graph_free(g);
-    cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad graph (%s)", what);
+    if (err->status == CJ_OK) cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad graph (%s)", what);
     return NULL;
 }
 
@@ -215,17 +390,57 @@ static bool read_regions(cj_rbuf *r, cj_graph *g) {
     return !r->bad;
 }
 
+static cj_graph *read_graph(cj_rbuf *r, const cj_loc_pool *pool, int depth, cj_error *err);
+
+/* One body of write_bodies, its graphs checked by cj_body_finish. */
+static cj_body *read_body(cj_rbuf *r, const cj_loc_pool *pool, int depth, cj_error *err) {
+    cj_op op = (cj_op)cj_get_int(r, 0, CJ_NUM_OPS - 1);
+    int ngraphs = (int)cj_get_int(r, 1, CJ_MAX_BRANCHES);
+    bool op_ok = op == CJ_OP_SCAN ? ngraphs == 1 : op == CJ_OP_WHILE || op == CJ_OP_CUSTOM ? ngraphs == 2
+                                                                                          : op == CJ_OP_COND;
+    cj_body *b = r->bad || !op_ok ? NULL : cj_body_new(op, ngraphs);
+    if (!b) return NULL;
+    b->ncarry = get_count(r);
+    b->nxs = get_count(r);
+    b->nconsts = get_count(r);
+    b->nys = get_count(r);
+    b->length = cj_get_int(r, 0, INT32_MAX); /* a scan's row index is an int32 */
+    b->reverse = cj_get_int(r, 0, 1);
+    b->nres = get_count(r);
+    b->jvp_rule = cj_get_int(r, 0, 1);
+    for (int j = 0; j < ngraphs && !r->bad; j++)
+        if (!(b->graphs[j] = read_graph(r, pool, depth + 1, err))) break;
+    if (r->bad || err->status != CJ_OK || cj_body_finish(b, err) != CJ_OK) {
+        cj_body_unref(b);
+        return NULL;
+    }
+    return b;
+}
+
 /* See plan_io.h. */
-cj_graph *cj_graph_read(cj_rbuf *r, const cj_graph *locs_from, cj_error *err) {
+cj_graph *cj_graph_read(cj_rbuf *r, const cj_loc_pool *pool, cj_error *err) { return read_graph(r, pool, 0, err); }
+
+static cj_graph *read_graph(cj_rbuf *r, const cj_loc_pool *pool, int depth, cj_error *err) {
     cj_graph *g = cj_graph_new();
     if (!g) return cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory"), NULL;
-    int nlocs = get_count(r);
-    if (r->bad || nlocs != locs_from->nlocs) return graph_bad(g, err, "locations");
-    for (int i = 0; i < nlocs; i++)
-        if (cj_graph_loc(g, locs_from->locs[i]) != i) return graph_bad(g, err, "location");
-    if (!read_regions(r, g)) return graph_bad(g, err, "regions");
+    int nlocs = 0, *loc_of = read_locs(r, g, pool, &nlocs), *inputs = NULL;
+    if (!loc_of) return graph_bad(g, err, "locations");
+    int nbodies = get_count(r);
+    if (nbodies > 0 && depth >= CJ_ENTRY_MAX_DEPTH) r->bad = true;
+    for (int i = 0; i < nbodies && !r->bad; i++) {
+        cj_body *b = read_body(r, pool, depth, err);
+        int index = b ? cj_graph_add_body(g, b) : -1;
+        cj_body_unref(b);
+        if (index != i) {
+            free(loc_of);
+            return graph_bad(g, err, "body");
+        }
+    }
+    if (r->bad || !read_regions(r, g)) {
+        free(loc_of);
+        return graph_bad(g, err, "regions");
+    }
     int nnodes = get_count(r);
-    int *inputs = NULL;
     for (int i = 0; i < nnodes && !r->bad; i++) {
         cj_node n;
         memset(&n, 0, sizeof n);
@@ -239,8 +454,12 @@ cj_graph *cj_graph_read(cj_rbuf *r, const cj_graph *locs_from, cj_error *err) {
         if (!inputs) break;
         for (int a = 0; a < n.ninputs; a++) inputs[a] = (int)cj_get_int(r, 0, i - 1);
         n.inputs = inputs;
-        n.loc = (int)cj_get_int(r, -1, g->nlocs - 1);
-        n.region = (int)cj_get_int(r, 0, g->nregions > 0 ? g->nregions - 1 : 0);
+        int loc = (int)cj_get_int(r, -1, nlocs - 1);
+        n.loc = loc >= 0 ? loc_of[loc] : -1;
+        /* a body's nodes keep the checkpoint region numbers of the graph
+         * they were traced in (a body has no region table of its own);
+         * only autodiff reads them, never on a loaded graph */
+        n.region = (int)cj_get_int(r, 0, INT_MAX);
         n.remat = (int)cj_get_int(r, 0, INT_MAX);
         cj_attrs *at = &n.attrs;
         at->fvalue = cj_get_f64(r);
@@ -255,14 +474,16 @@ cj_graph *cj_graph_read(cj_rbuf *r, const cj_graph *locs_from, cj_error *err) {
         char *name = cj_get_str(r, &absent);
         at->name = name;
         if (r->bad) break;
-        int id = cj_graph_append(g, &n, err); /* checks the node against the op and its inputs */
+        int id = cj_graph_append(g, &n, err); /* checks the node against the op, its inputs, its body */
         free(name);
         if (id != i) {
             free(inputs);
+            free(loc_of);
             return graph_bad(g, err, "node");
         }
     }
     free(inputs);
+    free(loc_of);
     if (r->bad || g->nnodes != nnodes) return graph_bad(g, err, "nodes");
     /* the slot counts were inferred from the PARAM/ARRAY nodes; a graph may
      * declare more (unused parameters), never fewer */

@@ -149,8 +149,8 @@ static int parse_donate(cj_py_lowered *lw, PyObject *donate, bool **donated)
 
 /* Lowered.compile(donate=(), for_cache=False) -> Executable; `donate`
  * lists the parameter slots whose bytes the plan may reuse.  With
- * for_cache: (Executable, bytes of a disk cache entry), see
- * cj_executable_serialize. */
+ * for_cache: (Executable, bytes of a disk cache entry or None when it
+ * cannot be stored), see cj_executable_serialize. */
 static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"donate", "for_cache", NULL};
@@ -177,12 +177,15 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
         uint8_t *data = NULL;
         size_t len = 0;
         cj_error err = {0};
-        if (cj_executable_serialize(x, &data, &len, &err) != CJ_OK) {
-            cj_executable_free(x);
-            return cj_py_raise(&err);
+        if (cj_executable_serialize(x, lw->graph, &data, &len, &err) != CJ_OK) {
+            /* not storable (control flow nested too deep, or out of memory):
+             * the executable still runs, there is just no entry */
+            blob = Py_None;
+            Py_INCREF(blob);
+        } else {
+            blob = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
+            free(data);
         }
-        blob = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
-        free(data);
         if (blob == NULL) {
             cj_executable_free(x);
             return NULL;
@@ -331,7 +334,7 @@ static PyObject *lowered_get_control_flow(cj_py_lowered *lw, void *c)
 
 static PyGetSetDef lowered_getset[] = {
     {"has_control_flow", (getter)lowered_get_control_flow, NULL,
-     "the graph holds cjit.lax control flow (not saved to the disk cache)", NULL},
+     "the graph holds cjit.lax control flow or custom derivatives", NULL},
     {"nparams", (getter)lowered_get_nparams, NULL, "number of positional parameters", NULL},
     {"narrays", (getter)lowered_get_narrays, NULL, "number of closed-over arrays", NULL},
     {"noutputs", (getter)lowered_get_noutputs, NULL, "number of outputs", NULL},

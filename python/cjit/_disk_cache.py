@@ -5,7 +5,8 @@ One SQLite database, `cache.db` in `$CJIT_CACHE_DIR`, else
 It is only asked when a function's in-process cache misses: the graph was
 traced, and its key (see `_key`) is looked up before compiling.  An entry
 is what `Lowered.compile(for_cache=True)` serialized (csrc/pipeline.c:
-the simplified graph, the plan with its memory figures, the object files),
+the simplified graph, the plan with its memory figures, the object files,
+and the same for every body of its control flow, nested ones included),
 with a SHA-256 of those bytes checked before they are used.
 
 What can go wrong never becomes the user's error: a directory that is not
@@ -30,7 +31,7 @@ import warnings
 from . import _cjit
 
 _DB_NAME = "cache.db"
-_FORMAT = b"cjit-disk-cache-1"   # changes when the key's recipe or the schema does
+_FORMAT = b"cjit-disk-cache-2"   # changes when the key's recipe or the schema does
 _DEFAULT_MAX_BYTES = 1 << 30
 _BUSY_SECONDS = 2.0              # wait this long for another process's write, then do without
 _FALSE = ("", "0", "false", "no", "off")
@@ -370,7 +371,7 @@ def _evict(conn, limit):
 def compile(lowered, donate, name):
     """The Executable for C Lowered `lowered`: loaded from the disk cache
     when it holds one for this key, else compiled (and stored)."""
-    if not enabled() or lowered.has_control_flow:
+    if not enabled():
         return lowered.compile(donate=donate) if donate else lowered.compile()
     key, blob = _lookup(lowered, donate)
     if key is None:
@@ -393,7 +394,8 @@ def compile(lowered, donate, name):
     with _lock:
         _counts["misses"] += 1
     exe, blob = lowered.compile(donate=donate, for_cache=True)
-    _put(key, blob)
+    if blob is not None:        # None: not storable (control flow nested past the entry's limit)
+        _put(key, blob)
     return exe
 
 
