@@ -25,7 +25,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -293,7 +293,8 @@ def write_record(path, key, werror):
 
 
 setup(
-    packages=["cjit", "cjit.numpy", "cjit.scipy"],
+    # every package under python/ (cjit.scipy.stats, cjit.example_libraries, ...)
+    packages=find_packages("python"),
     package_dir={"": "python"},
     package_data={"cjit": ["*.pyi"]},
     ext_modules=[
