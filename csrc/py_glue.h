@@ -107,8 +107,10 @@ typedef struct {
 extern PyTypeObject cj_py_TraceType;
 extern PyTypeObject cj_py_TracerType;
 
-/* Readies Trace and Tracer and adds them to module m.  0 or -1. */
+/* Ready Tracer (py_tracer.c) and Trace (py_trace.c) and add them to module
+ * m.  0 or -1. */
 int cj_py_tracer_init(PyObject *m);
+int cj_py_trace_init(PyObject *m);
 
 /* ---- lowered graphs and executables (py_lowered.c, py_exec*.c) ------ */
 

@@ -1,7 +1,8 @@
-/* py_trace.h - shared by the files of tracing: py_trace.c (the Trace type
- * and operand conversion), py_trace_apply.c (Trace.apply), py_trace_ad.c
- * (vjp, jvp, batch, checkpoint regions), py_tracer.c (the Tracer type)
- * and py_lax.c (control flow).  No other file includes it. */
+/* py_trace.h - shared by the files of tracing: py_operand.c (operands and
+ * Tracers made, the user's line), py_trace.c (the Trace type),
+ * py_trace_apply.c (Trace.apply), py_trace_ad.c (vjp, jvp, batch,
+ * checkpoint regions), py_tracer.c (the Tracer type's behaviour) and
+ * py_lax.c (control flow).  No other file includes it. */
 #ifndef CJ_PY_TRACE_H
 #define CJ_PY_TRACE_H
 
@@ -9,7 +10,7 @@
 
 #define Tracer_Check(o) Py_IS_TYPE((o), &cj_py_TracerType)   /* not subclassable */
 
-/* py_trace.c */
+/* py_operand.c */
 /* The location id of the user's file:line, interned in g; -1 if none. */
 int current_loc(cj_graph *g);
 /* True when operand_node can convert obj (no exception is ever set). */
@@ -18,11 +19,13 @@ bool convertible(PyObject *obj);
  * node id, -1 with an exception set, or -2 (no exception) when obj has a
  * type that cannot be converted (see convertible()). */
 int operand_node(cj_py_trace *tr, PyObject *obj, const char *opname, int loc);
+/* The node of closed-over array obj (the same object twice gives the same
+ * node), or -1 with an exception set. */
+int array_node(cj_py_trace *tr, PyObject *obj, int loc);
 /* Like operand_node, but an unconvertible type is a TypeError. */
 int operand_node_strict(cj_py_trace *tr, PyObject *obj, const char *opname, int loc);
 /* 0, or -1 with RuntimeError when tr has finished. */
 int trace_check_live(cj_py_trace *tr, const char *method);
-/* py_tracer.c */
 /* A new Tracer for node id of the live trace tr. */
 PyObject *tracer_wrap(cj_py_trace *tr, int id);
 /* Raises TracerLeakError for t; returns NULL. */

@@ -16,55 +16,6 @@
 
 /* ---- Tracer helpers --------------------------------------------------------- */
 
-/* A new Tracer for node id of the live trace tr. */
-PyObject *tracer_wrap(cj_py_trace *tr, int id)
-{
-    cj_py_tracer *t = PyObject_New(cj_py_tracer, &cj_py_TracerType);
-    if (t == NULL)
-        return NULL;
-    const cj_node *n = &tr->graph->nodes[id];
-    Py_INCREF(tr);
-    t->trace = tr;
-    t->id = id;
-    t->loc = n->loc;
-    t->dtype = n->dtype;
-    t->weak = n->weak;
-    t->shape = n->shape;
-    return (PyObject *)t;
-}
-
-/* The tracer's "file:line" (borrowed, valid while the tracer lives). */
-static const char *tracer_loc_str(const cj_py_tracer *t)
-{
-    const cj_py_trace *tr = t->trace;
-    if (tr->graph != NULL)
-        return cj_graph_loc_str(tr->graph, t->loc);
-    if (t->loc >= 0 && t->loc < tr->nfinal_locs && tr->final_locs[t->loc] != NULL)
-        return tr->final_locs[t->loc];
-    return "?";
-}
-
-/* "float32[3] traced value created at f.py:12" into buf. */
-void tracer_describe(const cj_py_tracer *t, char *buf, size_t n)
-{
-    char aval[200];
-    cj_py_aval_str(t->dtype, &t->shape, aval, sizeof aval);
-    snprintf(buf, n, "%s traced value created at %s", aval, tracer_loc_str(t));
-}
-
-/* Raises TracerLeakError for t; returns NULL. */
-PyObject *leak_error(const cj_py_tracer *t)
-{
-    char d[1400];
-    tracer_describe(t, d, sizeof d);
-    PyErr_Format(cj_py.TracerLeakError,
-                 "the %s escaped its trace: it is used after the function that was being "
-                 "traced returned (it was probably stored in a global, a closure or an "
-                 "attribute). Return traced values from the function instead.",
-                 d);
-    return NULL;
-}
-
 /* Raises ConcretizationError for `what` ("bool()", ...) on t; returns NULL. */
 static PyObject *concretization_error(const cj_py_tracer *t, const char *what)
 {
@@ -613,30 +564,22 @@ static void tracer_dealloc(cj_py_tracer *t)
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
-PyTypeObject cj_py_TracerType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "cjit._cjit.Tracer",
-    .tp_basicsize = sizeof(cj_py_tracer),
-    /* No Py_TPFLAGS_HAVE_GC: a Tracer refers only to its Trace, which never
-     * refers back, so Tracers cannot be part of a cycle. */
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A traced value (see _cjit.pyi).",
-    .tp_dealloc = (destructor)tracer_dealloc,
-    .tp_repr = (reprfunc)tracer_repr,
-    .tp_as_number = &tracer_as_number,
-    .tp_as_mapping = &tracer_as_mapping,
-    .tp_hash = PyObject_HashNotImplemented,
-    .tp_richcompare = tracer_richcompare,
-    .tp_iter = tracer_iter,
-    .tp_methods = tracer_methods,
-    .tp_getset = tracer_getset,
-};
 
-/* Readies the types, sets Tracer's class attributes for NumPy and adds
- * both types to m.  Returns 0, or -1 with an exception set. */
+/* Gives the Tracer type (its storage is py_operand.c's, which makes
+ * Tracers) its behaviour, readies it, sets its class attributes for NumPy
+ * and adds it to m.  Returns 0, or -1 with an exception set. */
 int cj_py_tracer_init(PyObject *m)
 {
-    if (PyType_Ready(&cj_py_TraceType) < 0 || PyType_Ready(&cj_py_TracerType) < 0)
+    PyTypeObject *t = &cj_py_TracerType;
+    t->tp_dealloc = (destructor)tracer_dealloc;
+    t->tp_repr = (reprfunc)tracer_repr;
+    t->tp_as_number = &tracer_as_number;
+    t->tp_as_mapping = &tracer_as_mapping;
+    t->tp_richcompare = tracer_richcompare;
+    t->tp_iter = tracer_iter;
+    t->tp_methods = tracer_methods;
+    t->tp_getset = tracer_getset;
+    if (PyType_Ready(t) < 0)
         return -1;
     /* A class attribute (not a getset: NumPy looks it up on the type).
      * __array_ufunc__ (a method, forwarded to cjit.numpy) makes
@@ -649,8 +592,5 @@ int cj_py_tracer_init(PyObject *m)
     if (rc < 0)
         return -1;
     PyType_Modified(&cj_py_TracerType);
-    if (PyModule_AddObjectRef(m, "Trace", (PyObject *)&cj_py_TraceType) < 0
-        || PyModule_AddObjectRef(m, "Tracer", (PyObject *)&cj_py_TracerType) < 0)
-        return -1;
-    return 0;
+    return PyModule_AddObjectRef(m, "Tracer", (PyObject *)&cj_py_TracerType);
 }
