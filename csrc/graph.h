@@ -242,8 +242,8 @@ int cj_build_lu(cj_graph *g, int a, bool pivots, int loc, cj_error *err);
 int cj_build_decomp(cj_graph *g, cj_op op, int a, int index, int loc, cj_error *err);
 /* Their derivative rules (graph_linalg_decomp_ad.c): the tangent of result
  * `index` given a's tangent da, and a's cotangent given that result's ct.
- * The results without a rule (QR of a wide matrix or complete and
- * non-square, SVD's U or Vt full and non-square) are CJ_ERR_VALUE. */
+ * The results without a rule (complete QR of a tall matrix, SVD's U or
+ * Vt full and non-square) are CJ_ERR_VALUE. */
 int cj_build_decomp_jvp(cj_graph *g, cj_op op, int a, int index, int da, int loc, cj_error *err);
 int cj_build_decomp_vjp(cj_graph *g, cj_op op, int a, int index, int ct, int loc, cj_error *err);
 int cj_build_lu_jvp(cj_graph *g, int a, int lu, int da, int loc, cj_error *err);

@@ -10,9 +10,10 @@
  *
  * Conventions (as JAX's): eigh's input is taken as its symmetric part;
  * eigh's and svd's vector rules assume distinct eigen / singular values
- * (and, for the SVD of a non-square matrix, nonzero ones); QR's need m >= n
- * and an invertible R; the SVD's U and Vt with full_matrices of a
- * non-square matrix have no rule. */
+ * (and, for the SVD of a non-square matrix, nonzero ones); QR's need the
+ * first min(m, n) columns of R invertible; QR's complete mode of a tall
+ * matrix and the SVD's U and Vt with full_matrices of a non-square matrix
+ * have no rule. */
 #include "graph_priv.h"
 
 typedef struct {
@@ -80,6 +81,23 @@ static int inverse_off_diagonal(ad_ctx *c, int d) {
     return inv < 0 ? -1 : cj_build_select(c->g, eye, cst(c, 0), inv, c->loc, c->err);
 }
 
+/* Columns [lo, hi) of matrices x. */
+static int columns(ad_ctx *c, int x, int64_t lo, int64_t hi) {
+    if (x < 0) return -1;
+    cj_shape s = c->g->nodes[x].shape;
+    int64_t start[CJ_MAX_RANK], stop[CJ_MAX_RANK], step[CJ_MAX_RANK];
+    for (int d = 0; d < s.rank; d++) start[d] = 0, stop[d] = s.dims[d], step[d] = 1;
+    start[s.rank - 1] = lo, stop[s.rank - 1] = hi;
+    return cj_build_slice(c->g, x, start, stop, step, c->loc, c->err);
+}
+
+/* Matrices x and y side by side. */
+static int beside(ad_ctx *c, int x, int y) {
+    if (x < 0 || y < 0) return -1;
+    int xs[2] = {x, y};
+    return cj_build_concatenate(c->g, xs, 2, c->g->nodes[x].shape.rank - 1, c->loc, c->err);
+}
+
 /* (x + x^T) / 2 */
 static int sym(ad_ctx *c, int x) { return mul(c, add(c, x, tr(c, x)), cst(c, 0.5)); }
 
@@ -92,14 +110,10 @@ static bool supported(ad_ctx *c, cj_op op, int a, int index, const char *what) {
     const cj_shape *s = &c->g->nodes[a].shape;
     int64_t m = s->dims[s->rank - 2], n = s->dims[s->rank - 1];
     const char *name = cj_op_name(op);
-    if (op == CJ_OP_QR && m < n)
+    if (op == CJ_OP_QR && (index & 2) && m > n)
         return fail(c->g, c->err, CJ_ERR_VALUE, name, c->loc,
-                    "has no %s for a matrix with fewer rows than columns (%lld x %lld); differentiate the qr of "
-                    "its transpose", what, (long long)m, (long long)n) >= 0;
-    if (op == CJ_OP_QR && (index & 2) && m != n)
-        return fail(c->g, c->err, CJ_ERR_VALUE, name, c->loc,
-                    "has no %s for mode='complete' of a non-square matrix (%lld x %lld); use mode='reduced'", what,
-                    (long long)m, (long long)n) >= 0;
+                    "has no %s for mode='complete' of a matrix with more rows than columns (%lld x %lld); use "
+                    "mode='reduced'", what, (long long)m, (long long)n) >= 0;
     if (op == CJ_OP_SVD && (index & 4) && (index & 3) && m != n)
         return fail(c->g, c->err, CJ_ERR_VALUE, name, c->loc,
                     "has no %s for U or Vt with full_matrices=True of a non-square matrix (%lld x %lld); use "
@@ -120,17 +134,27 @@ static int eigh_jvp(ad_ctx *c, int a, int index, int da) {
     return mm(c, V, mul(c, F, P));
 }
 
-/* A = Q R, m >= n: with K = dA R^-1, C = Q^T K and the skew part O =
- * L - L^T of L = tril_-1(C), dQ = Q (O - C) + K and dR = (C - O) R. */
+/* A = Q R with k = min(m, n), and X, Rx the first k columns of A and R
+ * (Rx square and invertible).  With K = dX Rx^-1, C = Q^T K and the skew
+ * part O = L - L^T of L = tril_-1(C): dQ = Q (O - C) + K, dRx = (C - O) Rx
+ * and, for a wide A = [X Y] (R = [Rx Q^T Y]), dRy = dQ^T Y + Q^T dY. */
 static int qr_jvp(ad_ctx *c, int a, int index, int da) {
+    const cj_shape *sa = &c->g->nodes[a].shape;
+    int64_t m = sa->dims[sa->rank - 2], n = sa->dims[sa->rank - 1];
+    bool wide = n > m;
     int Q = result(c, CJ_OP_QR, a, 0), R = result(c, CJ_OP_QR, a, 1);
-    int kt = R < 0 || da < 0 ? -1 : cj_build_triangular_solve(c->g, R, tr(c, da), CJ_TRI_TRANSPOSE, c->loc, c->err);
-    int K = tr(c, kt); /* R^T K^T = dA^T */
+    int Rx = wide ? columns(c, R, 0, m) : R, dX = wide ? columns(c, da, 0, m) : da;
+    int kt = Rx < 0 || dX < 0 ? -1 : cj_build_triangular_solve(c->g, Rx, tr(c, dX), CJ_TRI_TRANSPOSE, c->loc, c->err);
+    int K = tr(c, kt); /* Rx^T K^T = dX^T */
     int C = mm(c, tr(c, Q), K);
     int L = C < 0 ? -1 : cj_build_triangle(c->g, C, true, true, c->loc, c->err);
     int O = sub(c, L, tr(c, L));
-    if (index & 1) return mm(c, sub(c, C, O), R);
-    return add(c, mm(c, Q, sub(c, O, C)), K);
+    int dQ = add(c, mm(c, Q, sub(c, O, C)), K);
+    if (!(index & 1)) return dQ;
+    int dR = mm(c, sub(c, C, O), Rx);
+    if (!wide) return dR;
+    int dRy = add(c, mm(c, tr(c, dQ), columns(c, a, m, n)), mm(c, tr(c, Q), columns(c, da, m, n)));
+    return beside(c, dR, dRy);
 }
 
 /* A = U diag(s) Vt, dS = U^T dA V: ds = diag(dS); with F[i, j] =
@@ -182,19 +206,42 @@ static int eigh_vjp(ad_ctx *c, int a, int index, int ct) {
     return sym(c, mm(c, inner, tr(c, V)));
 }
 
-/* With M = Rbar R^T - Q^T Qbar (one of the two cotangents given), C's
- * cotangent is M - tril_-1(M - M^T), K's Qbar + Q Cbar, and A's K's R^-T. */
+/* The transpose of qr_jvp.  A wide A's R cotangent [Rxbar Rybar] gives Y's
+ * cotangent Q Rybar and adds Y Rybar^T to Q's.  Then with M = Rxbar Rx^T -
+ * Q^T Qbar, C's cotangent is M - tril_-1(M - M^T), K's Qbar + Q Cbar, and
+ * X's K's times Rx^-T. */
 static int qr_vjp(ad_ctx *c, int a, int index, int ct) {
-    int Q = result(c, CJ_OP_QR, a, 0), R = result(c, CJ_OP_QR, a, 1);
-    bool is_r = index & 1;
-    int M = is_r ? mm(c, ct, tr(c, R)) : mm(c, tr(c, Q), ct);
-    if (!is_r && M >= 0) M = cj_build_unary(c->g, CJ_OP_NEG, M, c->loc, c->err);
+    const cj_shape *sa = &c->g->nodes[a].shape;
+    int64_t m = sa->dims[sa->rank - 2], n = sa->dims[sa->rank - 1];
+    bool wide = n > m, is_r = index & 1;
+    int Q = result(c, CJ_OP_QR, a, 0), R = result(c, CJ_OP_QR, a, 1), Rx = wide ? columns(c, R, 0, m) : R;
+    int qbar = is_r ? -1 : ct, ybar = -1, M;
+    if (is_r) {
+        int rxbar = wide ? columns(c, ct, 0, m) : ct;
+        M = mm(c, rxbar, tr(c, Rx));
+        if (wide) {
+            int rybar = columns(c, ct, m, n);
+            qbar = mm(c, columns(c, a, m, n), tr(c, rybar));
+            ybar = mm(c, Q, rybar);
+            M = sub(c, M, mm(c, tr(c, Q), qbar));
+        }
+    } else {
+        M = mm(c, tr(c, Q), ct);
+        if (M >= 0) M = cj_build_unary(c->g, CJ_OP_NEG, M, c->loc, c->err);
+    }
     int skew = sub(c, M, tr(c, M));
     int cbar = sub(c, M, skew < 0 ? -1 : cj_build_triangle(c->g, skew, true, true, c->loc, c->err));
     int kbar = mm(c, Q, cbar);
-    if (!is_r) kbar = add(c, kbar, ct);
-    int at = R < 0 || kbar < 0 ? -1 : cj_build_triangular_solve(c->g, R, tr(c, kbar), 0, c->loc, c->err);
-    return tr(c, at); /* R A^T = Kbar^T */
+    if (!is_r || wide) kbar = add(c, kbar, qbar);
+    int xt = Rx < 0 || kbar < 0 ? -1 : cj_build_triangular_solve(c->g, Rx, tr(c, kbar), 0, c->loc, c->err);
+    int xbar = tr(c, xt); /* Rx Xbar^T = Kbar^T */
+    if (!wide) return xbar;
+    if (ybar == -1 && c->err->status == CJ_OK) {
+        cj_shape s = c->g->nodes[a].shape;
+        s.dims[s.rank - 1] = n - m;
+        ybar = emit_constant(c->g, 0, 0, c->dt, false, &s, c->loc, c->err);
+    }
+    return beside(c, xbar, ybar);
 }
 
 /* sbar: U diag(sbar) Vt.  Ubar: with G = F o (U^T Ubar), U ((G + G^T) S)

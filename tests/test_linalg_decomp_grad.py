@@ -49,12 +49,14 @@ LOSSES = {
     "svd_vt_only": (lambda a: (lambda vt: cnp.sum((_t(vt[..., :2, :]) @ vt[..., :2, :]) *
                                                  _weights((a.shape[-1], a.shape[-1]))))(
         cnp.linalg.svd(a, full_matrices=False)[2]), [(5, 3), (3, 5)]),
-    "qr_r": (lambda a: cnp.sum(cnp.linalg.qr(a).R ** 2 * _weights((a.shape[-1],) * 2)), [(5, 3), (4, 4), (2, 4, 3)]),
+    "qr_r": (lambda a: cnp.sum((_t(cnp.linalg.qr(a).R) @ cnp.linalg.qr(a).R) * _weights((a.shape[-1],) * 2)),
+             [(5, 3), (4, 4), (2, 4, 3), (3, 5), (2, 3, 5)]),
     "qr_q": (lambda a: (lambda q: cnp.sum((q @ _t(q)) * _weights(q.shape[:-1] + (q.shape[-2],))))(cnp.linalg.qr(a).Q),
-             [(5, 3), (2, 4, 3)]),
+             [(5, 3), (2, 4, 3), (3, 5)]),
     "qr_both": (lambda a: (lambda q, r: cnp.sum((q * cnp.abs(cnp.diagonal(r, axis1=-2, axis2=-1))[..., None, :]) ** 2 *
                                              _weights(q.shape)))(*cnp.linalg.qr(a)), [(5, 3), (4, 4)]),
-    "qr_complete_square": (lambda a: cnp.sum(cnp.linalg.qr(a, mode="complete").R ** 2), [(4, 4)]),
+    "qr_complete": (lambda a: cnp.sum(cnp.linalg.qr(a, mode="complete").R ** 2 * _weights(a.shape)), [(4, 4), (3, 5)]),
+    "qr_product": (lambda a: (lambda q, r: cnp.sum((q @ r) ** 2 * cnp.cos(a)))(*cnp.linalg.qr(a)), [(5, 3), (3, 5)]),
     "pinv": (lambda a: cnp.sum(cnp.sin(cnp.linalg.pinv(a))), [(5, 3), (3, 5), (2, 4, 4)]),
     "matrix_norm_2_nuc": (lambda a: cnp.sum(cnp.linalg.matrix_norm(a, ord=2)) + cnp.sum(cnp.linalg.matrix_norm(a, ord="nuc")),
                           [(4, 3)]),
@@ -152,8 +154,9 @@ def test_results_without_a_rule_are_refused_with_the_shape():
     a = rng.standard_normal((4, 3))
     with pytest.raises(ValueError, match=r"svd: has no gradient for U or Vt with full_matrices=True.*\(4 x 3\)"):
         cjit.grad(lambda x: cnp.sum(cnp.linalg.svd(x)[0] ** 3))(a)
-    with pytest.raises(ValueError, match=r"qr: has no derivative for a matrix with fewer rows.*\(3 x 4\)"):
-        cjit.jvp(lambda x: cnp.linalg.qr(x).R, (a.T,), (a.T,))
+    with pytest.raises(ValueError, match=r"qr: has no derivative for mode='complete' of a matrix with more rows.*"
+                                         r"\(4 x 3\)"):
+        cjit.jvp(lambda x: cnp.linalg.qr(x, mode="complete").R, (a,), (a,))
     with pytest.raises(ValueError, match=r"qr: has no gradient for mode='complete'"):
         cjit.grad(lambda x: cnp.sum(cnp.linalg.qr(x, mode="complete").Q ** 3))(a)
     # s of a full SVD, and a square full one, do differentiate
