@@ -267,3 +267,24 @@ def test_scipy_qr_eigh_svd_conventions():
     np.testing.assert_allclose(np.asarray(cjit.grad(f)(a)), 2 * a, rtol=1e-10)
     with pytest.raises(NotImplementedError, match="pivoting"):
         csl.qr(a, pivoting=True)
+
+
+def test_bad_input_names_the_function_and_shape():
+    with pytest.raises(np.linalg.LinAlgError, match=r"linalg.pinv: needs matrices.*float64\[3\]"):
+        cnp.linalg.pinv(np.ones(3))
+    with pytest.raises(np.linalg.LinAlgError, match=r"linalg.pinv: needs square.*float64\[2,3\]"):
+        cnp.linalg.pinv(np.ones((2, 3)), hermitian=True)
+    with pytest.raises(ValueError, match=r"pinv: rtol of shape \(4,\) does not broadcast to the batch shape \(2,\)"):
+        cnp.linalg.pinv(np.ones((2, 3, 3)), rtol=np.ones(4))
+    with pytest.raises(np.linalg.LinAlgError, match=r"linalg.lstsq: needs a \(M, N\).*float64\[2,3,3\]"):
+        cnp.linalg.lstsq(np.ones((2, 3, 3)), np.ones(3))
+
+
+def test_float32_pinv_lstsq_keep_the_dtype():
+    a = rng.standard_normal((5, 3)).astype(np.float32)
+    p = np.asarray(cnp.linalg.pinv(a))
+    assert p.dtype == np.float32
+    np.testing.assert_allclose(p, np.linalg.pinv(a), rtol=1e-4, atol=1e-5)
+    x, res, rk, s = cnp.linalg.lstsq(a, np.ones(5, np.float32))
+    assert np.asarray(x).dtype == np.asarray(res).dtype == np.asarray(s).dtype == np.float32
+    assert int(rk) == 3 and int(cnp.linalg.matrix_rank(a)) == np.linalg.matrix_rank(a)
