@@ -704,7 +704,8 @@ static bool vjp_cholesky(vjp_ctx *c, const rule_args *r) {
     return !wants(c, r, 0) || give(c, r, 0, cj_build_cholesky_vjp(c->g, r->OUT, r->g, c->loc, c->err));
 }
 static bool vjp_decomp(vjp_ctx *c, const rule_args *r) { /* QR, EIGH, SVD: graph_linalg_decomp_ad.c */
-    return !wants(c, r, 0) || give(c, r, 0, cj_build_decomp_vjp(c->g, r->n.op, r->X, (int)r->n.attrs.index, r->g, c->loc, c->err));
+    int index = (int)r->n.attrs.index;
+    return !wants(c, r, 0) || give(c, r, 0, cj_build_decomp_vjp(c->g, r->n.op, r->X, index, r->g, c->loc, c->err));
 }
 
 /* Every op with a gradient: sources have none and ops flagged

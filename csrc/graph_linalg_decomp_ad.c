@@ -56,7 +56,8 @@ static int col(ad_ctx *c, int v) { return reshaped_vector(c, v, false); }
 /* Whether (i, j) of the last two dims of shape s is on the diagonal. */
 static int on_diagonal(ad_ctx *c, const cj_shape *s) {
     int r = s->rank;
-    int i = cj_build_iota(c->g, s, r - 2, CJ_INT64, c->loc, c->err), j = cj_build_iota(c->g, s, r - 1, CJ_INT64, c->loc, c->err);
+    int i = cj_build_iota(c->g, s, r - 2, CJ_INT64, c->loc, c->err);
+    int j = cj_build_iota(c->g, s, r - 1, CJ_INT64, c->loc, c->err);
     return bin(c, CJ_OP_EQ, i, j);
 }
 
