@@ -704,6 +704,10 @@ static bool vjp_lu(vjp_ctx *c, const rule_args *r) {
 static bool vjp_cholesky(vjp_ctx *c, const rule_args *r) {
     return !wants(c, r, 0) || give(c, r, 0, cj_build_cholesky_vjp(c->g, r->OUT, r->g, c->loc, c->err));
 }
+static bool vjp_decomp(vjp_ctx *c, const rule_args *r) { /* QR, EIGH, SVD: graph_linalg_decomp_ad.c */
+    int index = (int)r->n.attrs.index;
+    return !wants(c, r, 0) || give(c, r, 0, cj_build_decomp_vjp(c->g, r->n.op, r->X, index, r->g, c->loc, c->err));
+}
 
 /* Every op with a gradient: sources have none and ops flagged
  * CJ_OPF_ZERO_GRAD in ops.def give zero, so they have no entry. */
@@ -748,6 +752,9 @@ static const struct {
     [CJ_OP_CHOLESKY] = {vjp_cholesky, READS_OUT},
     [CJ_OP_LU] = {vjp_lu, READS_X | READS_OUT},
     [CJ_OP_TRIANGULAR_SOLVE] = {vjp_triangular_solve, READS_X | READS_OUT},
+    [CJ_OP_QR] = {vjp_decomp, READS_X},
+    [CJ_OP_EIGH] = {vjp_decomp, READS_X},
+    [CJ_OP_SVD] = {vjp_decomp, READS_X},
     [CJ_OP_SCATTER_ADD] = {vjp_scatter, READS_X},
     [CJ_OP_SCATTER_MUL] = {vjp_scatter, READS_X | READS_Y},
     [CJ_OP_SCATTER_MIN] = {vjp_scatter, READS_X | READS_Y | READS_OUT},

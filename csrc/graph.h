@@ -241,6 +241,12 @@ int cj_build_lu(cj_graph *g, int a, bool pivots, int loc, cj_error *err);
 /* Result `index` of the QR, EIGH or SVD of each (..., m, n) float matrix
  * (ops.def says what each index names). */
 int cj_build_decomp(cj_graph *g, cj_op op, int a, int index, int loc, cj_error *err);
+/* Their derivative rules (graph_linalg_decomp_ad.c): the tangent of result
+ * `index` given a's tangent da, and a's cotangent given that result's ct.
+ * The results without a rule (complete QR of a tall matrix, SVD's U or
+ * Vt full and non-square) are CJ_ERR_VALUE. */
+int cj_build_decomp_jvp(cj_graph *g, cj_op op, int a, int index, int da, int loc, cj_error *err);
+int cj_build_decomp_vjp(cj_graph *g, cj_op op, int a, int index, int ct, int loc, cj_error *err);
 int cj_build_lu_jvp(cj_graph *g, int a, int lu, int da, int loc, cj_error *err);
 int cj_build_lu_vjp(cj_graph *g, int a, int lu, int ct, int loc, cj_error *err);
 /* The int64 indices that sort each row of x along its last axis (stable;

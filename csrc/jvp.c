@@ -246,6 +246,12 @@ static int jvp_cholesky(jvp_ctx *c, const cj_node *n, int id, const int *t) {
     return p < 0 ? -1 : cj_build_matmul(c->g, id, p, loc, c->err);
 }
 
+/* QR, EIGH, SVD: the tangent of the result `index` names (graph_linalg_decomp_ad.c). */
+static int jvp_decomp(jvp_ctx *c, const cj_node *n, int id, const int *t) {
+    (void)id;
+    return cj_build_decomp_jvp(c->g, n->op, n->inputs[0], (int)n->attrs.index, t[0], c->loc, c->err);
+}
+
 static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, const int *t) = {
     [CJ_OP_NAME] = jvp_linear,
     [CJ_OP_CAST] = jvp_cast,
@@ -284,6 +290,9 @@ static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, cons
     [CJ_OP_CHOLESKY] = jvp_cholesky,
     [CJ_OP_LU] = jvp_lu,
     [CJ_OP_TRIANGULAR_SOLVE] = jvp_triangular_solve,
+    [CJ_OP_QR] = jvp_decomp,
+    [CJ_OP_EIGH] = jvp_decomp,
+    [CJ_OP_SVD] = jvp_decomp,
     [CJ_OP_SCATTER_ADD] = jvp_scatter,
     [CJ_OP_SCATTER_MUL] = jvp_scatter,
     [CJ_OP_SCATTER_MIN] = jvp_scatter,

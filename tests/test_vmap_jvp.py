@@ -116,10 +116,11 @@ OPS = {
     "triangular_solve": (lambda m, a, b: _trisolve(m, a + 3.0 * m.eye(3), b), [(3, 3), (3, 2)], None, True),
     "lu": (lambda m, x: _lu_packed(m, x + 3.0 * m.eye(3)), [(3, 3)], None, True),
     "lu_pivots": (lambda m, x: _lu_perm(m, x), [(3, 3)], None, False),
-    # factorizations (no derivative rules yet): sign-free results
-    "qr": (lambda m, x: m.sum(abs(m.linalg.qr(x)[1])) + m.linalg.qr(x)[0] @ m.linalg.qr(x)[1], [(4, 3)], None, False),
-    "eigh": (lambda m, x: m.linalg.eigvalsh(x + x.T), [(3, 3)], None, False),
-    "svd": (lambda m, x: m.linalg.svd(x, compute_uv=False), [(4, 3)], None, False),
+    # factorizations: results free of the factors' signs, every factor read
+    "qr": (lambda m, x: m.sum(abs(m.linalg.qr(x)[1])) + m.linalg.qr(x)[0] @ m.linalg.qr(x)[1], [(4, 3)], None, True),
+    "eigh": (lambda m, x: (lambda w, v: (v * m.sin(w)) @ v.T)(*m.linalg.eigh(x + x.T)), [(3, 3)], None, True),
+    "svd": (lambda m, x: (lambda u, s, vt: (u * m.sin(s)) @ vt)(*m.linalg.svd(x, full_matrices=False)), [(4, 3)],
+            None, True),
     "argsort": (lambda m, x: m.argsort(x, axis=-1, kind="stable"), [(3, 4)], None, False),
     "gather": (lambda m, x: m.take(x, _IDX, axis=1) * x[:, :1], [(3, 4)], None, True),
     "scatter_add": (lambda m, x, u: _at(m, x, u, "add"), [(3, 4), (3, 5)], None, True),

@@ -1,8 +1,7 @@
-"""cjit.numpy.linalg: the array API's linalg extension, as far as cjit has
-it.  Cholesky runs LAPACK's potrf (csrc/linalg_rt.c) and differentiates
-in C; the products, norms and matrix powers are compositions of cjit's
-ops.  Functions that need an LU, QR, eigen or singular value factorization
-raise NotImplementedError saying so."""
+"""cjit.numpy.linalg: the array API's linalg extension.  Cholesky, LU, QR,
+eigh and the SVD run LAPACK (csrc/linalg_rt.c, linalg_decomp_rt.c) and
+differentiate in C; the products, norms, matrix powers, solves, pinv,
+matrix_rank and lstsq are compositions of cjit's ops."""
 from __future__ import annotations
 
 import operator
@@ -171,17 +170,6 @@ def matrix_power(x, n):
     return result
 
 
-def _needs(name, what):
-    def f(*args, **kwargs):
-        raise NotImplementedError(f"cjit.numpy.linalg.{name} needs {what}, which cjit does not have yet")
-    f.__name__ = name
-    f.__doc__ = f"Not available yet: needs {what} (raises NotImplementedError)."
-    return f
-
-
-lstsq = _needs("lstsq", "gradients of a QR or singular value factorization")
-
-
 def _matrices(x, who, square=False):
     a = _float(x, f"linalg.{who}")
     if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
@@ -285,8 +273,147 @@ def svdvals(x):
     return a.trace.apply("svd", a, mode=0)
 
 
-pinv = _needs("pinv", "gradients of the singular value decomposition")
-matrix_rank = _needs("matrix_rank", "the singular value decomposition wired to it")
+# ---- through the SVD: pinv, matrix_rank, lstsq --------------------------------
+
+def _default_rtol(a):
+    """The array API's default relative cutoff: max(M, N) times the dtype's epsilon."""
+    return max(a.shape[-2:]) * float(np.finfo(np.dtype(a.dtype)).eps)
+
+
+def _pinv_value(a, rtol, hermitian):
+    """V diag(1/s) U^T over the singular values above rtol times the largest
+    (of an eigen decomposition when hermitian: |w| are the singular values)."""
+    from . import abs as abs_, max as max_, where
+    if hermitian:
+        w, v = _eigh(a)
+        s, left, right = abs_(w), v, matrix_transpose(v) / w[..., :, None]
+    else:
+        u, s, vt = _svd(a, False, True)
+        left, right = matrix_transpose(vt), matrix_transpose(u) / s[..., :, None]
+    cutoff = rtol[..., None] * max_(s, axis=-1, keepdims=True)
+    kept = s > cutoff
+    # zero the dropped rows before the product; the division above made them
+    # inf or nan, and a select keeps those out of the value (and the gradient)
+    right = where(kept[..., :, None], right, 0.0)
+    return left @ right
+
+
+_pinv_fn = []
+
+
+def _pinv_custom():
+    """The pinv of the array API with JAX's derivative rule, made on first use
+    (cjit.custom_jvp imports this package)."""
+    if _pinv_fn:
+        return _pinv_fn[0]
+    from .. import custom_jvp
+    from . import eye
+
+    def pinv_(a, rtol, hermitian):
+        return _pinv_value(a, rtol, hermitian)
+
+    f = custom_jvp(pinv_, nondiff_argnums=(2,))
+
+    def rule(hermitian, primals, tangents):
+        # exact where the rank is locally constant (the cut singular values
+        # stay cut): dp = -p da p + p p^T da^T (I - a p) + (I - p a) da^T p^T p
+        a, rtol = primals
+        da = tangents[0]
+        p = f(a, rtol, hermitian)
+        m, n = a.shape[-2:]
+        pt, dat = matrix_transpose(p), matrix_transpose(da)
+        dp = -(p @ da @ p)
+        dp = dp + p @ pt @ dat @ (eye(m, dtype=a.dtype) - a @ p)
+        dp = dp + (eye(n, dtype=a.dtype) - p @ a) @ dat @ pt @ p
+        return p, dp
+
+    f.defjvp(rule)
+    _pinv_fn.append(f)
+    return f
+
+
+def _rtol_array(a, rtol, who):
+    from . import asarray, broadcast_to
+    r = asarray(_default_rtol(a) if rtol is None else rtol, dtype=a.dtype)
+    batch = tuple(a.shape[:-2])
+    try:
+        return broadcast_to(r, batch)
+    except Exception as e:
+        raise ValueError(f"cjit.numpy.linalg.{who}: rtol of shape {tuple(np.shape(r))} does not broadcast to the "
+                         f"batch shape {batch}") from e
+
+
+_UNSET = object()
+
+
+@_op("x", "rtol", "rcond")
+def pinv(x, rcond=None, hermitian=False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse of each matrix through its SVD (or,
+    hermitian=True, its eigen decomposition): singular values at most rtol
+    times the largest are dropped.  rtol (the array API's name) or rcond
+    (NumPy's) may be a float or an array over the batch dims; neither given:
+    max(M, N) * eps, the array API's default.  Differentiable, with JAX's
+    rule (exact where the rank does not change)."""
+    if rcond is not None and rtol is not None:
+        raise ValueError("cjit.numpy.linalg.pinv: give rcond or rtol, not both")
+    a = _matrices(x, "pinv", square=bool(hermitian))
+    r = _rtol_array(a, rtol if rcond is None else rcond, "pinv")
+    return _pinv_custom()(a, r, bool(hermitian))
+
+
+@_op("x", "rtol", "tol")
+def matrix_rank(x, tol=None, hermitian=False, *, rtol=None):
+    """The number of singular values of each matrix above the cutoff: tol
+    (absolute) or rtol times the largest; neither: max(M, N) * eps times the
+    largest (NumPy's and the array API's default).  A 1-D x: 1 unless it is
+    all zeros, as NumPy.  int64."""
+    from . import abs as abs_, any as any_, max as max_, sum as sum_
+    if tol is not None and rtol is not None:
+        raise ValueError("cjit.numpy.linalg.matrix_rank: give tol or rtol, not both")
+    v = _float(x, "linalg.matrix_rank")
+    if v.ndim < 2:
+        return any_(v != 0).astype("int64")
+    a = _matrices(v, "matrix_rank", square=bool(hermitian))
+    s = abs_(eigvalsh(a)) if hermitian else svdvals(a)
+    if tol is not None:
+        cutoff = _lift(tol, "linalg.matrix_rank").astype(a.dtype)[..., None]
+    else:
+        cutoff = _rtol_array(a, rtol, "matrix_rank")[..., None] * max_(s, axis=-1, keepdims=True)
+    return sum_((s > cutoff).astype("int64"), axis=-1)
+
+
+@_op("a", "b", "rcond")
+def lstsq(a, b, rcond=None):
+    """NumPy's least squares: (x, residuals, rank, s) for a (M, N) and b (M,)
+    or (M, K), through the SVD; singular values at most rcond times the
+    largest count as zero (None: max(M, N) * eps).  x is the minimum-norm
+    solution, differentiable (it is pinv(a) @ b).  residuals: the squared
+    norms of b - a x per column, shape (K,) (or (1,) for a 1-D b) when
+    M > N, else (0,); unlike NumPy they are also given when a has a lower
+    rank (a traced rank cannot choose a shape)."""
+    from . import sum as sum_, zeros
+    A = _float(a, "linalg.lstsq")
+    B = _float(b, "linalg.lstsq")
+    if A.ndim != 2 or B.ndim not in (1, 2) or B.shape[0] != A.shape[0]:
+        raise _error(np.linalg.LinAlgError, "linalg.lstsq",
+                     f"needs a (M, N) and b (M,) or (M, K) with the same M, got b of shape {tuple(B.shape)} and",
+                     A)
+    from . import result_type
+    dt = result_type(A.dtype, B.dtype)
+    A, B = A.astype(dt), B.astype(dt)
+    m, n = A.shape
+    p = pinv(A, rtol=rcond)
+    x = p @ B
+    s = svdvals(A)
+    rank = matrix_rank(A, rtol=rcond)
+    if m > n:
+        r = B - A @ x
+        resid = sum_(r * r, axis=0)
+        if B.ndim == 1:
+            resid = resid.reshape((1,))
+    else:
+        resid = zeros((0,), dtype=dt)
+    return x, resid, rank, s
 
 
 # ---- through LU with partial pivoting (the lu and lu_pivots ops: LAPACK's getrf) ----

@@ -1,6 +1,7 @@
 """cjit.scipy.linalg, as jax.scipy.linalg: Cholesky and triangular solves
-(LAPACK's potrf and BLAS's trsm, csrc/linalg_rt.c), differentiable, with
-batch dims in front."""
+(LAPACK's potrf and BLAS's trsm, csrc/linalg_rt.c) and the QR, symmetric
+eigen and singular value decompositions (cjit.numpy.linalg's, with SciPy's
+return conventions), differentiable, with batch dims in front."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,7 @@ import numpy as np
 from ..numpy._core import _error, _lift, _op
 from ..numpy.linalg import cholesky as _cholesky
 
-__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular"]
+__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "qr", "eigh", "svd"]
 
 _LOWER, _TRANSPOSE, _UNIT = 1, 2, 4
 
@@ -59,3 +60,37 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
     y = solve_triangular(c, b, trans=0 if lower else 1, lower=lower)
     return solve_triangular(c, y, trans=1 if lower else 0, lower=lower)
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """SciPy's qr: (Q, R) for mode 'full' (Q (M, M)) or 'economic' (Q (M, K)),
+    (R,) for mode 'r'.  pivoting and mode 'raw' are not supported."""
+    from ..numpy import linalg
+    if pivoting:
+        raise NotImplementedError("cjit.scipy.linalg.qr: pivoting=True is not supported")
+    modes = {"full": "complete", "economic": "reduced", "r": "r"}
+    if mode not in modes:
+        raise ValueError(f"cjit.scipy.linalg.qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
+    q, r = linalg.qr(a, mode=modes[mode] if mode != "r" else "complete")
+    return (r,) if mode == "r" else (q, r)
+
+
+def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False, type=1,
+         check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
+    """SciPy's eigh of a symmetric matrix: (w, v), or w with eigvals_only;
+    the lower triangle read, or the upper with lower=False.  The generalized
+    problem (b) and subsets are not supported."""
+    from ..numpy import linalg
+    if b is not None or subset_by_index is not None or subset_by_value is not None:
+        raise NotImplementedError("cjit.scipy.linalg.eigh: b (the generalized problem) and subsets are not supported")
+    uplo = "L" if lower else "U"
+    if eigvals_only:
+        return linalg.eigvalsh(a, UPLO=uplo)
+    return tuple(linalg.eigh(a, UPLO=uplo))
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, lapack_driver="gesdd"):
+    """SciPy's svd: (U, s, Vh), or s with compute_uv=False."""
+    from ..numpy import linalg
+    r = linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(r) if compute_uv else r
