@@ -329,115 +329,13 @@ static bool accumulate(vjp_ctx *c, int to, int contribution) {
     return c->ct[to] >= 0;
 }
 
-/* The shape of a reduction's result with the reduced dims kept as 1. */
-static cj_shape keepdims_shape(const cj_shape *in, uint32_t axes) {
-    cj_shape s = *in;
-    for (int d = 0; d < in->rank; d++)
-        if (axes & (1u << d)) s.dims[d] = 1;
-    return s;
-}
-
-/* A reduction's result (or its cotangent) broadcast back over its input. */
+/* Composite builders from graph_grad.c with this rule's graph, location
+ * and error (-1 passes through). */
 static int expand_reduced(vjp_ctx *c, int v, const cj_shape *in, uint32_t axes) {
-    cj_shape kept = keepdims_shape(in, axes);
-    return broadcast(c, reshape(c, v, &kept), in);
+    return cj_build_expand_reduced(c->g, v, in, axes, c->loc, c->err);
 }
-
-/* Sums a cotangent of shape `out` down to `in`, undoing a broadcast. */
-static int unbroadcast(vjp_ctx *c, int ct, const cj_shape *in) {
-    cj_shape out = node(c, ct).shape;
-    int lead = out.rank - in->rank;
-    uint32_t axes = 0;
-    for (int d = 0; d < out.rank; d++)
-        if (d < lead || (in->dims[d - lead] == 1 && out.dims[d] != 1)) axes |= 1u << d;
-    int r = axes ? cj_build_reduce(c->g, CJ_OP_REDUCE_SUM, ct, axes, c->loc, c->err) : ct;
-    return reshape(c, r, in);
-}
-
-/* Swaps the last two dims (matmul operands). */
-static int swap_last(vjp_ctx *c, int x) {
-    int rank = node(c, x).shape.rank, perm[CJ_MAX_RANK];
-    for (int d = 0; d < rank; d++) perm[d] = d;
-    perm[rank - 2] = rank - 1;
-    perm[rank - 1] = rank - 2;
-    return cj_build_transpose(c->g, x, perm, c->loc, c->err);
-}
-
-/* Concatenates zeros of `before` and `after` elements around x along dim k. */
-static int pad_dim(vjp_ctx *c, int x, int k, int64_t before, int64_t after) {
-    cj_node n = node(c, x);
-    int parts[3], np = 0;
-    cj_shape zs = n.shape;
-    if (before > 0) {
-        zs.dims[k] = before;
-        parts[np++] = zeros(c, &zs, n.dtype);
-    }
-    parts[np++] = x;
-    if (after > 0) {
-        zs.dims[k] = after;
-        parts[np++] = zeros(c, &zs, n.dtype);
-    }
-    for (int i = 0; i < np; i++)
-        if (parts[i] < 0) return -1;
-    return np == 1 ? x : cj_build_concatenate(c->g, parts, np, k, c->loc, c->err);
-}
-
-/* The VJP of a slice along dim k: put the n cotangent elements back at
- * positions start, start+step, ... of a zero dim of length `len`. */
-static int unslice_dim(vjp_ctx *c, int ct, int k, int64_t len, int64_t start, int64_t step) {
-    if (ct < 0) return -1;
-    cj_node n = node(c, ct);
-    int64_t count = n.shape.dims[k];
-    if (count == 0) {
-        cj_shape s = n.shape;
-        s.dims[k] = len;
-        return zeros(c, &s, n.dtype);
-    }
-    if ((step > 1 || step < -1) && n.shape.rank + 1 > CJ_MAX_RANK) {
-        /* no room for the extra dim below: work on (dims before k, k, dims after k) */
-        cj_shape three = {3, {1, count, 1}}, back = n.shape;
-        for (int d = 0; d < n.shape.rank; d++)
-            if (d != k) three.dims[d < k ? 0 : 2] *= n.shape.dims[d];
-        back.dims[k] = len;
-        return reshape(c, unslice_dim(c, reshape(c, ct, &three), 1, len, start, step), &back);
-    }
-    if (step < 0) { /* reverse, so positions increase */
-        int64_t st[CJ_MAX_RANK], sp[CJ_MAX_RANK], sd[CJ_MAX_RANK];
-        for (int d = 0; d < n.shape.rank; d++) st[d] = 0, sp[d] = n.shape.dims[d], sd[d] = 1;
-        st[k] = count - 1;
-        sp[k] = -1;
-        sd[k] = -1;
-        ct = cj_build_slice(c->g, ct, st, sp, sd, c->loc, c->err);
-        start = start + (count - 1) * step;
-        step = -step;
-        if (ct < 0) return -1;
-    }
-    if (step > 1) { /* interleave step-1 zeros after each element */
-        cj_shape s = node(c, ct).shape, split = s;
-        for (int d = s.rank; d > k + 1; d--) split.dims[d] = s.dims[d - 1];
-        split.rank = s.rank + 1;
-        split.dims[k + 1] = 1;
-        int x = reshape(c, ct, &split);
-        int parts[2] = {x, -1};
-        cj_shape zs = split;
-        zs.dims[k + 1] = step - 1;
-        parts[1] = zeros(c, &zs, n.dtype);
-        if (x < 0 || parts[1] < 0) return -1;
-        x = cj_build_concatenate(c->g, parts, 2, k + 1, c->loc, c->err);
-        cj_shape merged = s;
-        merged.dims[k] = count * step;
-        ct = reshape(c, x, &merged);
-        if (ct < 0) return -1;
-        /* drop the zeros after the last element */
-        int64_t st[CJ_MAX_RANK], sp[CJ_MAX_RANK], sd[CJ_MAX_RANK];
-        for (int d = 0; d < merged.rank; d++) st[d] = 0, sp[d] = merged.dims[d], sd[d] = 1;
-        sp[k] = (count - 1) * step + 1;
-        ct = cj_build_slice(c->g, ct, st, sp, sd, c->loc, c->err);
-        if (ct < 0) return -1;
-    }
-    int64_t covered = node(c, ct).shape.dims[k];
-    return pad_dim(c, ct, k, start, len - start - covered);
-}
+static int unbroadcast(vjp_ctx *c, int ct, const cj_shape *in) { return cj_build_unbroadcast(c->g, ct, in, c->loc, c->err); }
+static int swap_last(vjp_ctx *c, int x) { return x < 0 ? -1 : cj_build_swap_last(c->g, x, c->loc, c->err); }
 
 /* ---- the rules ------------------------------------------------------------
  * One function per op, found in `rules` by op together with the forward
@@ -565,7 +463,7 @@ RULE(slice) {
     int v = r->g;
     for (int k = 0; k < in.rank && v >= 0; k++) {
         bool whole = n->attrs.start[k] == 0 && n->attrs.step[k] == 1 && n->shape.dims[k] == in.dims[k];
-        if (!whole) v = unslice_dim(c, v, k, in.dims[k], n->attrs.start[k], n->attrs.step[k]);
+        if (!whole) v = cj_build_unslice_dim(c->g, v, k, in.dims[k], n->attrs.start[k], n->attrs.step[k], c->loc, c->err);
     }
     return give(c, r, 0, v);
 }

@@ -225,6 +225,17 @@ int cj_build_triangular_solve(cj_graph *g, int a, int b, int flags, int loc, cj_
  * diagonal when strict; and Phi(x), the lower triangle with its diagonal
  * halved. */
 int cj_build_swap_last(cj_graph *g, int x, int loc, cj_error *err);
+
+/* graph_grad.c: composites the derivative rules share (-1 in gives -1).
+ * v (a reduction over `axes` of a value of shape in) reshaped with those
+ * dims kept as 1 and broadcast back to in; */
+int cj_build_expand_reduced(cj_graph *g, int v, const cj_shape *in, uint32_t axes, int loc, cj_error *err);
+/* ct summed down to shape in, undoing NumPy broadcasting; */
+int cj_build_unbroadcast(cj_graph *g, int ct, const cj_shape *in, int loc, cj_error *err);
+/* the elements of ct along dim k put at positions start, start + step, ...
+ * of a dim of length len, zeros elsewhere (the VJP of a slice). */
+int cj_build_unslice_dim(cj_graph *g, int ct, int k, int64_t len, int64_t start, int64_t step, int loc,
+                         cj_error *err);
 int cj_build_triangle(cj_graph *g, int x, bool lower, bool strict, int loc, cj_error *err);
 int cj_build_phi(cj_graph *g, int x, int loc, cj_error *err);
 /* The reverse-mode rules of the two ops (autodiff.c calls them): a's and

@@ -67,21 +67,16 @@ static int add_opt(jvp_ctx *c, int a, int b) {
     return bin(c, CJ_OP_ADD, a, b);
 }
 
-/* The reduction's result (shape with the reduced dims removed) broadcast
- * back over the input's shape. */
-static int expand_reduced(jvp_ctx *c, int v, const cj_shape *in, uint32_t axes) {
-    if (v < 0) return -1;
-    cj_shape kept = *in;
-    for (int d = 0; d < in->rank; d++)
-        if (axes & (1u << d)) kept.dims[d] = 1;
-    int r = cj_build_reshape(c->g, v, &kept, c->loc, c->err);
-    return r < 0 ? -1 : cj_build_broadcast(c->g, r, in, c->loc, c->err);
-}
 
 /* ---- the rules ------------------------------------------------------------
  * Each gets the node n (its id `id` is its own value), and t[i], the tangent
  * of input i or -1 when it is zero; at least one is present.  It returns the
  * tangent of n, or -1 (with c->err set on failure, else meaning zero). */
+/* graph_grad.c's, with this rule's location and error. */
+static int expand_reduced(jvp_ctx *c, int v, const cj_shape *in, uint32_t axes) {
+    return cj_build_expand_reduced(c->g, v, in, axes, c->loc, c->err);
+}
+
 #define RULE(op) static int jvp_##op(jvp_ctx *c, const cj_node *n, int id, const int *t)
 #define X (n->inputs[0])
 #define Y (n->inputs[1])
