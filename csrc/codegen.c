@@ -29,6 +29,7 @@
 #include "cmath.h"
 #include "codegen_priv.h"
 #include "gemm_small.h"
+#include "matvec.h"
 #include "mathlib.h"
 #include "rt.h"
 
@@ -273,6 +274,11 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     snprintf(name, sizeof name, "%s_k%d", prefix, ki);
     LLVMValueRef start, end;
     new_function(c, name, &start, &end);
+    if (cj_kernel_is_matvec(c->plan, k)) { /* before BLAS: small ones are faster here */
+        cj_matvec_emit(c->mod, c->b, c->fn, c->plan, k);
+        LLVMBuildRetVoid(c->b);
+        return true; /* C written whole: no init */
+    }
     if (k->gemm.on) {
         if (k->gemm.small) cj_gemm_small_emit(c->mod, c->b, c->fn, c->plan, k);
         else emit_gemm_call(c, ki, start, end);

@@ -375,7 +375,8 @@ static int64_t kernel_compile_cost(const cj_kernel *k) {
     return 4 + k->nexprs + 8 * (int64_t)cj_kernel_long_math(k);
 }
 
-static bool is_small_kernel(const cj_kernel *k) {
+static bool is_small_kernel(const cj_plan *p, const cj_kernel *k) {
+    if (p->loop_body) return false; /* it runs every iteration: worth the vectorizer */
     int64_t points = 1;
     for (int d = 0; d < k->rank; d++) points *= k->dims[d];
     return !k->gemm.on && points < CJ_SMALL_KERNEL_POINTS;
@@ -403,7 +404,7 @@ static void *compile_module(void *arg) {
             int functions = 0;
             memset(kernels, 0, (size_t)p->nkernels * sizeof(bool));
             for (; k < p->nkernels; k++) {
-                if (!j->kernels[k] || is_small_kernel(&p->kernels[k]) != (small == 1)) continue;
+                if (!j->kernels[k] || is_small_kernel(p, &p->kernels[k]) != (small == 1)) continue;
                 int64_t c = kernel_compile_cost(&p->kernels[k]);
                 int f = 1 + leads[k];
                 if (functions > 0 && (cost + c > CJ_PIECE_COST || functions + f > CJ_PIECE_FUNCTIONS)) break;
@@ -465,7 +466,7 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     for (int k = 0; k < p->nkernels; k++) {
         if (by_runtime[k]) continue;
         int64_t c = kernel_compile_cost(&p->kernels[k]);
-        if (is_small_kernel(&p->kernels[k])) c = (c + 1) / 2;
+        if (is_small_kernel(p, &p->kernels[k])) c = (c + 1) / 2;
         order[ncompiled++] = (costed_kernel){c, k};
         total += c;
     }

@@ -383,7 +383,7 @@ static cj_status run_groups(cj_executable *x, void *const *slots, const cj_run_p
             run_small_copy(p, kern, slots);
             continue;
         }
-        if (cj_kernel_needs_identity(kern))
+        if (cj_kernel_needs_identity(kern) && !cj_kernel_is_matvec(p, kern)) /* matvec.c writes C whole */
             cj_rt_fill_identity(slots[kern->out_buffer], 0, cj_shape_numel(&p->buffers[kern->out_buffer].shape),
                                 p->buffers[kern->out_buffer].dtype, kern->reduce_op);
         int64_t points = 1;
@@ -394,17 +394,49 @@ static cj_status run_groups(cj_executable *x, void *const *slots, const cj_run_p
     return CJ_OK;
 }
 
+/* The host of buffer b (b itself when it aliases none) and b's offset in it. */
+static int host_of(const cj_plan *p, int b, int64_t *offset) {
+    *offset = 0;
+    while (p->buffers[b].alias_of >= 0) {
+        *offset += p->buffers[b].offset;
+        b = p->buffers[b].alias_of;
+    }
+    return b;
+}
+
 /* See executable.h. */
-cj_status cj_runtime_run_in(cj_executable *x, void *const *params, void *const *outputs, char *arena,
-                            const cj_run_poll *poll, cj_error *err) {
+void cj_runtime_prepare_body(cj_executable *x) {
     const cj_plan *p = &x->plan;
-    void *stack_slots[64];
-    void **slots = p->nbuffers <= 64 ? stack_slots : malloc(sizeof(void *) * (size_t)p->nbuffers);
-    if (!slots) return cj_error_set(err, CJ_ERR_MEMORY, "run: out of memory");
-    bind_slots(p, slots, params, NULL, outputs, arena);
-    cj_status st = run_groups(x, slots, poll, err);
-    if (slots != stack_slots) free(slots);
-    return st;
+    free(x->rebind);
+    x->rebind = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
+    x->nrebind = 0;
+    if (!x->rebind) return;
+    for (int b = 0; b < p->nbuffers; b++) {
+        int64_t offset;
+        cj_buf_kind kind = p->buffers[host_of(p, b, &offset)].kind;
+        if (kind == CJ_BUF_ARRAY) { /* a body has none (the loop passes its values in as parameters) */
+            free(x->rebind);
+            x->rebind = NULL;
+            return;
+        }
+        if (kind != CJ_BUF_TEMP) x->rebind[x->nrebind++] = b;
+    }
+}
+
+/* See executable.h. */
+cj_status cj_runtime_run_in(cj_executable *x, void **slots, bool bound, void *const *params, void *const *outputs,
+                            char *arena, const cj_run_poll *poll, cj_error *err) {
+    const cj_plan *p = &x->plan;
+    if (!bound || !x->rebind) {
+        bind_slots(p, slots, params, NULL, outputs, arena);
+    } else {
+        for (int i = 0; i < x->nrebind; i++) {
+            int64_t offset;
+            const cj_buffer *host = &p->buffers[host_of(p, x->rebind[i], &offset)];
+            slots[x->rebind[i]] = (char *)(host->kind == CJ_BUF_PARAM ? params : outputs)[host->slot] + offset;
+        }
+    }
+    return run_groups(x, slots, poll, err);
 }
 
 /* See pipeline.h. */
