@@ -6,6 +6,9 @@
 #include "pipeline.h"
 #include "stats.h"
 
+typedef struct cj_rebind cj_rebind;
+typedef struct cj_run_step cj_run_step;
+
 struct cj_executable {
     cj_graph *graph;        /* owned copy: names, shapes and source lines */
     cj_plan plan;           /* kernels and buffers */
@@ -16,10 +19,12 @@ struct cj_executable {
     int64_t held_bytes;     /* memory it holds (cj_executable_code_bytes), set by cj_compile */
     bool nested;            /* the body of another's loop: the outer one counts its memory */
     bool has_loops;         /* a kernel is a scan, while or cond (so a run may be long: poll it) */
-    int *rebind;            /* a loop's body: the buffers at a parameter's or an output's bytes, the
-                             * only slots that change between iterations (cj_runtime_prepare_body);
-                             * NULL: every run binds every slot */
+    /* A loop's body (cj_runtime_prepare_body): the slots at a parameter's or
+     * an output's bytes, the only ones that change between iterations, and
+     * how each group runs, worked out once.  NULL: at every run. */
+    struct cj_rebind *rebind;
     int nrebind;
+    struct cj_run_step *steps;
 };
 
 /* Runs x (a loop's body) with its parameters, outputs and temporaries at
@@ -29,8 +34,9 @@ struct cj_executable {
  * same arena, so only the slots of x->rebind are bound again. */
 cj_status cj_runtime_run_in(cj_executable *x, void **slots, bool bound, void *const *params, void *const *outputs,
                             char *arena, const cj_run_poll *poll, cj_error *err);
-/* Fills x->rebind (pipeline.c, for each loop body it compiles); without
- * memory it leaves it NULL, and every iteration binds every slot. */
+/* Fills x->rebind and x->steps (pipeline.c, for each loop body it
+ * compiles); without memory it leaves them NULL, and every iteration
+ * works everything out again. */
 void cj_runtime_prepare_body(cj_executable *x);
 /* Has poll asked to stop?  poll may be NULL.  The clock is read at every
  * question; poll->stop runs once CJ_RUN_POLL_NS have passed since the first

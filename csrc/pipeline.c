@@ -304,6 +304,7 @@ void cj_executable_free(cj_executable *x) {
     free(x->kernels);
     free(x->groups);
     free(x->rebind);
+    free(x->steps);
     free(x);
 }
 
