@@ -207,6 +207,10 @@ static cj_status jit_init(cj_error *err) {
  * loop, its remainder and its interleaving are most of a kernel's compile
  * time.  They share a module of their own, optimized with the short list. */
 #define CJ_SMALL_KERNEL_POINTS 4096
+/* In a loop's body, which runs its kernels once per iteration, the limit
+ * is one vector (16 floats with AVX-512): a tanh over 64 elements took 4x
+ * as long unvectorized, a thousand times per call. */
+#define CJ_SMALL_BODY_KERNEL_POINTS 16
 #define CJ_LLVM_PIPELINE_SMALL "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)"
 
 /* CJIT_DUMP=DIR: write each executable's IR (before and after optimization). */
@@ -376,10 +380,10 @@ static int64_t kernel_compile_cost(const cj_kernel *k) {
 }
 
 static bool is_small_kernel(const cj_plan *p, const cj_kernel *k) {
-    if (p->loop_body) return false; /* it runs every iteration: worth the vectorizer */
     int64_t points = 1;
     for (int d = 0; d < k->rank; d++) points *= k->dims[d];
-    return !k->gemm.on && points < CJ_SMALL_KERNEL_POINTS;
+    /* a loop body's kernel runs every iteration: worth the vectorizer from a vector's width on */
+    return !k->gemm.on && points < (p->loop_body ? CJ_SMALL_BODY_KERNEL_POINTS : CJ_SMALL_KERNEL_POINTS);
 }
 
 /* Compiles job j (a thread's share of the kernels) piece by piece, the

@@ -154,7 +154,7 @@ typedef struct {
     int *output_buffer;     /* buffer index for each graph output */
     bool *donated;          /* per PARAM slot: its bytes may be reused (donate_argnums); may be NULL */
     bool loop_body;         /* a loop's body (loops.c): its kernels run once per iteration, so the
-                             * JIT vectorizes even the small ones (jit_cpu.c) */
+                             * JIT vectorizes small ones too (jit_cpu.c) */
 } cj_plan;
 
 #endif
