@@ -13,7 +13,10 @@
  * cond:  the branch index, clamped to the branches, picks the body that
  *        reads the operands and writes the results.
  * Every body's temporaries are at the start of the workspace, reused by
- * every iteration. */
+ * every iteration.  A body's slot array lives as long as the loop: after
+ * the first iteration only the slots at its parameters and outputs are
+ * bound again (runtime.c), and the clock is read for Ctrl-C only every
+ * poll_stride iterations. */
 #include <stdlib.h>
 #include <string.h>
 
