@@ -44,6 +44,7 @@ demo:
 bench:
 	$(SETUP) $(PYTHON_VENV) jax matplotlib
 	$(PYTHON_VENV)/bin/python benchmarks/run.py
+	$(PYTHON_VENV)/bin/python benchmarks/bench_lax.py
 
 # The tests under AddressSanitizer + UBSan, from a separate venv and build
 # (build/obj-asan).  The Python interpreter is not instrumented, so libasan is

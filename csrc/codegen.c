@@ -30,6 +30,7 @@
 #include "cmath.h"
 #include "codegen_priv.h"
 #include "gemm_small.h"
+#include "matvec.h"
 #include "mathlib.h"
 #include "rt.h"
 
@@ -169,6 +170,11 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     LLVMValueRef start, end;
     new_function(c, name, &start, &end);
     if (c->err->status != CJ_OK) return false;
+    if (cj_kernel_is_matvec(c->plan, k)) { /* before BLAS: small ones are faster here */
+        cj_matvec_emit(c->mod, c->b, c->fn, c->plan, k);
+        LLVMBuildRetVoid(c->b);
+        return true; /* C written whole: no init */
+    }
     if (k->gemm.on) {
         if (k->gemm.small) cj_gemm_small_emit(c->mod, c->b, c->fn, c->plan, k);
         else emit_gemm_call(c, ki, start, end);

@@ -207,6 +207,10 @@ static cj_status jit_init(cj_error *err) {
  * loop, its remainder and its interleaving are most of a kernel's compile
  * time.  They share a module of their own, optimized with the short list. */
 #define CJ_SMALL_KERNEL_POINTS 4096
+/* In a loop's body, which runs its kernels once per iteration, the limit
+ * is one vector (16 floats with AVX-512): a tanh over 64 elements took 4x
+ * as long unvectorized, a thousand times per call. */
+#define CJ_SMALL_BODY_KERNEL_POINTS 16
 #define CJ_LLVM_PIPELINE_SMALL "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)"
 
 /* CJIT_DUMP=DIR: write each executable's IR (before and after optimization). */
@@ -375,10 +379,11 @@ static int64_t kernel_compile_cost(const cj_kernel *k) {
     return 4 + k->nexprs + 8 * (int64_t)cj_kernel_long_math(k);
 }
 
-static bool is_small_kernel(const cj_kernel *k) {
+static bool is_small_kernel(const cj_plan *p, const cj_kernel *k) {
     int64_t points = 1;
     for (int d = 0; d < k->rank; d++) points *= k->dims[d];
-    return !k->gemm.on && points < CJ_SMALL_KERNEL_POINTS;
+    /* a loop body's kernel runs every iteration: worth the vectorizer from a vector's width on */
+    return !k->gemm.on && points < (p->loop_body ? CJ_SMALL_BODY_KERNEL_POINTS : CJ_SMALL_KERNEL_POINTS);
 }
 
 /* Compiles job j (a thread's share of the kernels) piece by piece, the
@@ -403,7 +408,7 @@ static void *compile_module(void *arg) {
             int functions = 0;
             memset(kernels, 0, (size_t)p->nkernels * sizeof(bool));
             for (; k < p->nkernels; k++) {
-                if (!j->kernels[k] || is_small_kernel(&p->kernels[k]) != (small == 1)) continue;
+                if (!j->kernels[k] || is_small_kernel(p, &p->kernels[k]) != (small == 1)) continue;
                 int64_t c = kernel_compile_cost(&p->kernels[k]);
                 int f = 1 + leads[k];
                 if (functions > 0 && (cost + c > CJ_PIECE_COST || functions + f > CJ_PIECE_FUNCTIONS)) break;
@@ -465,7 +470,7 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     for (int k = 0; k < p->nkernels; k++) {
         if (by_runtime[k]) continue;
         int64_t c = kernel_compile_cost(&p->kernels[k]);
-        if (is_small_kernel(&p->kernels[k])) c = (c + 1) / 2;
+        if (is_small_kernel(p, &p->kernels[k])) c = (c + 1) / 2;
         order[ncompiled++] = (costed_kernel){c, k};
         total += c;
     }

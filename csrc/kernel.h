@@ -153,6 +153,8 @@ typedef struct {
     int ngroups;
     int *output_buffer;     /* buffer index for each graph output */
     bool *donated;          /* per PARAM slot: its bytes may be reused (donate_argnums); may be NULL */
+    bool loop_body;         /* a loop's body (loops.c): its kernels run once per iteration, so the
+                             * JIT vectorizes small ones too (jit_cpu.c) */
 } cj_plan;
 
 #endif
@@ -197,6 +199,14 @@ bool cj_kernel_needs_identity(const cj_kernel *k);
 /* Is kernel k a copy the runtime may do: one load of a buffer of the
  * output's dtype, stored unchanged, over fewer than CJ_RUNTIME_COPY_POINTS points? */
 bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k);
+/* A, b of a matrix-vector product C = A @ b this big or smaller run as
+ * cjit's own kernel (matvec.c) even when BLAS would take them. */
+#define CJ_MATVEC_MAX_A_BYTES ((int64_t)128 * 1024)
+/* Is kernel k a float matrix-vector product (loops (M, K) or (M, K, 1),
+ * K reduced, A read along K, or along M with 8 rows or more, b not moving with M) that the CPU
+ * runs as matvec.c's vectorized kernel?  That kernel writes C whole, so
+ * the output needs no identity fill first. */
+bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);
 /* Bytes of heap the plan holds (not the graph's). */

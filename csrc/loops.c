@@ -24,6 +24,7 @@ static cj_status lower_loop(cj_plan *p, cj_loop_plan *L, const cj_lower_options 
     int64_t arena = 0;
     for (int j = 0; j < b->ngraphs; j++) {
         if (lower(b->graphs[j], &inner, &L->lowered[j], err) != CJ_OK) return err->status;
+        L->lowered[j].plan.loop_body = true;
         L->plans[j] = &L->lowered[j].plan;
         if (L->lowered[j].plan.arena_bytes > arena) arena = L->lowered[j].plan.arena_bytes;
     }

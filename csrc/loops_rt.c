@@ -13,7 +13,10 @@
  * cond:  the branch index, clamped to the branches, picks the body that
  *        reads the operands and writes the results.
  * Every body's temporaries are at the start of the workspace, reused by
- * every iteration. */
+ * every iteration.  A body's slot array lives as long as the loop: after
+ * the first iteration only the slots at its parameters and outputs are
+ * bound again (runtime.c), and the clock is read for Ctrl-C only every
+ * poll_stride iterations. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +42,42 @@ static bool args_init(arg_lists *a, int nparams, int noutputs) {
     return true;
 }
 
+/* One body's buffer slots, kept from one iteration to the next so that
+ * only those at parameters and outputs are bound again (runtime.c). */
+typedef struct {
+    void **slots;
+    void *small[MAX_ARGS];
+    bool bound;
+} body_slots;
+
+static bool slots_init(body_slots *s, const cj_executable *x) {
+    s->bound = false;
+    s->slots = x->plan.nbuffers <= MAX_ARGS ? s->small : malloc(sizeof(void *) * (size_t)x->plan.nbuffers);
+    return s->slots != NULL;
+}
+
+static void slots_free(body_slots *s) {
+    if (s->slots != s->small) free(s->slots);
+}
+
+static cj_status run_in(cj_body_runner *run_body, cj_executable *x, body_slots *s, void *const *params,
+                        void *const *outputs, char *work, cj_error *err) {
+    cj_status st = run_body(x, s->slots, s->bound, params, outputs, work, NULL, err);
+    s->bound = true;
+    return st;
+}
+
+/* Iterations between two looks at the clock for Ctrl-C: a clock read took
+ * as long as a small body's whole iteration, so a body of w units of work
+ * (flops + bytes, as cost_analysis counts them) looks every
+ * POLL_WORK / w iterations (at most 1024), about a millisecond apart. */
+#define POLL_WORK ((int64_t)1 << 20)
+static int64_t poll_stride(const cj_executable *x, const cj_executable *y) {
+    int64_t w = x->flops + x->bytes_accessed + (y ? y->flops + y->bytes_accessed : 0);
+    int64_t stride = POLL_WORK / (w > 0 ? w : 1);
+    return stride < 1 ? 1 : stride > 1024 ? 1024 : stride;
+}
+
 static int64_t nbytes_of(const cj_shape *s, cj_dtype dt) { return cj_shape_numel(s) * cj_dtype_size(dt); }
 
 /* Where result k of L lives in this call. */
@@ -52,7 +91,12 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
     int nc = b->ncarry, nx = b->nxs, nk = b->nconsts, ny = b->nys;
     char *work = slots[L->work_buf];
     arg_lists a;
-    if (!args_init(&a, 1 + nc + nx + nk, nc + ny)) return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+    body_slots bs;
+    if (!slots_init(&bs, L->exe[0])) return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+    if (!args_init(&a, 1 + nc + nx + nk, nc + ny)) {
+        slots_free(&bs);
+        return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+    }
     int32_t index = 0;
     a.params[0] = &index;
     for (int j = 0; j < nk; j++) a.params[1 + nc + nx + j] = slots[L->in_buf[nc + nx + j]];
@@ -63,7 +107,7 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
             memmove(result_at(L, slots, c), slots[L->in_buf[c]], (size_t)nbytes_of(&b->result_shape[c], b->result_dtype[c]));
         goto done;
     }
-    int64_t next_poll = 0;
+    int64_t next_poll = 0, stride = poll_stride(L->exe[0], NULL);
     for (int64_t it = 0; it < n; it++) {
         int64_t i = b->reverse ? n - 1 - it : it;
         index = (int32_t)i;
@@ -81,15 +125,17 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
             int64_t row = nbytes_of(&b->result_shape[nc + y], b->result_dtype[nc + y]) / n;
             a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row;
         }
-        if ((st = run_body(L->exe[0], (void *const *)a.params, (void *const *)a.outputs, work, NULL, err)) != CJ_OK)
+        if ((st = run_in(run_body, L->exe[0], &bs, (void *const *)a.params, (void *const *)a.outputs, work, err)) !=
+            CJ_OK)
             break;
-        if (cj_runtime_poll(poll, &next_poll)) {
+        if (it % stride == 0 && cj_runtime_poll(poll, &next_poll)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a scan");
             break;
         }
     }
 done:
     free(a.heap);
+    slots_free(&bs);
     return st;
 }
 
@@ -100,23 +146,30 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
     char *work = slots[L->work_buf];
     bool *pred = (bool *)(work + L->pred_offset);
     arg_lists a;
-    if (!args_init(&a, nc + nk, nc + 1)) return cj_error_set(err, CJ_ERR_MEMORY, "while: out of memory");
+    body_slots cs, bs;
+    if (!slots_init(&cs, L->exe[0])) return cj_error_set(err, CJ_ERR_MEMORY, "while: out of memory");
+    if (!slots_init(&bs, L->exe[1]) || !args_init(&a, nc + nk, nc + 1)) {
+        slots_free(&cs);
+        slots_free(&bs);
+        return cj_error_set(err, CJ_ERR_MEMORY, "while: out of memory");
+    }
     for (int j = 0; j < nk; j++) a.params[nc + j] = slots[L->in_buf[nc + j]];
     for (int c = 0; c < nc; c++) a.params[c] = slots[L->in_buf[c]];
     int where = 0; /* the carries are in: 0 the inputs, 1 the results, 2 the spares */
     cj_status st = CJ_OK;
-    int64_t next_poll = 0;
-    for (;;) {
+    int64_t next_poll = 0, stride = poll_stride(L->exe[0], L->exe[1]);
+    for (int64_t it = 0;; it++) {
         void *pred_out = pred;
-        if ((st = run_body(L->exe[0], (void *const *)a.params, &pred_out, work, NULL, err)) != CJ_OK) break;
+        if ((st = run_in(run_body, L->exe[0], &cs, (void *const *)a.params, &pred_out, work, err)) != CJ_OK) break;
         if (!*pred) break;
         int to = where == 1 ? 2 : 1;
         for (int c = 0; c < nc; c++) a.outputs[c] = to == 1 ? result_at(L, slots, c) : work + L->spare_offset[c];
-        if ((st = run_body(L->exe[1], (void *const *)a.params, (void *const *)a.outputs, work, NULL, err)) != CJ_OK)
+        if ((st = run_in(run_body, L->exe[1], &bs, (void *const *)a.params, (void *const *)a.outputs, work, err)) !=
+            CJ_OK)
             break;
         for (int c = 0; c < nc; c++) a.params[c] = a.outputs[c];
         where = to;
-        if (cj_runtime_poll(poll, &next_poll)) {
+        if (it % stride == 0 && cj_runtime_poll(poll, &next_poll)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a while loop");
             break;
         }
@@ -125,6 +178,8 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
         for (int c = 0; c < nc; c++)
             memmove(result_at(L, slots, c), a.params[c], (size_t)nbytes_of(&b->result_shape[c], b->result_dtype[c]));
     free(a.heap);
+    slots_free(&cs);
+    slots_free(&bs);
     return st;
 }
 
@@ -132,14 +187,20 @@ static cj_status run_cond(const cj_loop_plan *L, void *const *slots, cj_body_run
     const cj_body *b = L->body;
     int no = b->ncarry, nk = b->nconsts, nr = b->nresults;
     arg_lists a;
-    if (!args_init(&a, no + nk, nr)) return cj_error_set(err, CJ_ERR_MEMORY, "cond: out of memory");
     int32_t index = *(const int32_t *)slots[L->in_buf[0]];
     int branch = index < 0 ? 0 : index >= b->ngraphs ? b->ngraphs - 1 : index; /* clamped, as lax.switch */
+    body_slots bs;
+    if (!slots_init(&bs, L->exe[branch])) return cj_error_set(err, CJ_ERR_MEMORY, "cond: out of memory");
+    if (!args_init(&a, no + nk, nr)) {
+        slots_free(&bs);
+        return cj_error_set(err, CJ_ERR_MEMORY, "cond: out of memory");
+    }
     for (int j = 0; j < no + nk; j++) a.params[j] = slots[L->in_buf[1 + j]];
     for (int r = 0; r < nr; r++) a.outputs[r] = result_at(L, slots, r);
-    cj_status st = run_body(L->exe[branch], (void *const *)a.params, (void *const *)a.outputs,
-                                     slots[L->work_buf], NULL, err);
+    cj_status st = run_in(run_body, L->exe[branch], &bs, (void *const *)a.params, (void *const *)a.outputs,
+                          slots[L->work_buf], err);
     free(a.heap);
+    slots_free(&bs);
     return st;
 }
 

@@ -82,6 +82,7 @@ static cj_status compile_loops(cj_executable *x, const cj_cancel *cancel, bool k
             L->exe[j] = from_lowered(&L->lowered[j], cancel, keep_objects, err);
             if (!L->exe[j]) return err->status;
             L->exe[j]->nested = true;
+            cj_runtime_prepare_body(L->exe[j]);
             L->plans[j] = &L->exe[j]->plan;
         }
     }
@@ -498,6 +499,8 @@ void cj_executable_free(cj_executable *x) {
     if (x->graph) cj_graph_free(x->graph);
     free(x->kernels);
     free(x->groups);
+    free(x->rebind);
+    free(x->steps);
     free(x);
 }
 

@@ -89,6 +89,21 @@ void cj_kernel_collapse(cj_kernel *k) {
 }
 
 /* See kernel.h. */
+bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k) {
+    cj_dtype dt = p->buffers[k->out_buffer].dtype;
+    if ((dt != CJ_FLOAT32 && dt != CJ_FLOAT64) || k->loop || k->call || k->scatter.on || k->nalso || k->nexprs != 3)
+        return false;
+    if (k->rank == 3 ? k->dims[2] != 1 : k->rank != 2) return false;
+    if (k->reduced != 2u || k->reduce_op != CJ_OP_REDUCE_SUM || k->out_index.stride[1] != 0) return false;
+    const cj_expr *a = &k->exprs[0], *b = &k->exprs[1], *mul = &k->exprs[2];
+    if (a->kind != CJ_EX_LOAD || b->kind != CJ_EX_LOAD || mul->kind != CJ_EX_OP || mul->op != CJ_OP_MUL ||
+        mul->args[0] != 0 || mul->args[1] != 1 || a->dtype != dt || b->dtype != dt || mul->dtype != dt)
+        return false;
+    if (b->index.stride[0] != 0 || (a->index.stride[1] != 1 && !(a->index.stride[0] == 1 && k->dims[0] >= 8))) return false;
+    return k->dims[0] * k->dims[1] * (int64_t)cj_dtype_size(dt) <= CJ_MATVEC_MAX_A_BYTES;
+}
+
+/* See kernel.h. */
 bool cj_kernel_needs_identity(const cj_kernel *k) { return (k->reduced != 0 && !k->gemm.on) || k->scatter.on; }
 
 /* See kernel.h. */
@@ -244,7 +259,7 @@ char *cj_plan_to_text(const cj_plan *p) {
         bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
         bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern);
         put(&t, "  stage %d: %s%s%s%s  loops [", k, kern->label ? kern->label : "?",
-            kern->gemm.small ? " (small gemm)" : kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
+            cj_kernel_is_matvec(p, kern) ? " (matvec)" : kern->gemm.small ? " (small gemm)" : kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
             recomputed ? " (recomputed for the backward pass)" : "");
         for (int d = 0; d < kern->rank; d++)
             put(&t, "%s%lld%s", d ? ", " : "", (long long)kern->dims[d], kern->reduced & (1u << d) ? "r" : "");

@@ -349,6 +349,41 @@ static void bind_slots(const cj_plan *p, void **slots, void *const *params, void
     }
 }
 
+/* How group g of x runs: its compiled function (a group's driver or a
+ * kernel) over loop 0's [0, n), split across the pool or not, after the
+ * output is filled with the identity or not; or, fn NULL, a loop or a
+ * small copy the runtime does itself. */
+struct cj_run_step {
+    cj_kernel_fn fn;
+    int64_t n;
+    bool split, coarse, fill;
+};
+
+static cj_run_step step_of(const cj_executable *x, int g) {
+    const cj_plan *p = &x->plan;
+    const cj_group *grp = &p->groups[g];
+    const cj_kernel *kern = &p->kernels[grp->first];
+    cj_run_step s = {0};
+    if (x->groups[g]) { /* stages sharing their rows: the driver runs them block by block */
+        int64_t points = 0;
+        for (int k = grp->first; k < grp->first + grp->count; k++) {
+            int64_t n = 1;
+            for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
+            points += n;
+        }
+        return (cj_run_step){x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, kern->gemm.on, false};
+    }
+    if (kern->loop || !x->kernels[grp->first]) return s;
+    int64_t points = 1;
+    for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
+    s.fn = x->kernels[grp->first];
+    s.n = kern->rank > 0 ? kern->dims[0] : 1;
+    s.split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
+    s.coarse = kern->gemm.on;
+    s.fill = cj_kernel_needs_identity(kern) && !cj_kernel_is_matvec(p, kern); /* matvec.c writes C whole */
+    return s;
+}
+
 /* Runs x's groups in order on bound slots. */
 static cj_status run_groups(cj_executable *x, void *const *slots, const cj_run_poll *poll, cj_error *err) {
     const cj_plan *p = &x->plan;
@@ -359,52 +394,79 @@ static cj_status run_groups(cj_executable *x, void *const *slots, const cj_run_p
             cj_stats_cancelled();
             return cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped between kernels");
         }
-        const cj_group *grp = &p->groups[g];
-        if (x->groups[g]) {
-            /* stages sharing their rows: the driver runs them block by block */
-            int64_t points = 0;
-            for (int k = grp->first; k < grp->first + grp->count; k++) {
-                int64_t n = 1;
-                for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
-                points += n;
-            }
-            parallel_for(x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, p->kernels[grp->first].gemm.on,
-                         slots);
-            continue;
-        }
-        int k = grp->first;
-        const cj_kernel *kern = &p->kernels[k];
-        if (kern->loop) { /* a scan, while or cond: its bodies run (loops_rt.c) */
+        cj_run_step step = x->steps ? x->steps[g] : step_of(x, g);
+        const cj_kernel *kern = &p->kernels[p->groups[g].first];
+        if (step.fn) {
+            if (step.fill)
+                cj_rt_fill_identity(slots[kern->out_buffer], 0, cj_shape_numel(&p->buffers[kern->out_buffer].shape),
+                                    p->buffers[kern->out_buffer].dtype, kern->reduce_op);
+            parallel_for(step.fn, step.n, step.split, step.coarse, slots);
+        } else if (kern->loop) { /* a scan, while or cond: its bodies run (loops_rt.c) */
             cj_status st = cj_loop_run(p, kern, slots, poll, cj_runtime_run_in, err);
             if (st != CJ_OK) return st;
-            continue;
-        }
-        if (!x->kernels[k]) { /* a small copy, not compiled (jit_cpu.c, cj_kernel_is_small_copy) */
+        } else { /* a small copy, not compiled (jit_cpu.c, cj_kernel_is_small_copy) */
             run_small_copy(p, kern, slots);
-            continue;
         }
-        if (cj_kernel_needs_identity(kern))
-            cj_rt_fill_identity(slots[kern->out_buffer], 0, cj_shape_numel(&p->buffers[kern->out_buffer].shape),
-                                p->buffers[kern->out_buffer].dtype, kern->reduce_op);
-        int64_t points = 1;
-        for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
-        bool split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
-        parallel_for(x->kernels[k], kern->rank > 0 ? kern->dims[0] : 1, split, kern->gemm.on, slots);
     }
     return CJ_OK;
 }
 
+/* The host of buffer b (b itself when it aliases none) and b's offset in it. */
+static int host_of(const cj_plan *p, int b, int64_t *offset) {
+    *offset = 0;
+    while (p->buffers[b].alias_of >= 0) {
+        *offset += p->buffers[b].offset;
+        b = p->buffers[b].alias_of;
+    }
+    return b;
+}
+
+/* A slot bound at every iteration: buffer b at `offset` bytes into
+ * parameter or output `slot`. */
+struct cj_rebind {
+    int buffer, slot;
+    bool param;
+    int64_t offset;
+};
+
 /* See executable.h. */
-cj_status cj_runtime_run_in(cj_executable *x, void *const *params, void *const *outputs, char *arena,
-                            const cj_run_poll *poll, cj_error *err) {
+void cj_runtime_prepare_body(cj_executable *x) {
     const cj_plan *p = &x->plan;
-    void *stack_slots[64];
-    void **slots = p->nbuffers <= 64 ? stack_slots : malloc(sizeof(void *) * (size_t)p->nbuffers);
-    if (!slots) return cj_error_set(err, CJ_ERR_MEMORY, "run: out of memory");
-    bind_slots(p, slots, params, NULL, outputs, arena);
-    cj_status st = run_groups(x, slots, poll, err);
-    if (slots != stack_slots) free(slots);
-    return st;
+    x->rebind = malloc(sizeof(cj_rebind) * ((size_t)p->nbuffers + 1));
+    x->steps = malloc(sizeof(cj_run_step) * ((size_t)p->ngroups + 1));
+    x->nrebind = 0;
+    bool ok = x->rebind && x->steps;
+    for (int b = 0; ok && b < p->nbuffers; b++) {
+        int64_t offset;
+        const cj_buffer *host = &p->buffers[host_of(p, b, &offset)];
+        /* a body has no ARRAY buffers (the loop passes every value in as a parameter) */
+        ok = host->kind != CJ_BUF_ARRAY;
+        if (host->kind == CJ_BUF_PARAM || host->kind == CJ_BUF_OUTPUT)
+            x->rebind[x->nrebind++] = (cj_rebind){b, host->slot, host->kind == CJ_BUF_PARAM, offset};
+    }
+    if (!ok) { /* every iteration works everything out again */
+        free(x->rebind);
+        free(x->steps);
+        x->rebind = NULL;
+        x->steps = NULL;
+        return;
+    }
+    for (int g = 0; g < p->ngroups; g++) x->steps[g] = step_of(x, g);
+}
+
+/* See executable.h. */
+cj_status cj_runtime_run_in(cj_executable *x, void **slots, bool bound, void *const *params, void *const *outputs,
+                            char *arena, const cj_run_poll *poll, cj_error *err) {
+    const cj_plan *p = &x->plan;
+    if (!bound || !x->rebind) {
+        bind_slots(p, slots, params, NULL, outputs, arena);
+    } else {
+        for (int i = 0; i < x->nrebind; i++) {
+            const cj_rebind *r = &x->rebind[i];
+            slots[r->buffer] = (char *)(r->param ? params : outputs)[r->slot] + r->offset;
+        }
+    }
+    return run_groups(x, slots, poll, err);
 }
 
 /* See pipeline.h. */

@@ -237,3 +237,37 @@ def test_exit_during_a_daemon_threads_compile():
         time.sleep(0.2)
         print("ok")
     """)
+
+
+def test_ctrl_c_stops_a_long_loop_of_tiny_steps():
+    # a body of a few flops looks at the clock only every few hundred
+    # iterations (loops_rt.c, poll_stride): a signal still stops the loop,
+    # which would otherwise run for minutes, and the same function then
+    # gives NumPy's result
+    out = run_script("""
+        import os, signal, threading, time
+        from cjit import lax
+
+        def run(y0, n):
+            return lax.fori_loop(0, n, lambda i, y: y * 0.5 + 1.0, y0)
+
+        f = cjit.jit(run, static_argnums=(1,))
+        y0 = np.zeros(2, np.float32)
+        np.testing.assert_allclose(f(y0, 3), [1.75, 1.75])
+        before = cjit.memory_stats()["bytes_in_use"]
+        threading.Thread(target=lambda: (time.sleep(0.3), os.kill(os.getpid(), signal.SIGINT))).start()
+        t0 = time.perf_counter()
+        try:
+            f(y0, 2_000_000_000)
+            raise AssertionError("the loop ran to its end")
+        except KeyboardInterrupt:
+            pass
+        assert cjit.memory_stats()["bytes_in_use"] == before
+        ref = np.float32(0.0)
+        for _ in range(40):
+            ref = ref * np.float32(0.5) + np.float32(1.0)
+        np.testing.assert_allclose(f(y0, 40), [ref, ref])
+        print(f"stopped after {time.perf_counter() - t0:.2f} s")
+        print("ok")
+    """)
+    print(out)
