@@ -64,7 +64,7 @@ def main():
     print("| batch | layers | keep | cjit ms | JAX ms | JAX / cjit |")
     print("|---|---|---|---|---|---|")
     for batch, sizes, keep in CASES:
-        params = [(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m), np.zeros(n, np.float32))
+        params = [((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32), np.zeros(n, np.float32))
                   for m, n in zip(sizes[:-1], sizes[1:])]
         x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
         y = np.eye(sizes[-1], dtype=np.float32)[rng.integers(0, sizes[-1], batch)]

@@ -49,7 +49,7 @@ def main():
     print("| batch | layers | cjit ms | JAX ms | cjit loop of grads ms |")
     print("|---|---|---|---|---|")
     for batch, sizes in CASES:
-        params = [(rng.standard_normal((m, n)).astype(np.float32) / np.sqrt(m), np.zeros(n, np.float32))
+        params = [((rng.standard_normal((m, n)) / np.sqrt(m)).astype(np.float32), np.zeros(n, np.float32))
                   for m, n in zip(sizes[:-1], sizes[1:])]
         xs = rng.standard_normal((batch, sizes[0])).astype(np.float32)
         ys = rng.standard_normal((batch, sizes[-1])).astype(np.float32)
