@@ -30,6 +30,7 @@
 #include <llvm-c/TargetMachine.h> /* LLVMGetHostCPUFeatures */
 
 #include "gemm_small.h"
+#include "ir_kernel.h"
 
 /* The size rule, from measurements on one core (AMD Zen 3, AVX2; the
  * figures are in docs/ARCHITECTURE.md): up to 16 rows in float32 and 12
@@ -101,37 +102,11 @@ static LLVMValueRef mul(gen *g, LLVMValueRef x, int64_t s) {
     return s == 1 ? x : LLVMBuildMul(g->b, x, i64c(g, s), "");
 }
 
-/* A counted loop [lo, hi) stepping `step`; the body is emitted between
- * loop_open and loop_close.  hi - lo is a multiple of step.  A loop known
- * to run (lo < hi) enters unconditionally, so the values its last
- * iteration computes can be used after it. */
-typedef struct {
-    LLVMBasicBlockRef pre, body, exit;
-    LLVMValueRef iv, hi;
-} loop;
-
+typedef cj_ir_loop loop;   /* ir_kernel.h */
 static LLVMValueRef loop_open(gen *g, loop *L, LLVMValueRef lo, LLVMValueRef hi, const char *name) {
-    L->pre = LLVMGetInsertBlock(g->b);
-    L->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, name);
-    L->exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
-    L->hi = hi;
-    bool runs = LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi) &&
-                LLVMConstIntGetSExtValue(lo) < LLVMConstIntGetSExtValue(hi);
-    if (runs) LLVMBuildBr(g->b, L->body);
-    else LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""), L->body, L->exit);
-    LLVMPositionBuilderAtEnd(g->b, L->body);
-    L->iv = LLVMBuildPhi(g->b, g->i64, name);
-    LLVMAddIncoming(L->iv, &lo, &L->pre, 1);
-    return L->iv;
+    return cj_ir_loop_open(g->ctx, g->b, g->fn, L, lo, hi, name);
 }
-
-static void loop_close(gen *g, loop *L, int64_t step) {
-    LLVMValueRef next = add(g, L->iv, i64c(g, step));
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
-    LLVMAddIncoming(L->iv, &next, &latch, 1);
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, L->hi, ""), L->body, L->exit);
-    LLVMPositionBuilderAtEnd(g->b, L->exit);
-}
+static void loop_close(gen *g, loop *L, int64_t step) { cj_ir_loop_close(g->b, L, step); }
 
 static LLVMValueRef elem_ptr(gen *g, LLVMValueRef base, LLVMValueRef off) {
     return LLVMBuildInBoundsGEP2(g->b, g->t, base, &off, 1, "");
@@ -238,12 +213,7 @@ static void rows(gen *g, LLVMValueRef a0, LLVMValueRef b0, LLVMValueRef c0, LLVM
     }
 }
 
-static LLVMValueRef data_pointer(gen *g, int buffer) {
-    LLVMValueRef idx = i64c(g, buffer);
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(g->ctx, 0);
-    LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, ptr, LLVMGetParam(g->fn, 2), &idx, 1, "slot");
-    return LLVMBuildLoad2(g->b, ptr, slot, "data");
-}
+static LLVMValueRef data_pointer(gen *g, int buffer) { return cj_ir_kernel_buffer(g->ctx, g->b, g->fn, buffer); }
 
 /* The batch loops from d on, then the rows; a0, b0, c0 accumulate the
  * batch offsets. */

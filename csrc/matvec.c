@@ -20,6 +20,7 @@
 #include <stdbool.h>
 
 #include "matvec.h"
+#include "ir_kernel.h"
 
 #include "gemm_small.h"
 
@@ -86,35 +87,11 @@ static LLVMValueRef lanes_sum(gen *g, LLVMValueRef v, int w) {
     return s;
 }
 
-/* A counted loop [lo, hi) by `step`; hi - lo is a multiple of step.  One
- * with constant bounds that runs is entered unconditionally. */
-typedef struct {
-    LLVMBasicBlockRef pre, body, exit;
-    LLVMValueRef iv, hi;
-} loop;
-
+typedef cj_ir_loop loop;   /* ir_kernel.h */
 static LLVMValueRef loop_open(gen *g, loop *L, LLVMValueRef lo, LLVMValueRef hi, const char *name) {
-    L->pre = LLVMGetInsertBlock(g->b);
-    L->body = LLVMAppendBasicBlockInContext(g->ctx, g->fn, name);
-    L->exit = LLVMAppendBasicBlockInContext(g->ctx, g->fn, "done");
-    L->hi = hi;
-    bool runs = LLVMIsAConstantInt(lo) && LLVMIsAConstantInt(hi) &&
-                LLVMConstIntGetSExtValue(lo) < LLVMConstIntGetSExtValue(hi);
-    if (runs) LLVMBuildBr(g->b, L->body); /* so that values of its last iteration can be used after it */
-    else LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, lo, hi, ""), L->body, L->exit);
-    LLVMPositionBuilderAtEnd(g->b, L->body);
-    L->iv = LLVMBuildPhi(g->b, g->i64, name);
-    LLVMAddIncoming(L->iv, &lo, &L->pre, 1);
-    return L->iv;
+    return cj_ir_loop_open(g->ctx, g->b, g->fn, L, lo, hi, name);
 }
-
-static void loop_close(gen *g, loop *L, int64_t step) {
-    LLVMValueRef next = add(g, L->iv, i64c(g, step));
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
-    LLVMAddIncoming(L->iv, &next, &latch, 1);
-    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, L->hi, ""), L->body, L->exit);
-    LLVMPositionBuilderAtEnd(g->b, L->exit);
-}
+static void loop_close(gen *g, loop *L, int64_t step) { cj_ir_loop_close(g->b, L, step); }
 
 /* [lo, lo + (hi - lo) / step * step): where whole tiles of `step` end. */
 static LLVMValueRef tiled_end(gen *g, LLVMValueRef lo, LLVMValueRef hi, int64_t step) {
@@ -212,12 +189,7 @@ static void column_rows(gen *g, LLVMValueRef lo, LLVMValueRef hi) {
     loop_close(g, &L, 1);
 }
 
-static LLVMValueRef data_pointer(gen *g, int buffer) {
-    LLVMValueRef idx = i64c(g, buffer);
-    LLVMTypeRef ptr = LLVMPointerTypeInContext(g->ctx, 0);
-    LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, ptr, LLVMGetParam(g->fn, 2), &idx, 1, "slot");
-    return LLVMBuildLoad2(g->b, ptr, slot, "data");
-}
+static LLVMValueRef data_pointer(gen *g, int buffer) { return cj_ir_kernel_buffer(g->ctx, g->b, g->fn, buffer); }
 
 /* See matvec.h. */
 void cj_matvec_emit(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef fn, const cj_plan *plan, const cj_kernel *k) {
