@@ -43,7 +43,7 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
         LLVMValueRef r1 = LLVMBuildSelect(b, past, end, next, "r1");
         for (int s = g->first; s < g->first + g->count; s++) {
             const cj_kernel *k = &p->kernels[s];
-            if (cj_kernel_needs_identity(k) && !cj_kernel_is_matvec(p, k)) { /* matvec.c writes C whole */
+            if (cj_kernel_cpu_needs_identity(p, k)) {
                 /* fill this block's rows of the output with the identity first */
                 int64_t row = cj_shape_numel(&p->buffers[k->out_buffer].shape) / g->rows;
                 LLVMValueRef rs = LLVMConstInt(i64, (unsigned long long)row, 0);

@@ -191,6 +191,8 @@ void cj_call_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc);
 /* Does kernel k accumulate into its output in a loop nest (so that the
  * output must hold the identity first)? */
 bool cj_kernel_needs_identity(const cj_kernel *k);
+/* The same on the CPU, whose matvec kernels (matvec.c) write C whole. */
+bool cj_kernel_cpu_needs_identity(const cj_plan *p, const cj_kernel *k);
 /* Kernels that copy fewer points than this, element for element, are not
  * compiled when they run alone (not in a group of stages): the runtime
  * copies (runtime.c).  A concatenate of 10,000 small arrays was 10,000

@@ -69,6 +69,15 @@ cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, 
 
 static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool keep_objects, cj_error *err);
 
+/* Makes exe, compiled or loaded, body j of loop plan L: a loop's body, its
+ * run worked out once (cj_runtime_prepare_body). */
+static void adopt_body(cj_loop_plan *L, int j, cj_executable *exe) {
+    exe->nested = true;
+    cj_runtime_prepare_body(exe);
+    L->exe[j] = exe;
+    L->plans[j] = &exe->plan;
+}
+
 /* Compiles the bodies of x's loop kernels (control flow, loops.h) into
  * executables of their own, which the loop plans hold (each keeping its
  * object files too when x does: a disk cache entry holds every body's). */
@@ -79,11 +88,9 @@ static cj_status compile_loops(cj_executable *x, const cj_cancel *cancel, bool k
         x->has_loops = true;
         L->free_exe = cj_executable_free;
         for (int j = 0; j < L->body->ngraphs; j++) {
-            L->exe[j] = from_lowered(&L->lowered[j], cancel, keep_objects, err);
-            if (!L->exe[j]) return err->status;
-            L->exe[j]->nested = true;
-            cj_runtime_prepare_body(L->exe[j]);
-            L->plans[j] = &L->exe[j]->plan;
+            cj_executable *exe = from_lowered(&L->lowered[j], cancel, keep_objects, err);
+            if (!exe) return err->status;
+            adopt_body(L, j, exe);
         }
     }
     return CJ_OK;
@@ -390,9 +397,9 @@ static bool read_loop(cj_rbuf *r, cj_executable *x, int k, const cj_loc_pool *po
     L->work_bytes = cj_get_int(r, 0, INT64_MAX);
     if (r->bad || !loop_fits(&x->plan, n, g, kern, L)) return r->bad = true, false;
     for (int j = 0; j < b->ngraphs; j++) {
-        if (!(L->exe[j] = read_exe(r, pool, depth + 1, err))) return false;
-        L->exe[j]->nested = true;
-        L->plans[j] = &L->exe[j]->plan;
+        cj_executable *exe = read_exe(r, pool, depth + 1, err);
+        if (!exe) return false;
+        adopt_body(L, j, exe);
         if (!body_fits(g, n, L, j, L->exe[j])) return r->bad = true, false;
     }
     x->has_loops = true;

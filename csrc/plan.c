@@ -107,6 +107,11 @@ bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k) {
 bool cj_kernel_needs_identity(const cj_kernel *k) { return (k->reduced != 0 && !k->gemm.on) || k->scatter.on; }
 
 /* See kernel.h. */
+bool cj_kernel_cpu_needs_identity(const cj_plan *p, const cj_kernel *k) {
+    return cj_kernel_needs_identity(k) && !cj_kernel_is_matvec(p, k);
+}
+
+/* See kernel.h. */
 void cj_call_describe(const cj_plan *p, const cj_kernel *k, int64_t *desc) {
     const cj_buffer *a = &p->buffers[k->exprs[0].buffer];
     const cj_buffer *b = k->nexprs > 1 ? &p->buffers[k->exprs[1].buffer] : NULL;

@@ -380,7 +380,7 @@ static cj_run_step step_of(const cj_executable *x, int g) {
     s.n = kern->rank > 0 ? kern->dims[0] : 1;
     s.split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
     s.coarse = kern->gemm.on;
-    s.fill = cj_kernel_needs_identity(kern) && !cj_kernel_is_matvec(p, kern); /* matvec.c writes C whole */
+    s.fill = cj_kernel_cpu_needs_identity(p, kern);
     return s;
 }
 
