@@ -155,15 +155,6 @@ static int used_bodies(const cj_graph *g, int **index_of) {
     return used;
 }
 
-/* items with room for one more (of elem bytes each, n in use), or NULL. */
-static void *room_for_one(void *items, int n, int *cap, size_t elem) {
-    if (n < *cap) return items;
-    int grown_cap = *cap ? 2 * *cap : 64;
-    void *grown = realloc(items, elem * (size_t)grown_cap);
-    if (grown) *cap = grown_cap;
-    return grown;
-}
-
 static _Thread_local const cj_loc_pool *sorting_pool; /* qsort's comparison has no context argument */
 
 static int by_text(const void *a, const void *b) {
@@ -176,26 +167,21 @@ static int by_text(const void *a, const void *b) {
  * then those of the bodies its nodes name, in body order. */
 cj_status cj_loc_pool_build(cj_loc_pool *p, const cj_graph *g, cj_error *err) {
     memset(p, 0, sizeof *p);
-    const cj_graph **stack = malloc(sizeof *stack * 64), **more;
-    const char **texts;
-    int nstack = 0, stack_cap = 64;
-    bool ok = stack != NULL;
+    const cj_graph **stack = NULL;
+    int nstack = 0, stack_cap = 0;
+    bool ok = cj_grow((void **)&stack, &stack_cap, 1, sizeof *stack);
     if (ok) stack[nstack++] = g;
     while (ok && nstack > 0) {
         const cj_graph *cur = stack[--nstack];
         for (int i = 0; i < cur->nlocs && ok; i++)
-            if ((ok = (texts = room_for_one(p->texts, p->n, &p->cap, sizeof *texts)) != NULL)) {
-                p->texts = texts;
+            if ((ok = cj_grow((void **)&p->texts, &p->cap, p->n + 1, sizeof *p->texts)))
                 p->texts[p->n++] = cur->locs[i];
-            }
         int *index_of = NULL, nused = ok ? used_bodies(cur, &index_of) : 0;
         ok = ok && nused >= 0;
         for (int b = cur->nbodies - 1; ok && b >= 0; b--) /* pushed last to first: popped in order */
             for (int j = index_of[b] >= 0 ? cur->bodies[b]->ngraphs - 1 : -1; ok && j >= 0; j--)
-                if ((ok = (more = room_for_one(stack, nstack, &stack_cap, sizeof *stack)) != NULL)) {
-                    stack = more;
+                if ((ok = cj_grow((void **)&stack, &stack_cap, nstack + 1, sizeof *stack)))
                     stack[nstack++] = cur->bodies[b]->graphs[j];
-                }
         free(index_of);
     }
     free(stack);
