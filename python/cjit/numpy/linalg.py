@@ -343,9 +343,6 @@ def _rtol_array(a, rtol, who):
                          f"batch shape {batch}") from e
 
 
-_UNSET = object()
-
-
 @_op("x", "rtol", "rcond")
 def pinv(x, rcond=None, hermitian=False, *, rtol=None):
     """The Moore-Penrose pseudo-inverse of each matrix through its SVD (or,
