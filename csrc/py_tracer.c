@@ -41,6 +41,18 @@ static cj_py_tracer *pick_tracer(PyObject *a, PyObject *b)
     return (cj_py_tracer *)(Tracer_Check(a) ? a : b);
 }
 
+static PyObject *call_cnp(const char *name, PyObject *args, PyObject *kwargs);
+
+/* A Python or NumPy complex number or a NumPy complex array.  The core has
+ * real dtypes only: a complex value in a trace is a pair of real Tracers
+ * that cjit.numpy builds (numpy/_complex.py), so an operator with such an
+ * operand is done there. */
+static bool complex_operand(PyObject *o)
+{
+    return PyComplex_Check(o) || PyArray_IsScalar(o, ComplexFloating)
+           || (PyArray_Check(o) && PyArray_ISCOMPLEX((PyArrayObject *)o));
+}
+
 /* a <op> b for the number-protocol slots: either operand may be the
  * Tracer.  Returns NotImplemented for operand types it cannot convert, so
  * that Python can try the other operand or raise its own TypeError. */
@@ -52,6 +64,8 @@ static PyObject *tracer_binop(PyObject *a, PyObject *b, cj_op op)
     cj_py_trace *tr = t->trace;
     if (tr->finished)
         return leak_error(t);
+    if (complex_operand(a) || complex_operand(b))
+        return call_cnp("_complex_binop", Py_BuildValue("(sOO)", cj_op_name(op), a, b), NULL);
     if (!convertible(a) || !convertible(b))
         Py_RETURN_NOTIMPLEMENTED;
     const char *opname = cj_op_name(op);
@@ -198,7 +212,6 @@ static PyObject *tracer_index(PyObject *self)
 
 /* x % y and divmod(x, y), either operand traced: NumPy's remainder (the
  * sign of y) as cjit.numpy composes it, operands in the order written. */
-static PyObject *call_cnp(const char *name, PyObject *args, PyObject *kwargs);
 static PyObject *tracer_remainder(PyObject *x, PyObject *y) { return call_cnp("remainder", PyTuple_Pack(2, x, y), NULL); }
 static PyObject *tracer_divmod(PyObject *x, PyObject *y) { return call_cnp("divmod", PyTuple_Pack(2, x, y), NULL); }
 

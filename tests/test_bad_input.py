@@ -63,7 +63,7 @@ CASES = [
     # wrong leaf types
     ("str", lambda: cjit.jit(_add1)("abc"), TypeError),
     ("bytes", lambda: cjit.jit(_add1)(b"ab"), TypeError),
-    ("complex", lambda: cjit.jit(_add1)(1 + 2j), TypeError),
+    ("complex256", lambda: cjit.jit(_add1)(np.clongdouble(1 + 2j)), TypeError),
     ("set", lambda: cjit.jit(_add1)({1, 2}), TypeError),
     ("object", lambda: cjit.jit(_add1)(object()), TypeError),
     ("object_array", lambda: cjit.jit(_add1)(np.array([1.0, "a"], dtype=object)), TypeError),
@@ -72,7 +72,7 @@ CASES = [
     ("string_array", lambda: cjit.jit(_add1)(np.array(["a", "b"])), TypeError),
     ("float16_array", lambda: cjit.jit(_add1)(np.ones(2, np.float16)), TypeError),
     ("uint64_array", lambda: cjit.jit(_add1)(np.ones(2, np.uint64)), TypeError),
-    ("complex_array", lambda: cjit.jit(_add1)(np.ones(2, np.complex64)), TypeError),
+    ("complex256_array", lambda: cjit.jit(_add1)(np.ones(2, np.clongdouble)), TypeError),
     ("structured_array", lambda: cjit.jit(_add1)(np.zeros(2, [("a", "f8")])), TypeError),
     ("float16_scalar", lambda: cjit.jit(_add1)(np.float16(1)), TypeError),
     ("huge_int", lambda: cjit.jit(_add1)(2 ** 70), OverflowError),

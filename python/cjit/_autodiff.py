@@ -64,6 +64,10 @@ def _differentiable_inputs(trace, args, argnums, who):
 def _scalar_output(trace, out, who):
     if isinstance(out, (bool, int, float, np.generic, np.ndarray)) and np.ndim(out) == 0:
         out = trace.apply("constant", value=float(out), dtype="float64", shape=())
+    if _tree.is_complex(out):
+        raise TypeError(f"{who} requires a real-valued output, got dtype {out.dtype}; take "
+                        f"the real part, the absolute value or a norm (JAX's holomorphic "
+                        f"differentiation is not supported)")
     if not isinstance(out, _cjit.Tracer):
         raise TypeError(f"{who} requires the function to return a scalar array, "
                         f"got {type(out).__name__}")
@@ -99,7 +103,7 @@ def _value_and_grad_traced(fun, argnums, single, has_aux, who, args, kwargs, mem
     if force:
         trace.force_remat(force)
     chain = take_forced_chain(first)   # memory_budget's binomial schedule, if it chose one
-    grads = trace.vjp([out], [one], wrt, first, chain)
+    grads = _conj_complex(parts, trace.vjp([out], [one], wrt, first, chain))
     trees, k = [], 0
     for treedef, proxies in parts:
         trees.append(_tree.unflatten(treedef, grads[k:k + len(proxies)]))
@@ -344,6 +348,25 @@ def _check_cotangent(out_leaves, out_treedef, ct, who):
     return ct_leaves
 
 
+def _conj_leaves(treedef, leaves):
+    """Complex values are differentiated as pairs of reals; JAX's
+    convention for their cotangents (and gradients) is the conjugate of
+    the pair's: the imaginary half is negated on the way in and out."""
+    if not any(_tree.complex_leaf_mask(treedef)):
+        return leaves
+    from .numpy._complex_api import conj_pairs, negate_imag
+    return conj_pairs(treedef, leaves, negate_imag)
+
+
+def _conj_complex(parts, grads):
+    """grads (in the order of parts' proxies) with complex inputs' conjugated."""
+    out, k = [], 0
+    for treedef, proxies in parts:
+        out.extend(_conj_leaves(treedef, list(grads[k:k + len(proxies)])))
+        k += len(proxies)
+    return out
+
+
 def _vjp_traced(fun, primals, has_aux, who):
     trace = current_trace()
     args, first, parts = _differentiable_inputs(trace, primals, tuple(range(len(primals))), who)
@@ -368,9 +391,11 @@ def _vjp_traced(fun, primals, has_aux, who):
             if c.dtype != o.dtype:
                 c = trace.apply("cast", c, dtype=o.dtype.name)
             cts.append(c)
+        cts = _conj_leaves(out_treedef, cts)
         floats = [(o, c) for o, c in zip(outs, cts) if o.dtype in FLOATS]
         wrt = [p for _, proxies in parts for p in proxies]
-        grads = trace.vjp([o for o, _ in floats], [c for _, c in floats], wrt, first)
+        grads = _conj_complex(parts, trace.vjp([o for o, _ in floats], [c for _, c in floats],
+                                               wrt, first))
         trees, k = [], 0
         for treedef, proxies in parts:
             trees.append(_tree.unflatten(treedef, grads[k:k + len(proxies)]))

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections import OrderedDict, defaultdict
 
+import numpy as _np
+
 __all__ = ["PyTreeDef", "flatten", "flatten_node", "flatten_args", "treedef_of", "unflatten",
            "leaf_keypaths", "format_keypath", "tree_map", "tree_leaves", "register_node",
            "flatten_up_to"]
@@ -36,6 +38,54 @@ _DICT = 4
 _NAMEDTUPLE = 5
 _ODICT = 6
 _CUSTOM = 7     # (_CUSTOM, class, _Aux, children): a registered class
+
+# Complex values (a NumPy complex array or number, a Python complex, a
+# traced complex array) are nodes of class ComplexPair for cjit's own walks:
+# their one child is the real pair (shape + (2,), parts interleaved), which
+# is how complex values cross jit, grad, vmap and the lax control flow
+# (cjit/numpy/_complex.py).  To a user (cjit.tree_util) they are leaves.
+class ComplexPair:
+    """The node class of a complex value (never instantiated)."""
+
+
+# types that are always complex; cjit.numpy adds ComplexTracer
+_COMPLEX_TYPES = {complex, _np.complex64, _np.complex128}
+_complex_split = None   # complex value -> its real pair (set by cjit.numpy)
+_complex_join = None    # (dtype name, real pair) -> the complex value
+
+
+def set_complex_hooks(tracer_type, split, join):
+    global _complex_split, _complex_join
+    _COMPLEX_TYPES.add(tracer_type)
+    _complex_split, _complex_join = split, join
+
+
+def is_complex(x):
+    t = type(x)
+    return t in _COMPLEX_TYPES or (t is _np.ndarray and x.dtype.kind == "c")
+
+
+def _flat_complex(x, leaves):
+    pair, dtype_name = _complex_split(x)
+    leaves.append(pair)
+    return (_CUSTOM, ComplexPair, _Aux(ComplexPair, dtype_name), (_LEAF,))
+
+
+def complex_leaf_mask(treedef):
+    """[bool] per leaf of treedef: is it the real pair of a complex value?"""
+    out = []
+
+    def walk(node, in_pair):
+        if isinstance(node, int):
+            if node == _LEAF:
+                out.append(in_pair)
+            return
+        pair = node[0] == _CUSTOM and node[1] is ComplexPair
+        for k in node[-1]:
+            walk(k, pair)
+    walk(treedef._node, False)
+    return out
+
 
 # Registered classes: type -> (flatten(x) -> (children, aux), unflatten(aux, children) -> x).
 # Looked up by exact type, as JAX does (a subclass is registered on its own).
@@ -113,6 +163,8 @@ def _flat(x, leaves):
         return (_ODICT, keys, _flat_children([x[k] for k in keys], leaves))
     if isinstance(x, tuple) and hasattr(t, "_fields"):
         return (_NAMEDTUPLE, t, _flat_children(x, leaves))
+    if t in _COMPLEX_TYPES or (t is _np.ndarray and x.dtype.kind == "c"):
+        return _flat_complex(x, leaves)
     leaves.append(x)
     return _LEAF
 
@@ -125,6 +177,8 @@ def _flat_children(xs, leaves):
         if t is tuple or t is list or t is dict or c is None or isinstance(c, tuple) or \
                 t is OrderedDict or t in _registry:
             out.append(_flat(c, leaves))
+        elif t in _COMPLEX_TYPES or (t is _np.ndarray and c.dtype.kind == "c"):
+            out.append(_flat_complex(c, leaves))
         else:
             leaves.append(c)
             out.append(_LEAF)
@@ -155,6 +209,8 @@ def _flat_pred(x, leaves, is_leaf):
         return (_ODICT, keys, tuple(_flat_pred(x[k], leaves, is_leaf) for k in keys))
     if isinstance(x, tuple) and hasattr(t, "_fields"):
         return (_NAMEDTUPLE, t, tuple(_flat_pred(c, leaves, is_leaf) for c in x))
+    if t in _COMPLEX_TYPES or (t is _np.ndarray and x.dtype.kind == "c"):
+        return _flat_complex(x, leaves)
     leaves.append(x)
     return _LEAF
 
@@ -312,6 +368,8 @@ def _build(node, it):
     if kind == _ODICT:
         return OrderedDict([(key, _build(k, it)) for key, k in zip(node[1], node[2])])
     if kind == _CUSTOM:
+        if node[1] is ComplexPair:
+            return _complex_join(node[2].value, next(it))
         return _registry[node[1]][1](node[2].value, tuple([_build(k, it) for k in node[3]]))
     return node[1](*[_build(k, it) for k in node[2]])
 
@@ -385,6 +443,11 @@ def _up_to(node, x, out, path):
             _mismatch(path, node, x)
         for name, k, c in zip(node[1]._fields, node[2], x):
             _up_to(k, c, out, path + (("attr", name),))
+        return
+    if node[1] is ComplexPair:
+        if not is_complex(x):
+            _mismatch(path, node, x)
+        _flat_complex(x, out)
         return
     # a registered class: same class, equal auxiliary data, as many children
     if type(x) is not node[1]:

@@ -29,10 +29,18 @@ __all__ = [
 ]
 
 
+def _leaf_pred(is_leaf):
+    """The user's predicate, with complex values as leaves: cjit walks them
+    as pairs of real arrays internally (cjit._tree), a user sees arrays."""
+    if is_leaf is None:
+        return _tree.is_complex
+    return lambda x: _tree.is_complex(x) or is_leaf(x)
+
+
 def tree_flatten(tree, is_leaf=None):
     """Returns ``(leaves, treedef)``.  ``is_leaf(subtree)``, when given, is
     asked of every subtree before looking inside it; true makes it a leaf."""
-    return _tree.flatten(tree, is_leaf)
+    return _tree.flatten(tree, _leaf_pred(is_leaf))
 
 
 def tree_unflatten(treedef, leaves):
@@ -45,12 +53,12 @@ def tree_unflatten(treedef, leaves):
 
 def tree_leaves(tree, is_leaf=None):
     """The leaves of ``tree`` in order (None contributes none)."""
-    return _tree.tree_leaves(tree, is_leaf)
+    return _tree.tree_leaves(tree, _leaf_pred(is_leaf))
 
 
 def tree_structure(tree, is_leaf=None):
     """The PyTreeDef of ``tree``."""
-    return _tree.flatten(tree, is_leaf)[1]
+    return _tree.flatten(tree, _leaf_pred(is_leaf))[1]
 
 
 def tree_map(f, tree, *rest, is_leaf=None):
@@ -59,7 +67,7 @@ def tree_map(f, tree, *rest, is_leaf=None):
     Each tree in ``rest`` has the structure of ``tree``, or has it as a
     prefix (its subtree at a leaf of ``tree`` is passed whole); anything
     else is a ValueError naming the first place they differ."""
-    return _tree.tree_map(f, tree, *rest, is_leaf=is_leaf)
+    return _tree.tree_map(f, tree, *rest, is_leaf=_leaf_pred(is_leaf))
 
 
 _NO_INITIALIZER = object()
@@ -69,7 +77,7 @@ def tree_reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
     """``functools.reduce(function, tree_leaves(tree))``, with an optional
     initializer.  A tree without leaves and no initializer is a TypeError,
     as ``functools.reduce`` of an empty sequence."""
-    leaves = _tree.tree_leaves(tree, is_leaf)
+    leaves = _tree.tree_leaves(tree, _leaf_pred(is_leaf))
     if initializer is _NO_INITIALIZER:
         return _functools.reduce(function, leaves)
     return _functools.reduce(function, leaves, initializer)
@@ -77,7 +85,7 @@ def tree_reduce(function, tree, initializer=_NO_INITIALIZER, is_leaf=None):
 
 def tree_all(tree, *, is_leaf=None):
     """True when every leaf is truthy (and for a tree without leaves)."""
-    return all(_tree.tree_leaves(tree, is_leaf))
+    return all(_tree.tree_leaves(tree, _leaf_pred(is_leaf)))
 
 
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
@@ -131,6 +139,6 @@ def treedef_children(treedef):
 def all_leaves(iterable, is_leaf=None):
     """True when every element of ``iterable`` is a leaf (None is not)."""
     def one(x):
-        node = _tree.flatten(x, is_leaf)[1]._node
+        node = _tree.flatten(x, _leaf_pred(is_leaf))[1]._node
         return type(node) is int and node == _tree._LEAF
     return all(one(x) for x in iterable)

@@ -69,7 +69,8 @@ __all__ = [
     # creation
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "asarray", "array",
     # dtypes and constants
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32", "float64", "dtype", "pi", "e", "inf", "nan", "newaxis",
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32", "float64",
+    "complex64", "complex128", "dtype", "pi", "e", "inf", "nan", "newaxis",
 ]
 
 bool_ = np.bool_
@@ -91,6 +92,18 @@ newaxis = None
 bool = np.bool_   # the array API's name (shadows the builtin in this namespace only)
 __array_api_version__ = "2023.12"
 
+complex64 = np.complex64
+complex128 = np.complex128
+complexfloating = np.complexfloating
+
+# Complex arguments: every public function checks for them and sends them to
+# its complex implementation (_complex_api.py), or says it has none.
+from . import _complex_api  # noqa: E402
+from ._complex_api import tracer_binop as _complex_binop  # noqa: E402,F401
+_complex_api.install(globals(), [n for n in list(globals()) if not n.startswith("_")
+                                 and callable(globals()[n])
+                                 and getattr(globals()[n], "__module__", "").startswith("cjit.numpy")])
+
 # What the C Tracer's methods and operators forward to (csrc/py_tracer.c):
 # registered here, so that C never looks cjit.numpy up by name.
 from .. import _cjit  # noqa: E402
@@ -100,4 +113,4 @@ _cjit.register_tracer_functions({
         "argmax", "argmin", "var", "astype", "clip", "dot", "remainder", "divmod", "_tracer_array_ufunc",
         "all", "any", "cumsum", "cumprod", "std", "ravel", "round", "swapaxes", "take", "repeat",
         "diagonal", "copy", "conj", "conjugate", "sort", "argsort", "searchsorted", "nonzero",
-        "ptp", "real", "imag", "matrix_transpose", "_at")})
+        "ptp", "real", "imag", "matrix_transpose", "_at", "_complex_binop")})

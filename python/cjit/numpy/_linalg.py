@@ -6,7 +6,7 @@ import numpy as np
 from ._core import _BOOL, _common, _error, _lift, _norm_axis, _op, _operand, _shape_of
 from ._elementwise import multiply
 
-__all__ = ["matmul", "dot", "transpose", "tensordot", "vecdot", "inner", "outer", "kron",
+__all__ = ["matmul", "dot", "transpose", "tensordot", "vecdot", "vdot", "inner", "outer", "kron",
            "diagonal", "trace", "diag", "cross"]
 
 
@@ -150,6 +150,16 @@ def inner(a, b):
         return multiply(a, b)
     x, y = _lift(a), _lift(b)
     return tensordot._cjit_impl(x, y, axes=([-1], [-1]))
+
+
+@_op("a", "b")
+def vdot(a, b):
+    """The dot product of a and b flattened (the first conjugated when complex)."""
+    x, y = _lift(_operand(a, "vdot")), _lift(_operand(b, "vdot"))
+    if x.size != y.size:
+        raise ValueError(f"cjit.numpy.vdot: the operands have {x.size} and {y.size} elements; "
+                         f"they must have as many")
+    return dot._cjit_impl(_rs(x, (x.size,)), _rs(y, (y.size,)))
 
 
 @_op("a", "b")

