@@ -291,8 +291,8 @@ def test_unsupported_uses_raise_clearly():
     z = crandn(3)
     with pytest.raises(NotImplementedError, match=r"cjit.numpy.maximum: complex arguments"):
         cnp.maximum(z, z)
-    with pytest.raises(NotImplementedError, match=r"cjit.numpy.prod: complex arguments"):
-        cjit.jit(lambda v: cnp.prod(v))(z)
+    with pytest.raises(NotImplementedError, match=r"cjit.numpy.sort: complex arguments"):
+        cjit.jit(lambda v: cnp.sort(v))(z)
     with pytest.raises(TypeError, match="floor division"):
         cjit.jit(lambda v: v // 2)(z)
     with pytest.raises(TypeError, match="complex256"):
@@ -307,3 +307,50 @@ def test_eager_calls_are_cached():
         check(cnp.exp(z), np.exp(z))
     after = cjit.cache_info()
     assert after["misses"] == before["misses"]
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_products_of_many(dtype):
+    z = crandn(3, 5, 2, dtype=dtype)
+    check(cnp.prod(z), np.prod(z), rtol=tol(dtype) * 10)
+    for axis in (0, 1, (0, 2)):
+        check(cnp.prod(z, axis=axis), np.prod(z, axis=axis), rtol=tol(dtype) * 10)
+    check(cnp.prod(z, axis=1, keepdims=True), np.prod(z, axis=1, keepdims=True), rtol=tol(dtype) * 10)
+    g = cjit.grad(lambda v: cnp.real(cnp.prod(v)))(z[0, :, 0].astype(np.complex128))
+    want = fd_grad(lambda v: float(np.real(np.prod(v))), z[0, :, 0].astype(np.complex128))
+    np.testing.assert_allclose(g, want, rtol=1e-6)
+
+
+def test_linalg_on_complex_matrices():
+    a = crandn(4, 4) + 3 * np.eye(4)
+    b, bm = crandn(4), crandn(2, 4, 3)
+    check(cnp.linalg.solve(a, b), np.linalg.solve(a, b), rtol=1e-12)
+    check(cnp.linalg.solve(a, bm), np.linalg.solve(a, bm), rtol=1e-12)
+    check(cnp.linalg.inv(a), np.linalg.inv(a), rtol=1e-12)
+    check(cnp.linalg.matmul(a, bm), np.matmul(a, bm))
+    check(cnp.linalg.vecdot(b, b), np.linalg.vecdot(b, b))
+    check(cnp.linalg.trace(a), np.linalg.trace(a))
+    check(cnp.linalg.diagonal(a), np.linalg.diagonal(a))
+    check(cnp.linalg.matrix_transpose(bm), np.linalg.matrix_transpose(bm))
+    for ord in (1, 2, np.inf, -np.inf, 0, 3):
+        check(cnp.linalg.vector_norm(b, ord=ord), np.linalg.vector_norm(b, ord=ord))
+    for ord in ("fro", 1, -1, np.inf, -np.inf):
+        check(cnp.linalg.matrix_norm(a, ord=ord), np.linalg.matrix_norm(a, ord=ord))
+    check(cnp.linalg.norm(a), np.linalg.norm(a))
+    g = cjit.grad(lambda m: cnp.abs(cnp.linalg.solve(m, b)).sum())(a)
+    want = fd_grad(lambda m: float(np.abs(np.linalg.solve(m, b)).sum()), a)
+    np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-8)
+    with pytest.raises(NotImplementedError, match="linalg.det: complex arguments"):
+        cnp.linalg.det(a)
+    with pytest.raises(NotImplementedError, match="singular values"):
+        cnp.linalg.matrix_norm(a, ord=2)
+
+
+def test_lax_complex_real_imag_conj():
+    x, y = RNG.standard_normal(3).astype(np.float32), RNG.standard_normal(3).astype(np.float32)
+    z = cjit.jit(lambda u, v: cjit.lax.complex(u, v))(x, y)
+    check(z, (x + 1j * y).astype(np.complex64))
+    check(cjit.lax.complex(x, y), (x + 1j * y).astype(np.complex64))
+    check(cjit.jit(lambda w: (cjit.lax.real(w), cjit.lax.imag(w), cjit.lax.conj(w)))(z)[2], z.conj())
+    with pytest.raises(TypeError, match="float arrays of one dtype"):
+        cjit.lax.complex(x, y.astype(np.float64))

@@ -26,7 +26,8 @@ __all__ = [
     "reduce_or", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "dot",
     "dot_general", "map", "associative_scan", "dynamic_slice", "dynamic_slice_in_dim",
     "dynamic_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
-    "dynamic_update_index_in_dim", "sort", "sort_key_val", "top_k",
+    "dynamic_update_index_in_dim", "sort", "sort_key_val", "top_k", "complex", "real", "imag",
+    "conj",
 ]
 
 # ---- elementwise ------------------------------------------------------------------
@@ -505,3 +506,35 @@ def associative_scan(fn, elems, reverse=False, axis=0):
         out = [cnp.flip(x, axis) for x in out]
     return _tree.unflatten(treedef, out)
 
+
+
+# ---- complex numbers (cjit.numpy's pairs of real values) -----------------
+
+def complex(x, y):
+    """x + i y of two real arrays of one float dtype (float32 gives
+    complex64, float64 complex128), as jax.lax.complex."""
+    from . import _cjit
+    from ._trace_state import current_trace
+    from .numpy import _complex
+    x, y = cnp.asarray(x), cnp.asarray(y)
+    if np.dtype(x.dtype) != np.dtype(y.dtype) or np.dtype(x.dtype).kind != "f":
+        raise TypeError(f"cjit.lax.complex: the parts must be float arrays of one dtype, got "
+                        f"{np.dtype(x.dtype).name} and {np.dtype(y.dtype).name}")
+    if current_trace() is None and not isinstance(x, _cjit.Tracer) and not isinstance(y, _cjit.Tracer):
+        return (np.asarray(x) + 1j * np.asarray(y)).astype(_complex.complex_dtype_of(x.dtype))
+    return _complex.make(x, y)
+
+
+def real(x):
+    """The real part of a complex array."""
+    return cnp.real(x)
+
+
+def imag(x):
+    """The imaginary part of a complex array."""
+    return cnp.imag(x)
+
+
+def conj(x):
+    """The complex conjugate."""
+    return cnp.conj(x)

@@ -536,3 +536,107 @@ def tracer_binop(opname, a, b):
     if op is None:
         raise TypeError(f"cjit.numpy: the operation '{opname}' is not defined for complex numbers")
     return C.binop(op, a, b)
+
+
+# ---------------------------------------------------------------------------
+# products of many, and cjit.numpy.linalg
+
+@impl("prod")
+def _prod(a, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs):
+    """A product along axes as a tree of pairwise complex products (each
+    level halves the axis; an odd element waits for the next level)."""
+    c = _cnp()
+    z = as_complex(a)
+    nd = len(z.shape)
+    axes = tuple(range(nd)) if axis is None else tuple(a_ % nd for a_ in np.atleast_1d(axis))
+    keep = [d for d in range(nd) if d not in axes]
+    z = C.linear(lambda v: c.transpose(v, keep + list(axes)), z)
+    lead = tuple(z.shape[:len(keep)])
+    n = int(np.prod(z.shape[len(keep):], dtype=np.int64))
+    z = C.linear(lambda v: c.reshape(v, lead + (n,)), z)
+    if n == 0:
+        r = make(c.ones(lead, dtype=z.re.dtype), c.zeros(lead, dtype=z.re.dtype))
+    else:
+        while z.shape[-1] > 1:
+            m = z.shape[-1]
+            pairs = C.binop("mul", z[..., 0:m - 1:2], z[..., 1:m:2])
+            z = make(c.concatenate([pairs.re, z.re[..., m - 1:]], axis=-1),
+                     c.concatenate([pairs.im, z.im[..., m - 1:]], axis=-1)) if m % 2 else pairs
+        r = z[..., 0]
+    if keepdims:
+        r = C.linear(lambda v: c.reshape(v, tuple(1 if d in axes else s
+                                                  for d, s in enumerate(a.shape))), r)
+    return r
+
+
+def _abs_first(fn_name):
+    """A norm of complex x: the same norm of |x| (every vector norm, and the
+    matrix norms that sum or compare absolute values)."""
+    def f(x, *args, **kwargs):
+        return getattr(_cnp().linalg, fn_name)(C.absolute(x), *args, **kwargs)
+    return f
+
+
+for _n in ("vector_norm", "norm"):
+    impl("linalg." + _n)(_abs_first(_n))
+
+
+@impl("linalg.matrix_norm")
+def _matrix_norm(x, *, keepdims=False, ord="fro"):
+    if ord in (2, -2, "nuc"):
+        raise NotImplementedError(f"cjit.numpy.linalg.matrix_norm: ord={ord!r} of a complex "
+                                  f"matrix needs its singular values; complex factorizations "
+                                  f"are not supported yet")
+    return _cnp().linalg.matrix_norm(C.absolute(x), keepdims=keepdims, ord=ord)
+
+
+impl("linalg.matmul")(lambda x1, x2, /: bilinear(lambda p, q: _cnp().matmul(p, q), x1, x2))
+impl("linalg.outer")(lambda x1, x2, /: bilinear(lambda p, q: _cnp().outer(p, q), x1, x2))
+impl("linalg.tensordot")(lambda x1, x2, /, *, axes=2: bilinear(
+    lambda p, q: _cnp().tensordot(p, q, axes=axes), x1, x2))
+impl("linalg.vecdot")(lambda x1, x2, /, *, axis=-1: bilinear(
+    lambda p, q: _cnp().linalg.vecdot(p, q, axis=axis), as_complex(x1).conj(), x2))
+impl("linalg.matrix_transpose")(lambda x, /: linear(lambda v: _cnp().matrix_transpose(v), x))
+impl("linalg.diagonal")(lambda x, /, *, offset=0: linear(
+    lambda v: _cnp().linalg.diagonal(v, offset=offset), x))
+impl("linalg.trace")(lambda x, /, *, offset=0, dtype=None: linear(
+    lambda v: _cnp().linalg.trace(v, offset=offset), x))
+
+
+def _embed(a):
+    """The real [2n, 2n] matrix of complex a: [[re, -im], [im, re]]."""
+    c = _cnp()
+    z = as_complex(a)
+    top = c.concatenate([z.re, -z.im], axis=-1)
+    bottom = c.concatenate([z.im, z.re], axis=-1)
+    return c.concatenate([top, bottom], axis=-2)
+
+
+@impl("linalg.solve")
+def _solve(x1, x2):
+    """A complex system as the real one of twice the size (LU of the
+    embedding): the real and imaginary parts of the solution, stacked."""
+    c = _cnp()
+    a, b = as_complex(x1), as_complex(x2)
+    n = a.shape[-1]
+    vector = len(b.shape) == 1          # NumPy 2: only a 1-D b is a vector
+    br, bi = (b.re[..., None], b.im[..., None]) if vector else (b.re, b.im)
+    sol = c.linalg.solve(_embed(a), c.concatenate([br, bi], axis=-2))
+    re, im = sol[..., :n, :], sol[..., n:, :]
+    return make(re[..., 0], im[..., 0]) if vector else make(re, im)
+
+
+@impl("linalg.inv")
+def _inv(x):
+    n = as_complex(x).shape[-1]
+    m = _cnp().linalg.inv(_embed(x))
+    return make(m[..., :n, :n], m[..., n:, :n])
+
+
+def install_linalg(namespace):
+    """Wraps cjit.numpy.linalg's functions (names 'linalg.<name>')."""
+    for n in list(namespace.get("__all__", [])):
+        fn = namespace.get(n)
+        if callable(fn) and not isinstance(fn, type) and not getattr(fn, "_cjit_complex_wrapped",
+                                                                      False):
+            namespace[n] = _wrap("linalg." + n, fn)

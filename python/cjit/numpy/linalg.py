@@ -512,3 +512,9 @@ def _slogdet(x):
 def slogdet(x):
     """(sign, log |det|) of each matrix, as a named pair."""
     return SlogdetResult(*_slogdet(x))
+
+
+# Complex arguments go to their implementations (_complex_api.py); the
+# functions without one say so.
+from ._complex_api import install_linalg as _install_linalg  # noqa: E402
+_install_linalg(globals())
