@@ -364,10 +364,19 @@ def angle(z, deg=False):
 
 
 def exp(z):
+    """e^a (cos b + i sin b), with C99's special values (Annex G): a zero
+    imaginary part stays exactly zero (exp(inf + 0i) = inf + 0i, not
+    inf + nan i), exp(-inf + i y) = 0 for any y, exp(+inf + i y) with y
+    not finite is inf + nan i."""
     c = _cnp()
-    zr, zi = parts(z)
-    scale = c.exp(zr)
-    return make(scale * c.cos(zi), scale * c.sin(zi))
+    a, b = parts(z)
+    scale = c.exp(a)
+    re = c.where(b == 0, scale, scale * c.cos(b))
+    im = c.where(b == 0, b, scale * c.sin(b))
+    odd = c.isinf(a) & ~c.isfinite(b)
+    re = c.where(odd, c.where(a > 0, a, 0.0), re)
+    im = c.where(odd, c.where(a > 0, np.nan, 0.0), im)
+    return make(re, im)
 
 
 def log(z):
@@ -400,16 +409,33 @@ def cos(z):
     return make(c.cos(a) * c.cosh(b), -(c.sin(a) * c.sinh(b)))
 
 
+def _zero_keeping(b, value):
+    """value, except where b is zero: there b itself (a function that maps
+    the real line to itself keeps a zero imaginary part exactly, where the
+    product formula would give inf * 0 = nan)."""
+    return _cnp().where(b == 0, b, value)
+
+
 def sinh(z):
+    """(sinh a cos b, cosh a sin b), with Annex G's values at infinities."""
     c = _cnp()
     a, b = parts(z)
-    return make(c.sinh(a) * c.cos(b), c.cosh(a) * c.sin(b))
+    re = c.sinh(a) * c.cos(b)
+    im = _zero_keeping(b, c.cosh(a) * c.sin(b))
+    re = c.where((a == 0) & ~c.isfinite(b), a, re)          # sinh(0 + inf i) = 0 + nan i
+    re = c.where(c.isinf(a) & ~c.isfinite(b), a, re)        # sinh(inf + inf i) = inf + nan i
+    return make(re, im)
 
 
 def cosh(z):
+    """(cosh a cos b, sinh a sin b), with Annex G's values at infinities."""
     c = _cnp()
     a, b = parts(z)
-    return make(c.cosh(a) * c.cos(b), c.sinh(a) * c.sin(b))
+    re = c.cosh(a) * c.cos(b)
+    im = _zero_keeping(b, c.sinh(a) * c.sin(b))
+    im = c.where((a == 0) & ~c.isfinite(b), 0.0 * a, im)    # cosh(0 + inf i) = nan + 0i
+    re = c.where(c.isinf(a) & ~c.isfinite(b), c.abs(a), re)  # cosh(inf + inf i) = inf + nan i
+    return make(re, im)
 
 
 def tan(z):
@@ -427,10 +453,24 @@ def tan(z):
 
 
 def tanh(z):
-    # tanh(z) = -i tan(iz)
+    """(sinh 2a + i sin 2b) / (cosh 2a + cos 2b); past |a| = 20 the real
+    part is sign(a) to working precision and the imaginary part
+    4 sin b cos b e^(-2|a|) (0 at infinity, as Annex G's tanh(inf + i y) =
+    1 + 0i for any y)."""
+    c = _cnp()
     a, b = parts(z)
-    w = tan(make(-b, a))              # tan(i z), i z = -b + i a
-    return make(w.im, -w.re)
+    big = c.abs(a) > 20.0
+    ac = c.clip(a, -20.0, 20.0)
+    den = c.cosh(2.0 * ac) + c.cos(2.0 * b)
+    re = c.where(big, c.sign(a), c.sinh(2.0 * ac) / den)
+    far = 2.0 * c.sin(2.0 * b) * c.exp(-2.0 * c.abs(a))
+    im = c.where(big, c.where(c.isinf(a), 0.0 * b, far), c.sin(2.0 * b) / den)
+    bad = c.isfinite(a) & ~c.isfinite(b)           # tanh(x + inf i) = nan + nan i
+    re = c.where(bad, np.nan, re)
+    im = c.where(bad, np.nan, im)
+    re = c.where(a == 0, a, re)                    # tanh(i y) = i tan y: real part zero
+    im = c.where(c.isinf(a) & ~c.isfinite(b), 0.0, im)
+    return make(re, _zero_keeping(b, im))
 
 
 def power(a, b):

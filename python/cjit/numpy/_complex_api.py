@@ -86,7 +86,8 @@ _IMPLS = {}          # name -> complex implementation
 _NO_EAGER_JIT = set()  # implementations that handle eager calls themselves
 # positional index of a dtype parameter, for creation functions
 _DTYPE_POS = {"astype": 1, "zeros": 1, "ones": 1, "empty": 1, "full": 2, "asarray": 1, "array": 1,
-              "zeros_like": 1, "ones_like": 1, "empty_like": 1, "full_like": 2}
+              "zeros_like": 1, "ones_like": 1, "empty_like": 1, "full_like": 2, "eye": 3,
+              "identity": 1}
 
 
 def impl(*names, eager_jit=True):
@@ -253,10 +254,17 @@ def _imag(x, /):
 @impl("expm1")
 def _expm1(x, /):
     # exp(z) - 1 = e^a cos b - 1 + i e^a sin b, the real part without cancellation:
-    # e^a cos b - 1 = expm1(a) cos b - 2 sin^2(b/2)
+    # e^a cos b - 1 = expm1(a) cos b - 2 sin^2(b/2); Annex G's values at infinities
     c = _cnp()
     a, b = parts(x)
-    return make(c.expm1(a) * c.cos(b) - 2.0 * c.sin(b * 0.5) ** 2, c.exp(a) * c.sin(b))
+    re = c.expm1(a) * c.cos(b) - 2.0 * c.sin(b * 0.5) ** 2
+    im = c.where(b == 0, b, c.exp(a) * c.sin(b))
+    re = c.where(b == 0, c.expm1(a), re)
+    re = c.where((a == 0) & (b == 0), 0.0, re)     # Annex G: expm1(+-0 + 0i) = +0 + 0i
+    odd = c.isinf(a) & ~c.isfinite(b)
+    re = c.where(odd, c.where(a > 0, a, -1.0), re)
+    im = c.where(odd, c.where(a > 0, np.nan, 0.0), im)
+    return make(re, im)
 
 
 @impl("log1p")
@@ -338,10 +346,162 @@ for _n in _LINEAR:
                                _n))
 
 
-@impl("split", "array_split", "hsplit", "vsplit", "unstack")
-def _split_fn(x, *a, **k):
-    raise NotImplementedError("cjit.numpy: splitting complex arrays is not supported yet; "
-                              "split x.real and x.imag")
+def _pieces(name):
+    """split, unstack, ...: the same pieces of both parts, paired up."""
+    def f(x, *a, **k):
+        c = _cnp()
+        z = as_complex(x)
+        fn = getattr(c, name)
+        res = [make(r, i) for r, i in zip(fn(z.re, *a, **k), fn(z.im, *a, **k))]
+        return tuple(res) if name == "unstack" else res
+    return f
+
+
+for _n in ("split", "array_split", "hsplit", "vsplit", "dsplit", "unstack"):
+    impl(_n)(_pieces(_n))
+
+
+@impl("meshgrid")
+def _meshgrid(*xi, **kwargs):
+    c = _cnp()
+    zs = [as_complex(x) for x in xi]
+    return [make(r, i) for r, i in zip(c.meshgrid(*[z.re for z in zs], **kwargs),
+                                       c.meshgrid(*[z.im for z in zs], **kwargs))]
+
+
+@impl("broadcast_arrays")
+def _broadcast_arrays(*arrays):
+    c = _cnp()
+    shape = c.broadcast_shapes(*[_shape(a) for a in arrays])
+    return [C.linear(lambda v: c.broadcast_to(v, shape), a) if _tree.is_complex(a)
+            else c.broadcast_to(a, shape) for a in arrays]
+
+
+@impl("eye", "identity", eager_jit=False)
+def _eye(N, M=None, k=0, dtype=None, *args, **kwargs):
+    c = _cnp()
+    if dtype is None:
+        dtype = kwargs.pop("dtype")
+    dt = np.dtype(dtype)
+    kwargs.pop("dtype", None)
+    if current_trace() is None:
+        return np.eye(N, M, k, dtype=dt)
+    pd = C.part_dtype(dt)
+    re = c.eye(N, M, k, dtype=pd)
+    return make(re, re * 0)
+
+
+@impl("all")
+def _all(x, *a, **k):
+    return _cnp().all(C.binop("ne", x, 0.0), *a, **k)
+
+
+@impl("any")
+def _any(x, *a, **k):
+    return _cnp().any(C.binop("ne", x, 0.0), *a, **k)
+
+
+@impl("round", "around")
+def _round(x, decimals=0, out=None):
+    return linear(lambda v: _cnp().round(v, decimals), x)
+
+
+@impl("from_dlpack", eager_jit=False)
+def _from_dlpack(x, /, *, device=None, copy=None):
+    if current_trace() is not None:
+        raise NotImplementedError("cjit.numpy.from_dlpack: call it outside jit, and pass the "
+                                  "result (or the object itself) as an argument")
+    a = np.from_dlpack(x, copy=copy)
+    C.part_dtype(a.dtype)
+    return a
+
+
+@impl("count_nonzero")
+def _count_nonzero(x, *a, **k):
+    return _cnp().count_nonzero(C.binop("ne", x, 0.0), *a, **k)
+
+
+# The inverse functions, on their principal branches (NumPy's cuts).  Past
+# |z| = 1e8 the square roots would lose z's size or overflow, and the
+# asymptotic forms are exact to working precision: asinh z = log 2z,
+# acosh z = log 2z, atanh z = 1/z + i pi/2 sign(Im z).  At infinities these
+# give Annex G's values.
+_LARGE = 1e8
+
+
+def _asinh(z):
+    # log(z + sqrt(z^2 + 1)) on the half plane Re z >= 0 (no cancellation
+    # there), mirrored: asinh(-z) = -asinh(z)
+    c = _cnp()
+    z = as_complex(z)
+    flip = c.signbit(z.re)
+    w = make(c.where(flip, -z.re, z.re), c.where(flip, -z.im, z.im))
+    large = C.absolute(w) > _LARGE
+    safe = make(c.where(large, 1.0, w.re), c.where(large, 0.0, w.im))
+    near = C.log(C.binop("add", safe, C.sqrt(C.binop("add", C.binop("mul", safe, safe), 1.0))))
+    far = C.log(w)
+    re = c.where(large, far.re + math.log(2.0), near.re)
+    im = c.where(large, far.im, near.im)
+    re, im = c.where(flip, -re, re), c.where(flip, -im, im)
+    return make(re, c.where(z.im == 0, z.im, im))
+
+
+def _times_i(z):
+    return make(-z.im, z.re)
+
+
+def _times_minus_i(z):
+    return make(z.im, -z.re)
+
+
+def _asin(z):
+    return _times_minus_i(_asinh(_times_i(as_complex(z))))
+
+
+def _acos(z):
+    w = _asin(z)
+    return make(math.pi / 2 - w.re, -w.im)
+
+
+def _atanh(z):
+    c = _cnp()
+    z = as_complex(z)
+    a, b = z.re, z.im
+    large = C.absolute(z) > _LARGE
+    safe = make(c.where(large, 0.0, a), c.where(large, 0.0, b))
+    p = C.log(C.binop("add", 1.0, safe))
+    q = C.log(C.binop("sub", 1.0, safe))
+    inv = C.binop("div", 1.0, make(c.where(large, a, 1.0), c.where(large, b, 0.0)))
+    far_re = c.where(c.isinf(a) | c.isinf(b), c.copysign(0.0, a), inv.re)
+    re = c.where(large, far_re, (p.re - q.re) * 0.5)
+    im = c.where(large, c.where(c.isnan(b), b, c.copysign(math.pi / 2, b)), (p.im - q.im) * 0.5)
+    re = c.where(a == 0, a, re)                  # atanh(i y) = i atan y
+    return make(re, im)
+
+
+def _atan(z):
+    return _times_minus_i(_atanh(_times_i(as_complex(z))))
+
+
+def _acosh(z):
+    c = _cnp()
+    z = as_complex(z)
+    a, b = z.re, z.im
+    large = C.absolute(z) > _LARGE
+    safe = make(c.where(large, 2.0, a), c.where(large, 0.0, b))
+    near = C.log(C.binop("add", safe, C.binop("mul", C.sqrt(C.binop("add", safe, 1.0)),
+                                               C.sqrt(C.binop("sub", safe, 1.0)))))
+    far = C.log(z)
+    re = c.where(large, far.re + math.log(2.0), near.re)
+    im = c.where(large, far.im, near.im)
+    zero_nan = (a == 0) & c.isnan(b)             # acosh(0 + nan i) = nan + i pi/2
+    return make(c.where(zero_nan, b, re), c.where(zero_nan, math.pi / 2, im))
+
+
+for _names, _f in ((("arcsinh", "asinh"), _asinh), (("arcsin", "asin"), _asin),
+                   (("arccos", "acos"), _acos), (("arctanh", "atanh"), _atanh),
+                   (("arctan", "atan"), _atan), (("arccosh", "acosh"), _acosh)):
+    impl(*_names)(functools.partial(lambda fn, x, /, *a, **k: fn(x), _f))
 
 
 def _sequence(name):

@@ -155,6 +155,8 @@ def _operand(x, who):
         a = np.asarray(x)
         canonical_dtype(a.dtype, f"cjit.numpy.{who}: operand dtype")
         return a
+    if t.__name__ == "ComplexTracer":   # reached a function with no complex implementation
+        raise NotImplementedError(f"cjit.numpy.{who}: complex arguments are not supported yet")
     from ._interop import foreign_array
     a = foreign_array(x)          # a jax.Array, a torch tensor, ... as NumPy sees it
     if a is not None:

@@ -16,8 +16,10 @@ _DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "
 
 
 def _dtype_of(x):
-    if isinstance(x, (Tracer, np.ndarray, np.generic)):
+    if isinstance(x, (Tracer, np.ndarray, np.generic)) or type(x).__name__ == "ComplexTracer":
         return x.dtype
+    if isinstance(x, (type, str, np.dtype)) and np.dtype(x) in (np.complex64, np.complex128):
+        return np.dtype(x)
     return canonical_dtype(x)
 
 

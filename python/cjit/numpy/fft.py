@@ -16,7 +16,6 @@ from ..api import current_trace
 from .._dtypes import canonical_dtype
 from ._core import _lift
 from ._creation import _no_device
-from ._manipulation import roll
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fft2", "ifft2", "rfft2", "irfft2",
@@ -51,7 +50,8 @@ def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
 
 
 def _shift(x, axes, sign):
-    ndim = np.ndim(x)
+    from . import roll                       # the package's, which takes complex arrays
+    ndim = len(x.shape) if hasattr(x, "shape") else np.ndim(x)
     if axes is None:
         axes = tuple(range(ndim))
     elif isinstance(axes, (int, np.integer)):
