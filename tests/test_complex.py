@@ -354,3 +354,55 @@ def test_lax_complex_real_imag_conj():
     check(cjit.jit(lambda w: (cjit.lax.real(w), cjit.lax.imag(w), cjit.lax.conj(w)))(z)[2], z.conj())
     with pytest.raises(TypeError, match="float arrays of one dtype"):
         cjit.lax.complex(x, y.astype(np.float64))
+
+
+def test_inverse_functions_match_numpy_off_and_on_the_cuts():
+    z = np.concatenate([crandn(40) * 3, np.array([2 + 0j, -2 + 0j, 3j, -3j, 0.5 + 0j, 1e10 + 1e10j,
+                                                  -1e12 + 1j, 1e9j])])
+    for name in ("arcsinh", "arcsin", "arccos", "arctanh", "arctan", "arccosh"):
+        np.testing.assert_allclose(getattr(cnp, name)(z), getattr(np, name)(z), rtol=1e-13,
+                                   atol=1e-15, err_msg=name)
+
+
+def test_annex_g_special_values():
+    inf, nan = np.inf, np.nan
+    cases = {
+        "exp": [(inf + 0j, inf + 0j), (complex(-inf, inf), 0j), (complex(nan, 0.0), complex(nan, 0.0))],
+        "sinh": [(complex(inf, 0.0), complex(inf, 0.0)), (complex(0.0, nan), complex(0.0, nan))],
+        "cosh": [(complex(0.0, inf), complex(nan, 0.0)), (complex(inf, 0.0), complex(inf, 0.0))],
+        "tanh": [(complex(inf, inf), 1 + 0j), (complex(1.0, inf), complex(nan, nan)),
+                 (complex(0.0, nan), complex(0.0, nan))],
+        "expm1": [(complex(-inf, inf), -1 + 0j), (complex(inf, 0.0), complex(inf, 0.0))],
+        "arccosh": [(complex(0.0, nan), complex(nan, np.pi / 2)), (complex(-inf, inf), complex(inf, 0.75 * np.pi))],
+        "arctanh": [(complex(inf, inf), complex(0.0, np.pi / 2)), (complex(nan, inf), complex(0.0, np.pi / 2))],
+    }
+    for name, pairs in cases.items():
+        got = getattr(cnp, name)(np.array([p[0] for p in pairs]))
+        want = np.array([p[1] for p in pairs])
+        np.testing.assert_array_equal(np.isnan(got.real), np.isnan(want.real), err_msg=name)
+        np.testing.assert_array_equal(np.isnan(got.imag), np.isnan(want.imag), err_msg=name)
+        ok = ~np.isnan(want.real)
+        np.testing.assert_allclose(got.real[ok], want.real[ok], err_msg=name)
+        ok = ~np.isnan(want.imag)
+        np.testing.assert_allclose(got.imag[ok], want.imag[ok], err_msg=name)
+
+
+def test_more_of_the_namespace():
+    z = crandn(6)
+    check(cnp.full((), 0j), np.full((), 0j))
+    assert cnp.finfo(np.ones(2, np.complex64)).bits == 32
+    check(cnp.repeat(z[:2], np.array([2, 1], np.int8)), np.repeat(z[:2], [2, 1]))
+    for got, want in zip(cnp.split(z, 3), np.split(z, 3)):
+        check(got, want)
+    check(cnp.unstack(z.reshape(2, 3))[1], z.reshape(2, 3)[1])
+    check(cnp.eye(3, dtype=cnp.complex64), np.eye(3, dtype=np.complex64))
+    check(cnp.round(z, 1), np.round(z, 1))
+    assert bool(cnp.all(z)) and not bool(cnp.any(z * 0))
+    check(cnp.fft.fftshift(z), np.fft.fftshift(z))
+    m = crandn(3, 3)
+    for n in (0, 1, 3, -2):
+        check(cnp.linalg.matrix_power(m, n), np.linalg.matrix_power(m, n), rtol=1e-10)
+    g0, g1 = cnp.meshgrid(z[:2], z[:3])
+    w0, w1 = np.meshgrid(z[:2], z[:3])
+    check(g0, w0)
+    check(g1, w1)

@@ -152,9 +152,15 @@ def _has_traced(args, kwargs):
     return False
 
 
+# Functions that take complex arguments as they are (they ask for a dtype)
+_AS_THEY_ARE = frozenset({"finfo", "iinfo", "can_cast", "isdtype", "issubdtype", "dtype"})
+
+
 def install(namespace, names):
     """Wraps the functions `names` of a module's namespace in place."""
     for n in names:
+        if n in _AS_THEY_ARE:
+            continue
         fn = namespace.get(n)
         if callable(fn) and not isinstance(fn, type) and not getattr(fn, "_cjit_complex_wrapped",
                                                                       False):
@@ -175,8 +181,18 @@ def _dynamic(v):
         type(b) is np.ndarray or isinstance(b, (np.generic, complex)) for b in v)
 
 
+# parameters whose concrete array values are static (shapes depend on them)
+_STATIC_ARRAYS = {"repeat": (1, "repeats")}
+
+
 def _eager(name, f, args, kwargs):
     from ..api import Jitted
+    if name in _STATIC_ARRAYS:
+        pos, kw = _STATIC_ARRAYS[name]
+        if len(args) > pos and isinstance(args[pos], np.ndarray):
+            args = args[:pos] + (args[pos].tolist(),) + args[pos + 1:]
+        if isinstance(kwargs.get(kw), np.ndarray):
+            kwargs = dict(kwargs, **{kw: kwargs[kw].tolist()})
     dyn, skel = [], []
     for a in args:
         if _dynamic(a):
@@ -346,6 +362,11 @@ for _n in _LINEAR:
                                _n))
 
 
+@impl("repeat")
+def _repeat(x, repeats, axis=None):
+    return linear(lambda v: _cnp().repeat(v, repeats, axis=axis), x)
+
+
 def _pieces(name):
     """split, unstack, ...: the same pieces of both parts, paired up."""
     def f(x, *a, **k):
@@ -424,7 +445,7 @@ def _count_nonzero(x, *a, **k):
 # The inverse functions, on their principal branches (NumPy's cuts).  Past
 # |z| = 1e8 the square roots would lose z's size or overflow, and the
 # asymptotic forms are exact to working precision: asinh z = log 2z,
-# acosh z = log 2z, atanh z = 1/z + i pi/2 sign(Im z).  At infinities these
+# acosh z = log 2z, atanh z = 1/z + i pi/2 sign(Im z) (atanh(1/z) = 1/z there).  At infinities these
 # give Annex G's values.
 _LARGE = 1e8
 
@@ -472,9 +493,11 @@ def _atanh(z):
     p = C.log(C.binop("add", 1.0, safe))
     q = C.log(C.binop("sub", 1.0, safe))
     inv = C.binop("div", 1.0, make(c.where(large, a, 1.0), c.where(large, b, 0.0)))
-    far_re = c.where(c.isinf(a) | c.isinf(b), c.copysign(0.0, a), inv.re)
+    at_inf = c.isinf(a) | c.isinf(b)
+    far_re = c.where(at_inf, c.copysign(0.0, a), inv.re)
+    far_im = c.copysign(math.pi / 2, b) + c.where(at_inf, 0.0, inv.im)
     re = c.where(large, far_re, (p.re - q.re) * 0.5)
-    im = c.where(large, c.where(c.isnan(b), b, c.copysign(math.pi / 2, b)), (p.im - q.im) * 0.5)
+    im = c.where(large, c.where(c.isnan(b), b, far_im), (p.im - q.im) * 0.5)
     re = c.where(a == 0, a, re)                  # atanh(i y) = i atan y
     return make(re, im)
 
@@ -581,12 +604,12 @@ def _creation(name, dtype_pos):
             dt = args.pop(dtype_pos)
         like = name.endswith("_like")
         proto = args[0] if like else None
-        if dt is None:
-            dt = proto.dtype
-        dt = np.dtype(dt)
         fill = None
         if name.startswith("full"):
             fill = kwargs.pop("fill_value", None) if len(args) < 2 else args.pop(1)
+        if dt is None:         # the prototype's dtype, or the fill value's (complex128 for 0j)
+            dt = proto.dtype if like else _result_type(fill)
+        dt = np.dtype(dt)
         if like:
             shape = kwargs.pop("shape", None) or tuple(np.shape(proto) if not isinstance(
                 proto, ComplexTracer) else proto.shape)
@@ -784,6 +807,30 @@ def _solve(x1, x2):
     sol = c.linalg.solve(_embed(a), c.concatenate([br, bi], axis=-2))
     re, im = sol[..., :n, :], sol[..., n:, :]
     return make(re[..., 0], im[..., 0]) if vector else make(re, im)
+
+
+@impl("linalg.matrix_power")
+def _matrix_power(x, n):
+    """Repeated squaring with complex products; a negative n through inv."""
+    c = _cnp()
+    z = as_complex(x)
+    if z.shape[-1:] != z.shape[-2:-1]:
+        raise ValueError(f"cjit.numpy.linalg.matrix_power: needs square matrices, got shape "
+                         f"{z.shape}")
+    n = int(n)
+    if n < 0:
+        z, n = _inv(z), -n
+    result, base = None, z
+    while n:
+        if n & 1:
+            result = base if result is None else C.binop("matmul", result, base)
+        n >>= 1
+        if n:
+            base = C.binop("matmul", base, base)
+    if result is None:
+        eye = c.broadcast_to(c.eye(z.shape[-1], dtype=z.re.dtype), z.shape)
+        result = make(eye, eye * 0)
+    return result
 
 
 @impl("linalg.inv")
