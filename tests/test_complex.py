@@ -406,3 +406,23 @@ def test_more_of_the_namespace():
     w0, w1 = np.meshgrid(z[:2], z[:3])
     check(g0, w0)
     check(g1, w1)
+
+
+def test_spectra_through_the_real_embedding():
+    a = crandn(4, 4)
+    h = a + a.conj().T
+    check(cnp.linalg.eigvalsh(h), np.linalg.eigvalsh(h), rtol=1e-12)
+    check(cnp.linalg.eigvalsh(np.triu(h) + np.tril(a, -1), UPLO="U"),
+          np.linalg.eigvalsh(np.triu(h) + np.tril(a, -1), UPLO="U"), rtol=1e-12)
+    check(cnp.linalg.svdvals(a[:, :3]), np.linalg.svdvals(a[:, :3]), rtol=1e-12)
+    for ord in (2, -2, "nuc"):
+        check(cnp.linalg.matrix_norm(a, ord=ord), np.linalg.matrix_norm(a, ord=ord), rtol=1e-12)
+    assert int(cnp.linalg.matrix_rank(a[:, :2] @ a[:2])) == 2
+    # the gradient of a sum of singular values (a pair's mean is well defined)
+    fn = lambda m: cnp.linalg.svdvals(m).sum()
+    np.testing.assert_allclose(cjit.grad(fn)(a),
+                               fd_grad(lambda m: float(np.linalg.svdvals(m).sum()), a), rtol=1e-6)
+    fn = lambda m: (cnp.linalg.eigvalsh(m) * np.arange(1.0, 5.0)).sum()
+    g = cjit.grad(fn)(h)
+    want = fd_grad(lambda m: float((np.linalg.eigvalsh(m) * np.arange(1.0, 5.0)).sum()), h)
+    np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)

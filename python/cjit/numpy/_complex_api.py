@@ -766,11 +766,58 @@ for _n in ("vector_norm", "norm"):
 
 @impl("linalg.matrix_norm")
 def _matrix_norm(x, *, keepdims=False, ord="fro"):
+    c = _cnp()
     if ord in (2, -2, "nuc"):
-        raise NotImplementedError(f"cjit.numpy.linalg.matrix_norm: ord={ord!r} of a complex "
-                                  f"matrix needs its singular values; complex factorizations "
-                                  f"are not supported yet")
-    return _cnp().linalg.matrix_norm(C.absolute(x), keepdims=keepdims, ord=ord)
+        s = _svdvals(x)
+        r = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else c.sum(s, axis=-1)
+        return c.reshape(r, tuple(r.shape) + (1, 1)) if keepdims else r
+    return c.linalg.matrix_norm(C.absolute(x), keepdims=keepdims, ord=ord)
+
+
+def _pair_means(v):
+    """The means of neighbouring pairs along the last axis: the eigenvalues
+    (singular values) of the real embedding come in equal pairs, and their
+    mean has a gradient that does not depend on how LAPACK picked the
+    eigenvectors of the pair's two-dimensional eigenspace."""
+    c = _cnp()
+    return (v[..., 0::2] + v[..., 1::2]) * 0.5
+
+
+@impl("linalg.eigvalsh")
+def _eigvalsh(x, UPLO="L"):
+    """The eigenvalues of a Hermitian matrix: each eigenvalue of its real
+    embedding [[re, -im], [im, re]] (symmetric) twice."""
+    z = as_complex(x)
+    if UPLO == "U":
+        z = C.linear(lambda v: _cnp().matrix_transpose(v), z).conj()
+    tri = lambda v, k: _cnp().tril(v, k)
+    # the Hermitian matrix the lower triangle names (the diagonal's imaginary part is dropped)
+    low = make(tri(z.re, 0), tri(z.im, -1))
+    h = C.binop("add", low, C.linear(lambda v: _cnp().matrix_transpose(v), make(
+        tri(z.re, -1), tri(z.im, -1))).conj())
+    return _pair_means(_cnp().linalg.eigvalsh(_embed(h)))
+
+
+@impl("linalg.svdvals")
+def _svdvals(x):
+    """The singular values: each singular value of the real embedding twice."""
+    return _pair_means(_cnp().linalg.svdvals(_embed(x)))
+
+
+@impl("linalg.matrix_rank")
+def _matrix_rank(x, tol=None, hermitian=False, *, rtol=None):
+    c = _cnp()
+    z = as_complex(x)
+    if len(z.shape) < 2:
+        return c.any(C.binop("ne", z, 0.0)).astype("int64")
+    s = _svdvals(z)
+    if tol is not None:
+        cutoff = c.asarray(tol)[..., None]
+    else:
+        eps = float(np.finfo(C.part_dtype(z.dtype)).eps)
+        r = max(z.shape[-2:]) * eps if rtol is None else c.asarray(rtol)[..., None]
+        cutoff = r * c.max(s, axis=-1, keepdims=True)
+    return c.sum((s > cutoff).astype("int64"), axis=-1)
 
 
 impl("linalg.matmul")(lambda x1, x2, /: bilinear(lambda p, q: _cnp().matmul(p, q), x1, x2))
