@@ -209,6 +209,17 @@ bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k);
  * runs as matvec.c's vectorized kernel?  That kernel writes C whole, so
  * the output needs no identity fill first. */
 bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k);
+/* Kernels of this many loop points or more may be split across threads
+ * (runtime.c); smaller ones run on the calling thread. */
+#define CJ_PARALLEL_MIN_POINTS ((int64_t)1 << 16)
+/* At most this many kernels in a loop body that runs as one function. */
+#define CJ_ONE_FUNCTION_MAX_KERNELS 32
+/* Does loop body p run as one generated function per iteration (body_fn.c)
+ * rather than group by group through the runtime?  When every group is a
+ * compiled kernel or driver run on the calling thread (under
+ * CJ_PARALLEL_MIN_POINTS points), none a loop, a runtime copy, a BLAS gemm
+ * or a runtime call, and there are at most CJ_ONE_FUNCTION_MAX_KERNELS. */
+bool cj_plan_one_function(const cj_plan *p);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);
 /* Bytes of heap the plan holds (not the graph's). */

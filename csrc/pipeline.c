@@ -445,6 +445,7 @@ static cj_executable *read_exe(cj_rbuf *r, const cj_loc_pool *pool, int depth, c
                 cj_error_set(err, CJ_ERR_VALUE, "cache entry: a grouped stage has no code");
                 goto fail;
             }
+    x->plan.loop_body = depth > 0; /* not in the entry: a body's plan is read at depth 1 or more */
     if (cj_jit_load(&x->plan, o, compiled, x->kernels, x->groups, &x->code, err) != CJ_OK) goto fail;
     cj_jit_objects_free(o);
     free(compiled);

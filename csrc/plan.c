@@ -136,6 +136,25 @@ bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
 }
 
 /* See kernel.h. */
+bool cj_plan_one_function(const cj_plan *p) {
+    if (!p->loop_body || p->nkernels > CJ_ONE_FUNCTION_MAX_KERNELS || p->ngroups < 1) return false;
+    for (int g = 0; g < p->ngroups; g++) {
+        const cj_group *grp = &p->groups[g];
+        int64_t points = 0;
+        for (int k = grp->first; k < grp->first + grp->count; k++) {
+            const cj_kernel *kern = &p->kernels[k];
+            if (kern->loop || kern->call || (kern->gemm.on && !kern->gemm.small)) return false;
+            if (grp->count == 1 && cj_kernel_is_small_copy(p, kern)) return false;
+            int64_t n = 1;
+            for (int d = 0; d < kern->rank; d++) n *= kern->dims[d];
+            points += n;
+        }
+        if (points >= CJ_PARALLEL_MIN_POINTS) return false;
+    }
+    return true;
+}
+
+/* See kernel.h. */
 int64_t cj_plan_heap_bytes(const cj_plan *p) {
     int64_t n = cj_heap_bytes(p->kernels, (size_t)p->kernels_cap * sizeof *p->kernels)
                 + cj_heap_bytes(p->buffers, (size_t)p->buffers_cap * sizeof *p->buffers)

@@ -152,7 +152,6 @@ static void run_small_copy(const cj_plan *p, const cj_kernel *k, void *const *sl
 
 /* ---- the thread pool -------------------------------------------------------- */
 
-#define PARALLEL_MIN_POINTS ((int64_t)1 << 16)
 #define MAX_THREADS 256
 
 typedef struct {
@@ -371,14 +370,14 @@ static cj_run_step step_of(const cj_executable *x, int g) {
             for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
             points += n;
         }
-        return (cj_run_step){x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, kern->gemm.on, false};
+        return (cj_run_step){x->groups[g], grp->rows, points >= CJ_PARALLEL_MIN_POINTS, kern->gemm.on, false};
     }
     if (kern->loop || !x->kernels[grp->first]) return s;
     int64_t points = 1;
     for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
     s.fn = x->kernels[grp->first];
     s.n = kern->rank > 0 ? kern->dims[0] : 1;
-    s.split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
+    s.split = points >= CJ_PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
     s.coarse = kern->gemm.on;
     s.fill = cj_kernel_cpu_needs_identity(p, kern);
     return s;
@@ -452,6 +451,8 @@ void cj_runtime_prepare_body(cj_executable *x) {
         return;
     }
     for (int g = 0; g < p->ngroups; g++) x->steps[g] = step_of(x, g);
+    const char *env = getenv("CJIT_LOOP_ONE_FUNCTION"); /* "0": the general path, for comparisons */
+    x->one_function = env && strcmp(env, "0") == 0 ? NULL : x->groups[p->ngroups];
 }
 
 /* See executable.h. */
@@ -465,6 +466,10 @@ cj_status cj_runtime_run_in(cj_executable *x, void **slots, bool bound, void *co
             const cj_rebind *r = &x->rebind[i];
             slots[r->buffer] = (char *)(r->param ? params : outputs)[r->slot] + r->offset;
         }
+    }
+    if (x->one_function) { /* every group, in one call (body_fn.c) */
+        x->one_function(0, 1, slots);
+        return CJ_OK;
     }
     return run_groups(x, slots, poll, err);
 }
