@@ -218,7 +218,7 @@ bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k);
  * rather than group by group through the runtime?  When every group is a
  * compiled kernel or driver run on the calling thread (under
  * CJ_PARALLEL_MIN_POINTS points), none a loop, a runtime copy, a BLAS gemm
- * or a runtime call, and there are at most CJ_ONE_FUNCTION_MAX_KERNELS. */
+ * (a matvec is cjit's own code) or a runtime call, and there are at most CJ_ONE_FUNCTION_MAX_KERNELS. */
 bool cj_plan_one_function(const cj_plan *p);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);

@@ -43,20 +43,24 @@ static bool args_init(arg_lists *a, int nparams, int noutputs) {
 }
 
 /* One body's buffer slots, kept from one iteration to the next so that
- * only those at parameters and outputs are bound again (runtime.c). */
+ * only those at parameters and outputs are bound again (runtime.c); and
+ * how many of its runs its one function made, counted when the loop ends. */
 typedef struct {
     void **slots;
     void *small[MAX_ARGS];
     bool bound;
+    int64_t one_function_runs;
 } body_slots;
 
 static bool slots_init(body_slots *s, const cj_executable *x) {
     s->bound = false;
+    s->one_function_runs = 0;
     s->slots = x->plan.nbuffers <= MAX_ARGS ? s->small : malloc(sizeof(void *) * (size_t)x->plan.nbuffers);
     return s->slots != NULL;
 }
 
 static void slots_free(body_slots *s) {
+    if (s->one_function_runs) cj_stats_one_function_runs(s->one_function_runs);
     if (s->slots != s->small) free(s->slots);
 }
 
@@ -64,6 +68,7 @@ static cj_status run_in(cj_body_runner *run_body, cj_executable *x, body_slots *
                         void *const *outputs, char *work, cj_error *err) {
     cj_status st = run_body(x, s->slots, s->bound, params, outputs, work, NULL, err);
     s->bound = true;
+    s->one_function_runs += x->one_function != NULL;
     return st;
 }
 

@@ -143,7 +143,8 @@ bool cj_plan_one_function(const cj_plan *p) {
         int64_t points = 0;
         for (int k = grp->first; k < grp->first + grp->count; k++) {
             const cj_kernel *kern = &p->kernels[k];
-            if (kern->loop || kern->call || (kern->gemm.on && !kern->gemm.small)) return false;
+            bool blas = kern->gemm.on && !kern->gemm.small && !cj_kernel_is_matvec(p, kern);
+            if (kern->loop || kern->call || blas) return false;
             if (grp->count == 1 && cj_kernel_is_small_copy(p, kern)) return false;
             int64_t n = 1;
             for (int d = 0; d < kern->rank; d++) n *= kern->dims[d];
@@ -305,8 +306,9 @@ char *cj_plan_to_text(const cj_plan *p) {
             /* a loop's bodies: their own plans, indented */
             const cj_body *b = kern->loop->body;
             const char *what = b->op == CJ_OP_SCAN ? "body" : b->op == CJ_OP_COND ? "branch" : j == 0 ? "cond" : "body";
-            put(&t, "      %s %d%s:\n", what, j,
-                b->op == CJ_OP_SCAN ? (b->reverse ? " (reversed rows)" : "") : "");
+            put(&t, "      %s %d%s%s:\n", what, j,
+                b->op == CJ_OP_SCAN ? (b->reverse ? " (reversed rows)" : "") : "",
+                kern->loop->plans[j] && cj_plan_one_function(kern->loop->plans[j]) ? " (one function per run)" : "");
             char *inner = kern->loop->plans[j] ? cj_plan_to_text(kern->loop->plans[j]) : NULL;
             for (char *line = inner, *end; line && *line; line = end + (*end != 0)) {
                 end = strchr(line, '\n');

@@ -1,0 +1,151 @@
+"""A small loop body runs as one generated function per iteration
+(csrc/body_fn.c): the compiled text marks such bodies "(one function per
+run)", runtime_stats()["loop_one_function_runs"] counts the body runs it
+made, and the results are bitwise those of the group-by-group path
+(CJIT_LOOP_ONE_FUNCTION=0), compiled or loaded from the disk cache.
+
+Every check runs cjit in subprocesses, since the variable is read when a
+body is compiled or loaded."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+PROGRAMS = r"""
+import json, os
+import numpy as np
+import cjit, cjit.numpy as cnp
+from cjit import _cjit, lax
+
+A = np.array([[0.0, 1.0], [-1.0, -0.1]], np.float32)
+y0 = np.array([1.0, 0.0], np.float32)
+rng = np.random.default_rng(3)
+W = (rng.standard_normal((64, 64)) * 0.2).astype(np.float32)
+xs = rng.standard_normal((50, 64)).astype(np.float32)
+big = rng.standard_normal((300, 300)).astype(np.float32)
+
+def rk4(A, y0):
+    dt = 0.001
+    def f(y):
+        return A @ y - 0.1 * y * y * y
+    def step(i, y):
+        k1 = f(y)
+        k2 = f(y + dt / 2 * k1)
+        k3 = f(y + dt / 2 * k2)
+        k4 = f(y + dt * k3)
+        return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    return lax.fori_loop(0, 300, step, y0)
+
+def rnn(W, xs):  # a 64x64 matvec, tanh and a sum per step, rows in and out
+    def step(h, x):
+        h = cnp.tanh(W @ h + x)
+        return h, cnp.sum(h * h)
+    return lax.scan(step, cnp.zeros(64, cnp.float32), xs)
+
+def counting(x):  # condition and body: 8 and 7 runs
+    return lax.while_loop(lambda c: c[0] < 7, lambda c: (c[0] + 1, c[1] * 1.5 + 0.25), (0, x))
+
+def branches(i, x):
+    return lax.switch(i, [lambda v: v * 2.0, lambda v: cnp.sin(v) + v, lambda v: v - 1.0], x)
+
+def ints(n0):
+    return lax.fori_loop(0, 40, lambda i, n: n * 3 + i, n0)
+
+def large(b):  # 90,000 points a step: the general path
+    return lax.fori_loop(0, 3, lambda i, v: v * 0.5 + 1.0, b)
+
+def nested(y):  # the outer body holds a loop; the inner one is small
+    return lax.fori_loop(0, 5, lambda i, v: lax.fori_loop(0, 4, lambda j, u: u * 0.75 + 1.0, v) + 0.5, y)
+
+cases = [("rk4", rk4, (A, y0)), ("rnn", rnn, (W, xs)), ("while", counting, (np.float32(0.5),)),
+         ("switch", branches, (np.int32(1), np.float32(0.7))), ("ints", ints, (np.int32(2),)),
+         ("large", large, (big,)), ("nested", nested, (y0,))]
+out = {}
+for name, fn, args in cases:
+    f = cjit.jit(fn)
+    s0 = _cjit.runtime_stats()
+    res = f(*args)
+    s1 = _cjit.runtime_stats()
+    text = f.lower(*args).compile().as_text()
+    leaves = res if isinstance(res, tuple) else (res,)
+    out[name] = {"hex": [np.asarray(v).tobytes().hex() for v in leaves],
+                 "runs": s1["loop_one_function_runs"] - s0["loop_one_function_runs"],
+                 "marked": text.count("(one function per run)"),
+                 "loads": s1["loads"] - s0["loads"]}
+print("RESULT " + json.dumps(out))
+"""
+
+
+def run_programs(tmp_path, one_function=True, cache=False):
+    env = dict(os.environ)
+    env["CJIT_CACHE"] = "1" if cache else "0"
+    env["CJIT_CACHE_DIR"] = str(tmp_path / "cache")
+    env.pop("CJIT_LOOP_ONE_FUNCTION", None)
+    if not one_function:
+        env["CJIT_LOOP_ONE_FUNCTION"] = "0"
+    out = subprocess.run([sys.executable, "-c", PROGRAMS], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr[-3000:]
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return json.loads(line[len("RESULT "):])
+
+
+# body runs each program makes through one function: rk4 300 steps, rnn 50,
+# while 8 condition and 7 body runs, switch one branch, ints 40, large none,
+# nested 5 x 4 inner bodies (the outer body holds a loop)
+EXPECTED_RUNS = {"rk4": 300, "rnn": 50, "while": 15, "switch": 1, "ints": 40, "large": 0, "nested": 20}
+# bodies marked in the compiled text: switch has three branches; nested marks the inner body only
+EXPECTED_MARKED = {"rk4": 1, "rnn": 1, "while": 2, "switch": 3, "ints": 1, "large": 0, "nested": 1}
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("one_function")
+    return run_programs(tmp / "a"), run_programs(tmp / "b", one_function=False)
+
+
+def test_small_bodies_run_as_one_function(both):
+    one, _ = both
+    assert {k: v["runs"] for k, v in one.items()} == EXPECTED_RUNS
+    assert {k: v["marked"] for k, v in one.items()} == EXPECTED_MARKED
+
+
+def test_the_general_path_when_asked(both):
+    _, general = both
+    assert all(v["runs"] == 0 for v in general.values())
+
+
+def test_results_are_bitwise_the_general_paths(both):
+    one, general = both
+    for name in one:
+        assert one[name]["hex"] == general[name]["hex"], name
+
+
+def test_rk4_matches_numpy(both):
+    import numpy as np
+    one, _ = both
+    A = np.array([[0.0, 1.0], [-1.0, -0.1]], np.float32)
+    y = np.array([1.0, 0.0], np.float32)
+    dt = np.float32(0.001)
+    f = lambda y: A @ y - np.float32(0.1) * y * y * y  # noqa: E731
+    for _ in range(300):
+        k1 = f(y)
+        k2 = f(y + dt / 2 * k1)
+        k3 = f(y + dt / 2 * k2)
+        k4 = f(y + dt * k3)
+        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    got = np.frombuffer(bytes.fromhex(one["rk4"]["hex"][0]), np.float32)
+    np.testing.assert_allclose(got, y, rtol=1e-5, atol=1e-6)
+
+
+def test_bodies_loaded_from_the_disk_cache_run_as_one_function(tmp_path, both):
+    one, _ = both
+    first = run_programs(tmp_path, cache=True)
+    second = run_programs(tmp_path, cache=True)
+    assert all(v["loads"] == 0 for v in first.values())
+    assert all(v["loads"] >= 1 for v in second.values())
+    for name in one:
+        assert second[name]["hex"] == one[name]["hex"], name
+        assert second[name]["runs"] == EXPECTED_RUNS[name], name
+        assert second[name]["marked"] == EXPECTED_MARKED[name], name
