@@ -83,6 +83,15 @@ static int64_t poll_stride(const cj_executable *x, const cj_executable *y) {
     return stride < 1 ? 1 : stride > 1024 ? 1024 : stride;
 }
 
+/* Counts an iteration down to the next look at the clock (every stride-th,
+ * the first included: a countdown, as a division per iteration showed in
+ * a small body's profile). */
+static bool poll_due(int64_t *until, int64_t stride) {
+    if (--*until > 0) return false;
+    *until = stride;
+    return true;
+}
+
 static int64_t nbytes_of(const cj_shape *s, cj_dtype dt) { return cj_shape_numel(s) * cj_dtype_size(dt); }
 
 /* Where result k of L lives in this call. */
@@ -107,38 +116,40 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
     for (int j = 0; j < nk; j++) a.params[1 + nc + nx + j] = slots[L->in_buf[nc + nx + j]];
     int64_t n = b->length;
     cj_status st = CJ_OK;
+    int64_t *row = malloc(sizeof(int64_t) * (size_t)(nx + ny + 1)); /* bytes of a row of each xs, each ys */
+    if (!row) {
+        st = cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+        goto done;
+    }
+    for (int x = 0; n > 0 && x < nx; x++) row[x] = p->buffers[L->in_buf[nc + x]].nbytes / n;
+    for (int y = 0; n > 0 && y < ny; y++) row[nx + y] = nbytes_of(&b->result_shape[nc + y], b->result_dtype[nc + y]) / n;
     if (n == 0) { /* the carries come out as they went in */
         for (int c = 0; c < nc; c++)
             memmove(result_at(L, slots, c), slots[L->in_buf[c]], (size_t)nbytes_of(&b->result_shape[c], b->result_dtype[c]));
         goto done;
     }
-    int64_t next_poll = 0, stride = poll_stride(L->exe[0], NULL);
+    int64_t next_poll = 0, stride = poll_stride(L->exe[0], NULL), until_poll = 1;
     for (int64_t it = 0; it < n; it++) {
         int64_t i = b->reverse ? n - 1 - it : it;
         index = (int32_t)i;
-        bool last_parity = (n - 1 - it) % 2 == 0; /* this iteration writes the results' own buffers */
+        bool last_parity = ((n - 1 - it) & 1) == 0; /* this iteration writes the results' own buffers */
         for (int c = 0; c < nc; c++) {
             char *own = result_at(L, slots, c), *spare = work + L->spare_offset[c];
             a.params[1 + c] = it == 0 ? slots[L->in_buf[c]] : a.outputs[c];
             a.outputs[c] = last_parity ? own : spare;
         }
-        for (int x = 0; x < nx; x++) {
-            int in = L->in_buf[nc + x];
-            a.params[1 + nc + x] = (char *)slots[in] + i * (p->buffers[in].nbytes / n);
-        }
-        for (int y = 0; y < ny; y++) {
-            int64_t row = nbytes_of(&b->result_shape[nc + y], b->result_dtype[nc + y]) / n;
-            a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row;
-        }
+        for (int x = 0; x < nx; x++) a.params[1 + nc + x] = (char *)slots[L->in_buf[nc + x]] + i * row[x];
+        for (int y = 0; y < ny; y++) a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row[nx + y];
         if ((st = run_in(run_body, L->exe[0], &bs, (void *const *)a.params, (void *const *)a.outputs, work, err)) !=
             CJ_OK)
             break;
-        if (it % stride == 0 && cj_runtime_poll(poll, &next_poll)) {
+        if (poll_due(&until_poll, stride) && cj_runtime_poll(poll, &next_poll)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a scan");
             break;
         }
     }
 done:
+    free(row);
     free(a.heap);
     slots_free(&bs);
     return st;
@@ -162,8 +173,8 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
     for (int c = 0; c < nc; c++) a.params[c] = slots[L->in_buf[c]];
     int where = 0; /* the carries are in: 0 the inputs, 1 the results, 2 the spares */
     cj_status st = CJ_OK;
-    int64_t next_poll = 0, stride = poll_stride(L->exe[0], L->exe[1]);
-    for (int64_t it = 0;; it++) {
+    int64_t next_poll = 0, stride = poll_stride(L->exe[0], L->exe[1]), until_poll = 1;
+    for (;;) {
         void *pred_out = pred;
         if ((st = run_in(run_body, L->exe[0], &cs, (void *const *)a.params, &pred_out, work, err)) != CJ_OK) break;
         if (!*pred) break;
@@ -174,7 +185,7 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
             break;
         for (int c = 0; c < nc; c++) a.params[c] = a.outputs[c];
         where = to;
-        if (it % stride == 0 && cj_runtime_poll(poll, &next_poll)) {
+        if (poll_due(&until_poll, stride) && cj_runtime_poll(poll, &next_poll)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a while loop");
             break;
         }
