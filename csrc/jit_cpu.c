@@ -208,16 +208,14 @@ static cj_status jit_init(cj_error *err) {
  * time.  They share a module of their own, optimized with the short list. */
 #define CJ_SMALL_KERNEL_POINTS 4096
 /* In a loop's body, which runs its kernels once per iteration, the limit
- * is one vector (16 floats with AVX-512): a tanh over 64 elements took 4x
- * as long unvectorized, a thousand times per call. */
-#define CJ_SMALL_BODY_KERNEL_POINTS 16
+ * is one vector, CJ_SMALL_BODY_KERNEL_POINTS (kernel.h): a tanh over 64
+ * elements took 4x as long unvectorized, a thousand times per call. */
 #define CJ_LLVM_PIPELINE_SMALL "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)"
-/* A body that runs as one function (body_fn.c): its kernels optimized as any, then inlined into it, where
- * their bounds are constants: the loops of a small body unroll whole and the paths not taken go. */
+/* A body that runs as one function (body_fn.c): its kernels (all small) optimized as any, then inlined into
+ * it, where their bounds are constants: their loops unroll whole, the slots are loaded once. */
 #define CJ_UNROLL_FULL "loop-unroll<O3;no-partial;no-runtime>"
-#define CJ_LLVM_PIPELINE_BODY CJ_LLVM_PIPELINE ",always-inline,function(sroa,early-cse<memssa>,"              \
-    "instcombine<no-verify-fixpoint>,simplifycfg,loop(indvars,loop-deletion)," CJ_UNROLL_FULL ",sccp,"          \
-    "instcombine<no-verify-fixpoint>,simplifycfg," CJ_UNROLL_FULL ",gvn,instcombine<no-verify-fixpoint>,simplifycfg)"
+#define CJ_LLVM_INLINE_BODY ",always-inline,function(instsimplify,simplifycfg," CJ_UNROLL_FULL ",instsimplify,"     \
+    "simplifycfg," CJ_UNROLL_FULL ",early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg)"
 
 /* CJIT_DUMP=DIR: write each executable's IR (before and after optimization). */
 static void dump_module(LLVMModuleRef mod, const char *prefix, const char *stage) {
@@ -351,7 +349,8 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = getenv("CJIT_LLVM_PASSES");
     if (!passes || !*passes)
-        passes = cj_plan_one_function(j->plan) ? CJ_LLVM_PIPELINE_BODY : small ? CJ_LLVM_PIPELINE_SMALL : CJ_LLVM_PIPELINE;
+        passes = cj_plan_one_function(j->plan) ? CJ_LLVM_PIPELINE_SMALL CJ_LLVM_INLINE_BODY /* its kernels are small */
+                 : small ? CJ_LLVM_PIPELINE_SMALL : CJ_LLVM_PIPELINE;
     LLVMErrorRef e = LLVMRunPasses(mod, passes, j->tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (e) {
@@ -388,7 +387,6 @@ static int64_t kernel_compile_cost(const cj_kernel *k) {
 }
 
 static bool is_small_kernel(const cj_plan *p, const cj_kernel *k) {
-    if (cj_plan_one_function(p)) return false; /* one piece: the body's function and all it calls */
     int64_t points = 1;
     for (int d = 0; d < k->rank; d++) points *= k->dims[d];
     /* a loop body's kernel runs every iteration: worth the vectorizer from a vector's width on */

@@ -212,13 +212,18 @@ bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k);
 /* Kernels of this many loop points or more may be split across threads
  * (runtime.c); smaller ones run on the calling thread. */
 #define CJ_PARALLEL_MIN_POINTS ((int64_t)1 << 16)
+/* A loop body's kernels of fewer points than this are compiled without the
+ * vectorizer (jit_cpu.c): it pays from one vector's width on (16 floats
+ * with AVX-512), as a body's kernels run once per iteration. */
+#define CJ_SMALL_BODY_KERNEL_POINTS 16
 /* At most this many kernels in a loop body that runs as one function. */
 #define CJ_ONE_FUNCTION_MAX_KERNELS 32
 /* Does loop body p run as one generated function per iteration (body_fn.c)
- * rather than group by group through the runtime?  When every group is a
- * compiled kernel or driver run on the calling thread (under
- * CJ_PARALLEL_MIN_POINTS points), none a loop, a runtime copy, a BLAS gemm
- * (a matvec is cjit's own code) or a runtime call, and there are at most CJ_ONE_FUNCTION_MAX_KERNELS. */
+ * rather than group by group through the runtime?  When its kernels are
+ * tiny (each under CJ_SMALL_BODY_KERNEL_POINTS points, so the runtime's
+ * bookkeeping would cost more than they do), at most
+ * CJ_ONE_FUNCTION_MAX_KERNELS, and none is a loop, a runtime copy, a gemm
+ * or matvec, or a runtime call. */
 bool cj_plan_one_function(const cj_plan *p);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);

@@ -140,17 +140,14 @@ bool cj_plan_one_function(const cj_plan *p) {
     if (!p->loop_body || p->nkernels > CJ_ONE_FUNCTION_MAX_KERNELS || p->ngroups < 1) return false;
     for (int g = 0; g < p->ngroups; g++) {
         const cj_group *grp = &p->groups[g];
-        int64_t points = 0;
         for (int k = grp->first; k < grp->first + grp->count; k++) {
             const cj_kernel *kern = &p->kernels[k];
-            bool blas = kern->gemm.on && !kern->gemm.small && !cj_kernel_is_matvec(p, kern);
-            if (kern->loop || kern->call || blas) return false;
+            if (kern->loop || kern->call || kern->gemm.on) return false;
             if (grp->count == 1 && cj_kernel_is_small_copy(p, kern)) return false;
-            int64_t n = 1;
-            for (int d = 0; d < kern->rank; d++) n *= kern->dims[d];
-            points += n;
+            int64_t points = 1;
+            for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
+            if (points >= CJ_SMALL_BODY_KERNEL_POINTS) return false;
         }
-        if (points >= CJ_PARALLEL_MIN_POINTS) return false;
     }
     return true;
 }

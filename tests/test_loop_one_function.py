@@ -25,6 +25,8 @@ rng = np.random.default_rng(3)
 W = (rng.standard_normal((64, 64)) * 0.2).astype(np.float32)
 xs = rng.standard_normal((50, 64)).astype(np.float32)
 big = rng.standard_normal((300, 300)).astype(np.float32)
+V = (rng.standard_normal((3, 3)) * 0.5).astype(np.float32)
+xs3 = rng.standard_normal((60, 3)).astype(np.float32)
 
 def rk4(A, y0):
     dt = 0.001
@@ -38,11 +40,17 @@ def rk4(A, y0):
         return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
     return lax.fori_loop(0, 300, step, y0)
 
-def rnn(W, xs):  # a 64x64 matvec, tanh and a sum per step, rows in and out
+def rnn(W, xs):  # a 64x64 matvec, tanh and a sum per step: big enough for the general path
     def step(h, x):
         h = cnp.tanh(W @ h + x)
         return h, cnp.sum(h * h)
     return lax.scan(step, cnp.zeros(64, cnp.float32), xs)
+
+def tiny_rows(V, xs3):  # a 3x3 product, tanh and a sum per step, rows in and out
+    def step(h, x):
+        h = cnp.tanh(V @ h + x)
+        return h, cnp.sum(h * h)
+    return lax.scan(step, cnp.zeros(3, cnp.float32), xs3)
 
 def counting(x):  # condition and body: 8 and 7 runs
     return lax.while_loop(lambda c: c[0] < 7, lambda c: (c[0] + 1, c[1] * 1.5 + 0.25), (0, x))
@@ -59,7 +67,7 @@ def large(b):  # 90,000 points a step: the general path
 def nested(y):  # the outer body holds a loop; the inner one is small
     return lax.fori_loop(0, 5, lambda i, v: lax.fori_loop(0, 4, lambda j, u: u * 0.75 + 1.0, v) + 0.5, y)
 
-cases = [("rk4", rk4, (A, y0)), ("rnn", rnn, (W, xs)), ("while", counting, (np.float32(0.5),)),
+cases = [("rk4", rk4, (A, y0)), ("rnn", rnn, (W, xs)), ("tiny_rows", tiny_rows, (V, xs3)), ("while", counting, (np.float32(0.5),)),
          ("switch", branches, (np.int32(1), np.float32(0.7))), ("ints", ints, (np.int32(2),)),
          ("large", large, (big,)), ("nested", nested, (y0,))]
 out = {}
@@ -91,12 +99,14 @@ def run_programs(tmp_path, one_function=True, cache=False):
     return json.loads(line[len("RESULT "):])
 
 
-# body runs each program makes through one function: rk4 300 steps, rnn 50,
-# while 8 condition and 7 body runs, switch one branch, ints 40, large none,
-# nested 5 x 4 inner bodies (the outer body holds a loop)
-EXPECTED_RUNS = {"rk4": 300, "rnn": 50, "while": 15, "switch": 1, "ints": 40, "large": 0, "nested": 20}
+# body runs each program makes through one function: rk4 300 steps, rnn none
+# (64-element kernels), tiny_rows 60, while 8 condition and 7 body runs,
+# switch one branch, ints 40, large none, nested 5 x 4 inner bodies (the
+# outer body holds a loop)
+EXPECTED_RUNS = {"rk4": 300, "rnn": 0, "tiny_rows": 60, "while": 15, "switch": 1, "ints": 40, "large": 0,
+                 "nested": 20}
 # bodies marked in the compiled text: switch has three branches; nested marks the inner body only
-EXPECTED_MARKED = {"rk4": 1, "rnn": 1, "while": 2, "switch": 3, "ints": 1, "large": 0, "nested": 1}
+EXPECTED_MARKED = {"rk4": 1, "rnn": 0, "tiny_rows": 1, "while": 2, "switch": 3, "ints": 1, "large": 0, "nested": 1}
 
 
 @pytest.fixture(scope="module")
