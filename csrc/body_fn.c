@@ -3,10 +3,10 @@
  * would (runtime.c's run_groups): a group's driver over its rows, or a
  * lone kernel over its loop 0 after the identity fill it needs.  Its
  * callees are defined in the same module (jit_cpu.c puts the whole body
- * in one) and marked alwaysinline, so that after the kernels are
- * optimized on their own they are inlined with their bounds known, and
- * one iteration of the loop is one call.  The kernels and drivers stay as
- * they are beside it (the general path, CJIT_LOOP_ONE_FUNCTION=0). */
+ * in one), marked alwaysinline and made internal, so that after the
+ * kernels are optimized on their own they are inlined with their bounds
+ * known and dropped: the module's code is the one function, and one
+ * iteration of the loop is one call. */
 #include <stdio.h>
 #include <string.h>
 
@@ -60,13 +60,14 @@ void cj_body_fn_emit(const cj_plan *p, LLVMModuleRef mod, const char *prefix) {
     }
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
-    /* every kernel and driver inlines into it; it prefers their vector width */
+    /* every kernel and driver inlines into it, and then goes; it prefers their vector width */
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
         if (f == fn || LLVMIsDeclaration(f)) continue;
         size_t len;
         const char *fname = LLVMGetValueName2(f, &len);
         if (strncmp(fname, prefix, strlen(prefix)) != 0 || fname[strlen(prefix)] != '_') continue;
         LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ctx, always, 0));
+        LLVMSetLinkage(f, LLVMInternalLinkage);
         copy_string_attribute(f, fn, "prefer-vector-width");
     }
 }

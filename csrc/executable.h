@@ -25,9 +25,8 @@ struct cj_executable {
     struct cj_rebind *rebind;
     int nrebind;
     struct cj_run_step *steps;
-    /* A loop's body that runs as one function (body_fn.c), unless
-     * CJIT_LOOP_ONE_FUNCTION=0 said otherwise when it was compiled or
-     * loaded: every group in order, in one call, on bound slots.  Else NULL. */
+    /* A loop's body compiled as one function (plan.one_function, body_fn.c):
+     * every group in order, in one call, on bound slots.  Else NULL. */
     cj_kernel_fn one_function;
 };
 

@@ -336,7 +336,7 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
     if (job_cancelled(j)) goto done;
     if (cj_codegen_module(j->plan, mod, j->prefix, kernels, &j->err) != CJ_OK) goto done;
     cj_group_emit_drivers(j->plan, mod, j->prefix, groups);
-    if (cj_plan_one_function(j->plan)) cj_body_fn_emit(j->plan, mod, j->prefix);
+    if (j->plan->one_function) cj_body_fn_emit(j->plan, mod, j->prefix);
     dump_module(mod, name, "raw");
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
         cj_error_set(&j->err, CJ_ERR_COMPILE, "generated IR is invalid: %s", msg);
@@ -349,7 +349,7 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = getenv("CJIT_LLVM_PASSES");
     if (!passes || !*passes)
-        passes = cj_plan_one_function(j->plan) ? CJ_LLVM_PIPELINE_SMALL CJ_LLVM_INLINE_BODY /* its kernels are small */
+        passes = j->plan->one_function ? CJ_LLVM_PIPELINE_SMALL CJ_LLVM_INLINE_BODY /* its kernels are small */
                  : small ? CJ_LLVM_PIPELINE_SMALL : CJ_LLVM_PIPELINE;
     LLVMErrorRef e = LLVMRunPasses(mod, passes, j->tm, opts);
     LLVMDisposePassBuilderOptions(opts);
@@ -419,7 +419,7 @@ static void *compile_module(void *arg) {
                 int64_t c = kernel_compile_cost(&p->kernels[k]);
                 int f = 1 + leads[k];
                 if (functions > 0 && (cost + c > CJ_PIECE_COST || functions + f > CJ_PIECE_FUNCTIONS) &&
-                    !cj_plan_one_function(p))
+                    !p->one_function)
                     break;
                 kernels[k] = true;
                 cost += c;
@@ -483,7 +483,7 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
         order[ncompiled++] = (costed_kernel){c, k};
         total += c;
     }
-    n = total < CJ_PARALLEL_COMPILE_MIN_COST || cj_plan_one_function(p) ? 1 : nmax;
+    n = total < CJ_PARALLEL_COMPILE_MIN_COST || p->one_function ? 1 : nmax;
     if (n > ncompiled) n = ncompiled;
     if (n < 1) n = 1; /* nothing to compile: one empty module */
     qsort(order, (size_t)ncompiled, sizeof *order, by_cost_desc);
@@ -641,7 +641,7 @@ static cj_status lookup_all(const cj_plan *plan, const char *prefix, const bool 
     for (int i = 0; i < plan->nkernels; i++) {
         LLVMOrcExecutorAddress addr = 0;
         kernels[i] = NULL;
-        if (!compiled[i]) continue;
+        if (!compiled[i] || plan->one_function) continue; /* the body's function holds them all */
         snprintf(name, sizeof name, "%s_k%d", prefix, i);
         if (lookup(name, &addr, "looking up a kernel", err) != CJ_OK) return err->status;
         kernels[i] = (cj_kernel_fn)(uintptr_t)addr;
@@ -649,14 +649,14 @@ static cj_status lookup_all(const cj_plan *plan, const char *prefix, const bool 
     for (int g = 0; g < plan->ngroups; g++) {
         LLVMOrcExecutorAddress addr = 0;
         groups[g] = NULL;
-        if (plan->groups[g].count < 2) continue;
+        if (plan->groups[g].count < 2 || plan->one_function) continue;
         snprintf(name, sizeof name, "%s_g%d", prefix, g);
         if (lookup(name, &addr, "looking up a kernel group", err) != CJ_OK) return err->status;
         groups[g] = (cj_kernel_fn)(uintptr_t)addr;
     }
     LLVMOrcExecutorAddress addr = 0; /* groups[ngroups]: a loop body's one function */
     snprintf(name, sizeof name, "%s_b", prefix);
-    if (cj_plan_one_function(plan) && lookup(name, &addr, "looking up a loop body", err) != CJ_OK) return err->status;
+    if (plan->one_function && lookup(name, &addr, "looking up a loop body", err) != CJ_OK) return err->status;
     groups[plan->ngroups] = (cj_kernel_fn)(uintptr_t)addr;
     return CJ_OK;
 }

@@ -155,6 +155,9 @@ typedef struct {
     bool *donated;          /* per PARAM slot: its bytes may be reused (donate_argnums); may be NULL */
     bool loop_body;         /* a loop's body (loops.c): its kernels run once per iteration, so the
                              * JIT vectorizes small ones too (jit_cpu.c) */
+    bool one_function;      /* a loop body compiled as one function (body_fn.c), its kernels and
+                             * drivers inlined into it and not compiled on their own: decided by
+                             * pipeline.c (cj_plan_one_function, CJIT_LOOP_ONE_FUNCTION) */
 } cj_plan;
 
 #endif
@@ -218,7 +221,7 @@ bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k);
 #define CJ_SMALL_BODY_KERNEL_POINTS 16
 /* At most this many kernels in a loop body that runs as one function. */
 #define CJ_ONE_FUNCTION_MAX_KERNELS 32
-/* Does loop body p run as one generated function per iteration (body_fn.c)
+/* May loop body p run as one generated function per iteration (body_fn.c)
  * rather than group by group through the runtime?  When its kernels are
  * tiny (each under CJ_SMALL_BODY_KERNEL_POINTS points, so the runtime's
  * bookkeeping would cost more than they do), at most

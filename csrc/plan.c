@@ -305,7 +305,7 @@ char *cj_plan_to_text(const cj_plan *p) {
             const char *what = b->op == CJ_OP_SCAN ? "body" : b->op == CJ_OP_COND ? "branch" : j == 0 ? "cond" : "body";
             put(&t, "      %s %d%s%s:\n", what, j,
                 b->op == CJ_OP_SCAN ? (b->reverse ? " (reversed rows)" : "") : "",
-                kern->loop->plans[j] && cj_plan_one_function(kern->loop->plans[j]) ? " (one function per run)" : "");
+                kern->loop->plans[j] && kern->loop->plans[j]->one_function ? " (one function per run)" : "");
             char *inner = kern->loop->plans[j] ? cj_plan_to_text(kern->loop->plans[j]) : NULL;
             for (char *line = inner, *end; line && *line; line = end + (*end != 0)) {
                 end = strchr(line, '\n');

@@ -431,6 +431,7 @@ struct cj_rebind {
 /* See executable.h. */
 void cj_runtime_prepare_body(cj_executable *x) {
     const cj_plan *p = &x->plan;
+    x->one_function = p->one_function ? x->groups[p->ngroups] : NULL; /* its kernels have no code of their own */
     x->rebind = malloc(sizeof(cj_rebind) * ((size_t)p->nbuffers + 1));
     x->steps = malloc(sizeof(cj_run_step) * ((size_t)p->ngroups + 1));
     x->nrebind = 0;
@@ -451,8 +452,6 @@ void cj_runtime_prepare_body(cj_executable *x) {
         return;
     }
     for (int g = 0; g < p->ngroups; g++) x->steps[g] = step_of(x, g);
-    const char *env = getenv("CJIT_LOOP_ONE_FUNCTION"); /* "0": the general path, for comparisons */
-    x->one_function = env && strcmp(env, "0") == 0 ? NULL : x->groups[p->ngroups];
 }
 
 /* See executable.h. */
