@@ -52,9 +52,11 @@ typedef struct {
     int64_t one_function_runs;
 } body_slots;
 
+/* x NULL: slots that will not be used (none allocated). */
 static bool slots_init(body_slots *s, const cj_executable *x) {
     s->bound = false;
     s->one_function_runs = 0;
+    if (!x) return (s->slots = s->small) != NULL;
     s->slots = x->plan.nbuffers <= MAX_ARGS ? s->small : malloc(sizeof(void *) * (size_t)x->plan.nbuffers);
     return s->slots != NULL;
 }
@@ -99,16 +101,31 @@ static char *result_at(const cj_loop_plan *L, void *const *slots, int k) {
     return L->out_buf[k] >= 0 ? slots[L->out_buf[k]] : (char *)slots[L->work_buf] + L->dead_offset[k];
 }
 
+/* A scan of carries only (no xs, no ys) whose body is one function
+ * (body_fn.c): from the second iteration on, where an iteration reads and
+ * writes its carries depends only on its parity, so two slot arrays, each
+ * bound by the body's run on it (iterations 1 and 2), serve every later
+ * iteration, which is then one call of the body's function. */
+static bool parity_slots(const cj_body *b, const cj_executable *x) {
+    return x->one_function && b->nxs == 0 && b->nys == 0;
+}
+
 static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *slots, const cj_run_poll *poll,
                           cj_body_runner *run_body, cj_error *err) {
     const cj_body *b = L->body;
     int nc = b->ncarry, nx = b->nxs, nk = b->nconsts, ny = b->nys;
     char *work = slots[L->work_buf];
+    cj_executable *x0 = L->exe[0];
+    bool by_parity = parity_slots(b, x0);
     arg_lists a;
-    body_slots bs;
-    if (!slots_init(&bs, L->exe[0])) return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+    body_slots bs[3]; /* iteration 0 (every iteration, unless by_parity); odd, even ones */
+    for (int q = 0; q < 3; q++)
+        if (!slots_init(&bs[q], q == 0 || by_parity ? x0 : NULL)) {
+            while (q >= 0) slots_free(&bs[q--]);
+            return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+        }
     if (!args_init(&a, 1 + nc + nx + nk, nc + ny)) {
-        slots_free(&bs);
+        for (int q = 0; q < 3; q++) slots_free(&bs[q]);
         return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
     }
     int32_t index = 0;
@@ -132,17 +149,22 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
     for (int64_t it = 0; it < n; it++) {
         int64_t i = b->reverse ? n - 1 - it : it;
         index = (int32_t)i;
-        bool last_parity = ((n - 1 - it) & 1) == 0; /* this iteration writes the results' own buffers */
-        for (int c = 0; c < nc; c++) {
-            char *own = result_at(L, slots, c), *spare = work + L->spare_offset[c];
-            a.params[1 + c] = it == 0 ? slots[L->in_buf[c]] : a.outputs[c];
-            a.outputs[c] = last_parity ? own : spare;
+        body_slots *s = by_parity && it > 0 ? &bs[1 + (it & 1)] : &bs[0];
+        if (by_parity && it > 2) { /* s is bound as this iteration needs it (by iteration it - 2) */
+            x0->one_function(0, 1, s->slots);
+            s->one_function_runs++;
+        } else {
+            bool last_parity = ((n - 1 - it) & 1) == 0; /* this iteration writes the results' own buffers */
+            for (int c = 0; c < nc; c++) {
+                char *own = result_at(L, slots, c), *spare = work + L->spare_offset[c];
+                a.params[1 + c] = it == 0 ? slots[L->in_buf[c]] : a.outputs[c];
+                a.outputs[c] = last_parity ? own : spare;
+            }
+            for (int x = 0; x < nx; x++) a.params[1 + nc + x] = (char *)slots[L->in_buf[nc + x]] + i * row[x];
+            for (int y = 0; y < ny; y++) a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row[nx + y];
+            if ((st = run_in(run_body, x0, s, (void *const *)a.params, (void *const *)a.outputs, work, err)) != CJ_OK)
+                break;
         }
-        for (int x = 0; x < nx; x++) a.params[1 + nc + x] = (char *)slots[L->in_buf[nc + x]] + i * row[x];
-        for (int y = 0; y < ny; y++) a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row[nx + y];
-        if ((st = run_in(run_body, L->exe[0], &bs, (void *const *)a.params, (void *const *)a.outputs, work, err)) !=
-            CJ_OK)
-            break;
         if (poll_due(&until_poll, stride) && cj_runtime_poll(poll, &next_poll)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a scan");
             break;
@@ -151,7 +173,7 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
 done:
     free(row);
     free(a.heap);
-    slots_free(&bs);
+    for (int q = 0; q < 3; q++) slots_free(&bs[q]);
     return st;
 }
 

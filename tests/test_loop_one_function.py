@@ -52,6 +52,15 @@ def tiny_rows(V, xs3):  # a 3x3 product, tanh and a sum per step, rows in and ou
         return h, cnp.sum(h * h)
     return lax.scan(step, cnp.zeros(3, cnp.float32), xs3)
 
+def short(y):  # trip counts 1 to 5: an iteration's binding by parity from the fourth on
+    out = []
+    for n in range(1, 6):
+        out += list(lax.fori_loop(0, n, lambda i, c: (c[0] * 1.5 + c[1].astype(cnp.float32), c[1] * 3 + i), (y, 1)))
+    return tuple(out)
+
+def backwards(y):  # a reversed scan of carries only: the index runs down
+    return lax.scan(lambda c, _: (c * 0.5 + 1.0, None), y, None, length=7, reverse=True)[0]
+
 def counting(x):  # condition and body: 8 and 7 runs
     return lax.while_loop(lambda c: c[0] < 7, lambda c: (c[0] + 1, c[1] * 1.5 + 0.25), (0, x))
 
@@ -69,7 +78,8 @@ def nested(y):  # the outer body holds a loop; the inner one is small
 
 cases = [("rk4", rk4, (A, y0)), ("rnn", rnn, (W, xs)), ("tiny_rows", tiny_rows, (V, xs3)), ("while", counting, (np.float32(0.5),)),
          ("switch", branches, (np.int32(1), np.float32(0.7))), ("ints", ints, (np.int32(2),)),
-         ("large", large, (big,)), ("nested", nested, (y0,))]
+         ("large", large, (big,)), ("nested", nested, (y0,)), ("short", short, (y0,)),
+         ("backwards", backwards, (y0,))]
 out = {}
 for name, fn, args in cases:
     f = cjit.jit(fn)
@@ -102,11 +112,12 @@ def run_programs(tmp_path, one_function=True, cache=False):
 # body runs each program makes through one function: rk4 300 steps, rnn none
 # (64-element kernels), tiny_rows 60, while 8 condition and 7 body runs,
 # switch one branch, ints 40, large none, nested 5 x 4 inner bodies (the
-# outer body holds a loop)
+# outer body holds a loop), short 1 + 2 + 3 + 4 + 5, backwards 7
 EXPECTED_RUNS = {"rk4": 300, "rnn": 0, "tiny_rows": 60, "while": 15, "switch": 1, "ints": 40, "large": 0,
-                 "nested": 20}
+                 "nested": 20, "short": 15, "backwards": 7}
 # bodies marked in the compiled text: switch has three branches; nested marks the inner body only
-EXPECTED_MARKED = {"rk4": 1, "rnn": 0, "tiny_rows": 1, "while": 2, "switch": 3, "ints": 1, "large": 0, "nested": 1}
+EXPECTED_MARKED = {"rk4": 1, "rnn": 0, "tiny_rows": 1, "while": 2, "switch": 3, "ints": 1, "large": 0, "nested": 1,
+                   "short": 5, "backwards": 1}
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +170,22 @@ def test_bodies_loaded_from_the_disk_cache_run_as_one_function(tmp_path, both):
         assert second[name]["hex"] == one[name]["hex"], name
         assert second[name]["runs"] == EXPECTED_RUNS[name], name
         assert second[name]["marked"] == EXPECTED_MARKED[name], name
+
+
+def test_short_and_reversed_loops_match_numpy(both):
+    import numpy as np
+    one, _ = both
+    y0 = np.array([1.0, 0.0], np.float32)
+    hexes = one["short"]["hex"]
+    for n in range(1, 6):
+        v, k = y0, np.int32(1)
+        for i in range(n):
+            v, k = v * np.float32(1.5) + np.float32(k), k * np.int32(3) + np.int32(i)
+        got_v = np.frombuffer(bytes.fromhex(hexes[2 * (n - 1)]), np.float32)
+        got_k = np.frombuffer(bytes.fromhex(hexes[2 * (n - 1) + 1]), np.int32)
+        np.testing.assert_allclose(got_v, v, rtol=1e-6)
+        assert got_k[0] == k, (n, got_k, k)
+    v = y0
+    for _ in range(7):
+        v = v * np.float32(0.5) + np.float32(1.0)
+    np.testing.assert_allclose(np.frombuffer(bytes.fromhex(one["backwards"]["hex"][0]), np.float32), v, rtol=1e-6)
