@@ -474,7 +474,8 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     }
     for (int g = 0; g < p->ngroups; g++)
         if (p->groups[g].count == 1)
-            by_runtime[p->groups[g].first] = cj_kernel_is_small_copy(p, &p->kernels[p->groups[g].first]);
+            by_runtime[p->groups[g].first] = cj_kernel_is_small_copy(p, &p->kernels[p->groups[g].first]) &&
+                                             !p->one_function; /* its function does all of a body's copies */
     for (int k = 0; k < p->nkernels; k++) by_runtime[k] |= p->kernels[k].loop != NULL; /* loops_rt.c runs it */
     for (int k = 0; k < p->nkernels; k++) {
         if (by_runtime[k]) continue;

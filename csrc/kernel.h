@@ -225,8 +225,9 @@ bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k);
  * rather than group by group through the runtime?  When its kernels are
  * tiny (each under CJ_SMALL_BODY_KERNEL_POINTS points, so the runtime's
  * bookkeeping would cost more than they do), at most
- * CJ_ONE_FUNCTION_MAX_KERNELS, and none is a loop, a runtime copy, a gemm
- * or matvec, or a runtime call. */
+ * CJ_ONE_FUNCTION_MAX_KERNELS, and none is a loop, a gemm or matvec, or a
+ * runtime call (its small copies are compiled into it, not left to the
+ * runtime). */
 bool cj_plan_one_function(const cj_plan *p);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);

@@ -184,11 +184,20 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
     char *work = slots[L->work_buf];
     bool *pred = (bool *)(work + L->pred_offset);
     arg_lists a;
-    body_slots cs, bs;
-    if (!slots_init(&cs, L->exe[0])) return cj_error_set(err, CJ_ERR_MEMORY, "while: out of memory");
-    if (!slots_init(&bs, L->exe[1]) || !args_init(&a, nc + nk, nc + 1)) {
-        slots_free(&cs);
-        slots_free(&bs);
+    /* Where the condition and the body read and write depends only on where
+     * the carries are (`where`, below): when both are one function, a slot
+     * array per place, bound by the first run there, serves every later run
+     * there, which is then one call.  Otherwise one array each. */
+    bool by_place = L->exe[0]->one_function && L->exe[1]->one_function;
+    body_slots cs[3], bs[3];
+    bool ok = args_init(&a, nc + nk, nc + 1);
+    for (int q = 0; q < 3; q++) {
+        ok &= slots_init(&cs[q], q == 0 || by_place ? L->exe[0] : NULL);
+        ok &= slots_init(&bs[q], q == 0 || by_place ? L->exe[1] : NULL);
+    }
+    if (!ok) {
+        free(a.heap);
+        for (int q = 0; q < 3; q++) slots_free(&cs[q]), slots_free(&bs[q]);
         return cj_error_set(err, CJ_ERR_MEMORY, "while: out of memory");
     }
     for (int j = 0; j < nk; j++) a.params[nc + j] = slots[L->in_buf[nc + j]];
@@ -198,13 +207,23 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
     int64_t next_poll = 0, stride = poll_stride(L->exe[0], L->exe[1]), until_poll = 1;
     for (;;) {
         void *pred_out = pred;
-        if ((st = run_in(run_body, L->exe[0], &cs, (void *const *)a.params, &pred_out, work, err)) != CJ_OK) break;
+        body_slots *c_at = &cs[by_place ? where : 0], *b_at = &bs[by_place ? where : 0];
+        if (by_place && c_at->bound) { /* bound for this place by an earlier run */
+            L->exe[0]->one_function(0, 1, c_at->slots);
+            c_at->one_function_runs++;
+        } else if ((st = run_in(run_body, L->exe[0], c_at, (void *const *)a.params, &pred_out, work, err)) != CJ_OK) {
+            break;
+        }
         if (!*pred) break;
         int to = where == 1 ? 2 : 1;
         for (int c = 0; c < nc; c++) a.outputs[c] = to == 1 ? result_at(L, slots, c) : work + L->spare_offset[c];
-        if ((st = run_in(run_body, L->exe[1], &bs, (void *const *)a.params, (void *const *)a.outputs, work, err)) !=
-            CJ_OK)
+        if (by_place && b_at->bound) {
+            L->exe[1]->one_function(0, 1, b_at->slots);
+            b_at->one_function_runs++;
+        } else if ((st = run_in(run_body, L->exe[1], b_at, (void *const *)a.params, (void *const *)a.outputs, work,
+                                err)) != CJ_OK) {
             break;
+        }
         for (int c = 0; c < nc; c++) a.params[c] = a.outputs[c];
         where = to;
         if (poll_due(&until_poll, stride) && cj_runtime_poll(poll, &next_poll)) {
@@ -216,8 +235,7 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
         for (int c = 0; c < nc; c++)
             memmove(result_at(L, slots, c), a.params[c], (size_t)nbytes_of(&b->result_shape[c], b->result_dtype[c]));
     free(a.heap);
-    slots_free(&cs);
-    slots_free(&bs);
+    for (int q = 0; q < 3; q++) slots_free(&cs[q]), slots_free(&bs[q]);
     return st;
 }
 

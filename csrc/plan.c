@@ -143,7 +143,6 @@ bool cj_plan_one_function(const cj_plan *p) {
         for (int k = grp->first; k < grp->first + grp->count; k++) {
             const cj_kernel *kern = &p->kernels[k];
             if (kern->loop || kern->call || kern->gemm.on) return false;
-            if (grp->count == 1 && cj_kernel_is_small_copy(p, kern)) return false;
             int64_t points = 1;
             for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
             if (points >= CJ_SMALL_BODY_KERNEL_POINTS) return false;
@@ -279,7 +278,7 @@ char *cj_plan_to_text(const cj_plan *p) {
                     gi, grp->count, (long long)grp->rows, (long long)grp->block);
         }
         bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
-        bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern);
+        bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern) && !p->one_function;
         put(&t, "  stage %d: %s%s%s%s  loops [", k, kern->label ? kern->label : "?",
             cj_kernel_is_matvec(p, kern) ? " (matvec)" : kern->gemm.small ? " (small gemm)" : kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
             recomputed ? " (recomputed for the backward pass)" : "");

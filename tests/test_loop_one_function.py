@@ -61,6 +61,9 @@ def short(y):  # trip counts 1 to 5: an iteration's binding by parity from the f
 def backwards(y):  # a reversed scan of carries only: the index runs down
     return lax.scan(lambda c, _: (c * 0.5 + 1.0, None), y, None, length=7, reverse=True)[0]
 
+def traced(y, n):  # a fori_loop to a traced bound: a while loop, its slots bound by place
+    return lax.fori_loop(0, n, lambda i, v: v * 0.99 + 0.5 + i.astype(cnp.float32), y)
+
 def counting(x):  # condition and body: 8 and 7 runs
     return lax.while_loop(lambda c: c[0] < 7, lambda c: (c[0] + 1, c[1] * 1.5 + 0.25), (0, x))
 
@@ -79,7 +82,7 @@ def nested(y):  # the outer body holds a loop; the inner one is small
 cases = [("rk4", rk4, (A, y0)), ("rnn", rnn, (W, xs)), ("tiny_rows", tiny_rows, (V, xs3)), ("while", counting, (np.float32(0.5),)),
          ("switch", branches, (np.int32(1), np.float32(0.7))), ("ints", ints, (np.int32(2),)),
          ("large", large, (big,)), ("nested", nested, (y0,)), ("short", short, (y0,)),
-         ("backwards", backwards, (y0,))]
+         ("backwards", backwards, (y0,)), ("traced", traced, (y0, np.int32(25)))]
 out = {}
 for name, fn, args in cases:
     f = cjit.jit(fn)
@@ -112,12 +115,13 @@ def run_programs(tmp_path, one_function=True, cache=False):
 # body runs each program makes through one function: rk4 300 steps, rnn none
 # (64-element kernels), tiny_rows 60, while 8 condition and 7 body runs,
 # switch one branch, ints 40, large none, nested 5 x 4 inner bodies (the
-# outer body holds a loop), short 1 + 2 + 3 + 4 + 5, backwards 7
+# outer body holds a loop), short 1 + 2 + 3 + 4 + 5, backwards 7, traced 26
+# condition and 25 body runs
 EXPECTED_RUNS = {"rk4": 300, "rnn": 0, "tiny_rows": 60, "while": 15, "switch": 1, "ints": 40, "large": 0,
-                 "nested": 20, "short": 15, "backwards": 7}
+                 "nested": 20, "short": 15, "backwards": 7, "traced": 51}
 # bodies marked in the compiled text: switch has three branches; nested marks the inner body only
 EXPECTED_MARKED = {"rk4": 1, "rnn": 0, "tiny_rows": 1, "while": 2, "switch": 3, "ints": 1, "large": 0, "nested": 1,
-                   "short": 5, "backwards": 1}
+                   "short": 5, "backwards": 1, "traced": 2}
 
 
 @pytest.fixture(scope="module")
@@ -189,3 +193,7 @@ def test_short_and_reversed_loops_match_numpy(both):
     for _ in range(7):
         v = v * np.float32(0.5) + np.float32(1.0)
     np.testing.assert_allclose(np.frombuffer(bytes.fromhex(one["backwards"]["hex"][0]), np.float32), v, rtol=1e-6)
+    v = y0
+    for i in range(25):
+        v = v * np.float32(0.99) + np.float32(0.5) + np.float32(i)
+    np.testing.assert_allclose(np.frombuffer(bytes.fromhex(one["traced"]["hex"][0]), np.float32), v, rtol=1e-5)
