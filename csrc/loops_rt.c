@@ -16,7 +16,10 @@
  * every iteration.  A body's slot array lives as long as the loop: after
  * the first iteration only the slots at its parameters and outputs are
  * bound again (runtime.c), and the clock is read for Ctrl-C only every
- * poll_stride iterations. */
+ * poll_stride iterations.  A body compiled as one function (body_fn.c)
+ * does better where an iteration's binding repeats: a scan of carries only
+ * keeps a slot array per parity, a while loop one per place of its
+ * carries, and a run on an array bound before is one call. */
 #include <stdlib.h>
 #include <string.h>
 
