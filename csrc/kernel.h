@@ -212,9 +212,6 @@ bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k);
  * runs as matvec.c's vectorized kernel?  That kernel writes C whole, so
  * the output needs no identity fill first. */
 bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k);
-/* Kernels of this many loop points or more may be split across threads
- * (runtime.c); smaller ones run on the calling thread. */
-#define CJ_PARALLEL_MIN_POINTS ((int64_t)1 << 16)
 /* A loop body's kernels of fewer points than this are compiled without the
  * vectorizer (jit_cpu.c): it pays from one vector's width on (16 floats
  * with AVX-512), as a body's kernels run once per iteration. */

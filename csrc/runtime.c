@@ -152,6 +152,7 @@ static void run_small_copy(const cj_plan *p, const cj_kernel *k, void *const *sl
 
 /* ---- the thread pool -------------------------------------------------------- */
 
+#define PARALLEL_MIN_POINTS ((int64_t)1 << 16)
 #define MAX_THREADS 256
 
 typedef struct {
@@ -370,14 +371,14 @@ static cj_run_step step_of(const cj_executable *x, int g) {
             for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
             points += n;
         }
-        return (cj_run_step){x->groups[g], grp->rows, points >= CJ_PARALLEL_MIN_POINTS, kern->gemm.on, false};
+        return (cj_run_step){x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, kern->gemm.on, false};
     }
     if (kern->loop || !x->kernels[grp->first]) return s;
     int64_t points = 1;
     for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
     s.fn = x->kernels[grp->first];
     s.n = kern->rank > 0 ? kern->dims[0] : 1;
-    s.split = points >= CJ_PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
+    s.split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
     s.coarse = kern->gemm.on;
     s.fill = cj_kernel_cpu_needs_identity(p, kern);
     return s;
