@@ -121,6 +121,10 @@ static void load_buffer_pointer(cg *c, int buffer) {
     char name[32];
     snprintf(name, sizeof name, "buf%d", buffer);
     c->buf_ptr[buffer] = LLVMBuildLoad2(c->b, c->ptr, slot, name);
+    /* the slots do not change while a kernel runs (nor while a loop body's
+     * one function runs, body_fn.c): so its inlined kernels load each once */
+    LLVMSetMetadata(c->buf_ptr[buffer], LLVMGetMDKindIDInContext(c->ctx, "invariant.load", 14),
+                    LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, NULL, 0)));
 }
 
 

@@ -51,7 +51,9 @@ typedef struct cj_jit_code cj_jit_code;
 
 /* Compiles every kernel of `plan`.  On success fills kernels[i], groups[g]
  * with the driver of each group of two or more stages (NULL for a group of
- * one: run its kernel), and returns the code, which the caller owns
+ * one: run its kernel), and groups[ngroups] with NULL; for a loop body
+ * compiled as one function (plan->one_function) only groups[ngroups], that
+ * function, every other entry NULL.  Returns the code, which the caller owns
  * (cj_jit_code_free).  Once *cancel is set (NULL: never) it stops between
  * LLVM's phases with CJ_ERR_CANCELLED, adding nothing to the JIT. */
 cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
@@ -94,5 +96,10 @@ cj_status cj_jit_load(const cj_plan *plan, const cj_jit_objects *objs, const boo
  * stages not defined in `mod` are declared, to be linked from another
  * module of the same executable. */
 void cj_group_emit_drivers(const cj_plan *plan, LLVMModuleRef mod, const char *prefix, const bool *only);
+/* Adds "<prefix>_b" to `mod`, which holds every kernel and driver of loop
+ * body `plan` (plan->one_function): one iteration of the body, every group
+ * in order, as one call (body_fn.c); makes its callees internal and
+ * alwaysinline (they are compiled into it only). */
+void cj_body_fn_emit(const cj_plan *plan, LLVMModuleRef mod, const char *prefix);
 
 #endif

@@ -25,6 +25,9 @@ struct cj_executable {
     struct cj_rebind *rebind;
     int nrebind;
     struct cj_run_step *steps;
+    /* A loop's body compiled as one function (plan.one_function, body_fn.c):
+     * every group in order, in one call, on bound slots.  Else NULL. */
+    cj_kernel_fn one_function;
 };
 
 /* Runs x (a loop's body) with its parameters, outputs and temporaries at

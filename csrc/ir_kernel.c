@@ -34,5 +34,10 @@ LLVMValueRef cj_ir_kernel_buffer(LLVMContextRef ctx, LLVMBuilderRef b, LLVMValue
     LLVMValueRef idx = LLVMConstInt(LLVMInt64TypeInContext(ctx), (unsigned long long)buffer, 1);
     LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, ptr, LLVMGetParam(fn, 2), &idx, 1, "slot");
-    return LLVMBuildLoad2(b, ptr, slot, "data");
+    LLVMValueRef data = LLVMBuildLoad2(b, ptr, slot, "data");
+    /* the slots do not change while a kernel runs: a loop body's one
+     * function (body_fn.c) loads each once, whichever kernels it inlined */
+    LLVMSetMetadata(data, LLVMGetMDKindIDInContext(ctx, "invariant.load", 14),
+                    LLVMMetadataAsValue(ctx, LLVMMDNodeInContext2(ctx, 0, 0)));
+    return data;
 }

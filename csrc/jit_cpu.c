@@ -208,10 +208,14 @@ static cj_status jit_init(cj_error *err) {
  * time.  They share a module of their own, optimized with the short list. */
 #define CJ_SMALL_KERNEL_POINTS 4096
 /* In a loop's body, which runs its kernels once per iteration, the limit
- * is one vector (16 floats with AVX-512): a tanh over 64 elements took 4x
- * as long unvectorized, a thousand times per call. */
-#define CJ_SMALL_BODY_KERNEL_POINTS 16
+ * is one vector, CJ_SMALL_BODY_KERNEL_POINTS (kernel.h): a tanh over 64
+ * elements took 4x as long unvectorized, a thousand times per call. */
 #define CJ_LLVM_PIPELINE_SMALL "function(sroa,early-cse,instcombine<no-verify-fixpoint>,simplifycfg)"
+/* A body that runs as one function (body_fn.c): its kernels (all small) optimized as any, then inlined into
+ * it, where their bounds are constants: their loops unroll whole, the slots are loaded once. */
+#define CJ_UNROLL_FULL "loop-unroll<O3;no-partial;no-runtime>"
+#define CJ_LLVM_INLINE_BODY ",always-inline,function(instsimplify,simplifycfg," CJ_UNROLL_FULL ",instsimplify,"     \
+    "simplifycfg," CJ_UNROLL_FULL ",early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg)"
 
 /* CJIT_DUMP=DIR: write each executable's IR (before and after optimization). */
 static void dump_module(LLVMModuleRef mod, const char *prefix, const char *stage) {
@@ -332,6 +336,7 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
     if (job_cancelled(j)) goto done;
     if (cj_codegen_module(j->plan, mod, j->prefix, kernels, &j->err) != CJ_OK) goto done;
     cj_group_emit_drivers(j->plan, mod, j->prefix, groups);
+    if (j->plan->one_function) cj_body_fn_emit(j->plan, mod, j->prefix);
     dump_module(mod, name, "raw");
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
         cj_error_set(&j->err, CJ_ERR_COMPILE, "generated IR is invalid: %s", msg);
@@ -343,7 +348,9 @@ static void compile_piece(module_job *j, int piece, bool small, const bool *kern
 
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
     const char *passes = getenv("CJIT_LLVM_PASSES");
-    if (!passes || !*passes) passes = small ? CJ_LLVM_PIPELINE_SMALL : CJ_LLVM_PIPELINE;
+    if (!passes || !*passes)
+        passes = j->plan->one_function ? CJ_LLVM_PIPELINE_SMALL CJ_LLVM_INLINE_BODY /* its kernels are small */
+                 : small ? CJ_LLVM_PIPELINE_SMALL : CJ_LLVM_PIPELINE;
     LLVMErrorRef e = LLVMRunPasses(mod, passes, j->tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (e) {
@@ -411,7 +418,9 @@ static void *compile_module(void *arg) {
                 if (!j->kernels[k] || is_small_kernel(p, &p->kernels[k]) != (small == 1)) continue;
                 int64_t c = kernel_compile_cost(&p->kernels[k]);
                 int f = 1 + leads[k];
-                if (functions > 0 && (cost + c > CJ_PIECE_COST || functions + f > CJ_PIECE_FUNCTIONS)) break;
+                if (functions > 0 && (cost + c > CJ_PIECE_COST || functions + f > CJ_PIECE_FUNCTIONS) &&
+                    !p->one_function)
+                    break;
                 kernels[k] = true;
                 cost += c;
                 functions += f;
@@ -465,7 +474,8 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
     }
     for (int g = 0; g < p->ngroups; g++)
         if (p->groups[g].count == 1)
-            by_runtime[p->groups[g].first] = cj_kernel_is_small_copy(p, &p->kernels[p->groups[g].first]);
+            by_runtime[p->groups[g].first] = cj_kernel_is_small_copy(p, &p->kernels[p->groups[g].first]) &&
+                                             !p->one_function; /* its function does all of a body's copies */
     for (int k = 0; k < p->nkernels; k++) by_runtime[k] |= p->kernels[k].loop != NULL; /* loops_rt.c runs it */
     for (int k = 0; k < p->nkernels; k++) {
         if (by_runtime[k]) continue;
@@ -474,7 +484,7 @@ static int partition(const cj_plan *p, module_job *jobs, int nmax) {
         order[ncompiled++] = (costed_kernel){c, k};
         total += c;
     }
-    n = total < CJ_PARALLEL_COMPILE_MIN_COST ? 1 : nmax;
+    n = total < CJ_PARALLEL_COMPILE_MIN_COST || p->one_function ? 1 : nmax;
     if (n > ncompiled) n = ncompiled;
     if (n < 1) n = 1; /* nothing to compile: one empty module */
     qsort(order, (size_t)ncompiled, sizeof *order, by_cost_desc);
@@ -623,6 +633,35 @@ static void live_add(cj_jit_code *code) {
     live_codes = code;
 }
 
+/* Looks up the kernels and group drivers of `plan` under `prefix`: those
+ * with compiled[k] (the others are small copies the runtime does), and a
+ * loop body's one function. */
+static cj_status lookup_all(const cj_plan *plan, const char *prefix, const bool *compiled, cj_kernel_fn *kernels,
+                            cj_kernel_fn *groups, cj_error *err) {
+    char name[128];
+    for (int i = 0; i < plan->nkernels; i++) {
+        LLVMOrcExecutorAddress addr = 0;
+        kernels[i] = NULL;
+        if (!compiled[i] || plan->one_function) continue; /* the body's function holds them all */
+        snprintf(name, sizeof name, "%s_k%d", prefix, i);
+        if (lookup(name, &addr, "looking up a kernel", err) != CJ_OK) return err->status;
+        kernels[i] = (cj_kernel_fn)(uintptr_t)addr;
+    }
+    for (int g = 0; g < plan->ngroups; g++) {
+        LLVMOrcExecutorAddress addr = 0;
+        groups[g] = NULL;
+        if (plan->groups[g].count < 2 || plan->one_function) continue;
+        snprintf(name, sizeof name, "%s_g%d", prefix, g);
+        if (lookup(name, &addr, "looking up a kernel group", err) != CJ_OK) return err->status;
+        groups[g] = (cj_kernel_fn)(uintptr_t)addr;
+    }
+    LLVMOrcExecutorAddress addr = 0; /* groups[ngroups]: a loop body's one function */
+    snprintf(name, sizeof name, "%s_b", prefix);
+    if (plan->one_function && lookup(name, &addr, "looking up a loop body", err) != CJ_OK) return err->status;
+    groups[plan->ngroups] = (cj_kernel_fn)(uintptr_t)addr;
+    return CJ_OK;
+}
+
 static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
                                 cj_jit_code **out, const cj_cancel *cancel, bool keep, cj_error *err) {
     if (jit_init(err) != CJ_OK || jit_init_codegen(err) != CJ_OK) return err->status;
@@ -698,26 +737,9 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
             }
         }
     }
-    for (int i = 0; i < plan->nkernels; i++) {
-        char name[128];
-        LLVMOrcExecutorAddress addr = 0;
-        bool compiled = false;
-        for (int m = 0; m < n; m++) compiled |= jobs[m].kernels[i];
-        kernels[i] = NULL;
-        if (!compiled) continue; /* a small copy: the runtime does it */
-        snprintf(name, sizeof name, "%s_k%d", prefix, i);
-        if (lookup(name, &addr, "looking up a kernel", err) != CJ_OK) goto fail;
-        kernels[i] = (cj_kernel_fn)(uintptr_t)addr;
-    }
-    for (int g = 0; g < plan->ngroups; g++) {
-        char name[128];
-        LLVMOrcExecutorAddress addr = 0;
-        groups[g] = NULL;
-        if (plan->groups[g].count < 2) continue;
-        snprintf(name, sizeof name, "%s_g%d", prefix, g);
-        if (lookup(name, &addr, "looking up a kernel group", err) != CJ_OK) goto fail;
-        groups[g] = (cj_kernel_fn)(uintptr_t)addr;
-    }
+    for (int m = 1; m < n; m++) /* jobs[0].kernels now says which kernels were compiled */
+        for (int i = 0; i < plan->nkernels; i++) jobs[0].kernels[i] |= jobs[m].kernels[i];
+    if (lookup_all(plan, prefix, jobs[0].kernels, kernels, groups, err) != CJ_OK) goto fail;
     for (int i = 0; i < njobs; i++) {
         free(jobs[i].kernels);
         free(jobs[i].groups);
@@ -763,30 +785,6 @@ cj_status cj_jit_compile_keeping(const cj_plan *plan, cj_kernel_fn *kernels, cj_
     cj_status st = compile_locked(plan, kernels, groups, code, cancel, keep, err);
     pthread_mutex_unlock(&jit_state.lock);
     return st;
-}
-
-/* Looks up the kernels and group drivers of `plan` under `prefix`: those
- * with compiled[k] (the others are small copies the runtime does). */
-static cj_status lookup_all(const cj_plan *plan, const char *prefix, const bool *compiled, cj_kernel_fn *kernels,
-                            cj_kernel_fn *groups, cj_error *err) {
-    char name[128];
-    for (int i = 0; i < plan->nkernels; i++) {
-        LLVMOrcExecutorAddress addr = 0;
-        kernels[i] = NULL;
-        if (!compiled[i]) continue;
-        snprintf(name, sizeof name, "%s_k%d", prefix, i);
-        if (lookup(name, &addr, "cache entry: looking up a kernel", err) != CJ_OK) return err->status;
-        kernels[i] = (cj_kernel_fn)(uintptr_t)addr;
-    }
-    for (int g = 0; g < plan->ngroups; g++) {
-        LLVMOrcExecutorAddress addr = 0;
-        groups[g] = NULL;
-        if (plan->groups[g].count < 2) continue;
-        snprintf(name, sizeof name, "%s_g%d", prefix, g);
-        if (lookup(name, &addr, "cache entry: looking up a kernel group", err) != CJ_OK) return err->status;
-        groups[g] = (cj_kernel_fn)(uintptr_t)addr;
-    }
-    return CJ_OK;
 }
 
 static cj_status load_locked(const cj_plan *plan, const cj_jit_objects *objs, const bool *compiled,

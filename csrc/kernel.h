@@ -155,6 +155,9 @@ typedef struct {
     bool *donated;          /* per PARAM slot: its bytes may be reused (donate_argnums); may be NULL */
     bool loop_body;         /* a loop's body (loops.c): its kernels run once per iteration, so the
                              * JIT vectorizes small ones too (jit_cpu.c) */
+    bool one_function;      /* a loop body compiled as one function (body_fn.c), its kernels and
+                             * drivers inlined into it and not compiled on their own: decided by
+                             * pipeline.c (cj_plan_one_function, CJIT_LOOP_ONE_FUNCTION) */
 } cj_plan;
 
 #endif
@@ -209,6 +212,20 @@ bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k);
  * runs as matvec.c's vectorized kernel?  That kernel writes C whole, so
  * the output needs no identity fill first. */
 bool cj_kernel_is_matvec(const cj_plan *p, const cj_kernel *k);
+/* A loop body's kernels of fewer points than this are compiled without the
+ * vectorizer (jit_cpu.c): it pays from one vector's width on (16 floats
+ * with AVX-512), as a body's kernels run once per iteration. */
+#define CJ_SMALL_BODY_KERNEL_POINTS 16
+/* At most this many kernels in a loop body that runs as one function. */
+#define CJ_ONE_FUNCTION_MAX_KERNELS 32
+/* May loop body p run as one generated function per iteration (body_fn.c)
+ * rather than group by group through the runtime?  When its kernels are
+ * tiny (each under CJ_SMALL_BODY_KERNEL_POINTS points, so the runtime's
+ * bookkeeping would cost more than they do), at most
+ * CJ_ONE_FUNCTION_MAX_KERNELS, and none is a loop, a gemm or matvec, or a
+ * runtime call (its small copies are compiled into it, not left to the
+ * runtime). */
+bool cj_plan_one_function(const cj_plan *p);
 /* Frees what the plan owns (not the graph). */
 void cj_plan_free(cj_plan *plan);
 /* Bytes of heap the plan holds (not the graph's). */

@@ -16,7 +16,10 @@
  * every iteration.  A body's slot array lives as long as the loop: after
  * the first iteration only the slots at its parameters and outputs are
  * bound again (runtime.c), and the clock is read for Ctrl-C only every
- * poll_stride iterations. */
+ * poll_stride iterations.  A body compiled as one function (body_fn.c)
+ * does better where an iteration's binding repeats: a scan of carries only
+ * keeps a slot array per parity, a while loop one per place of its
+ * carries, and a run on an array bound before is one call. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,20 +46,26 @@ static bool args_init(arg_lists *a, int nparams, int noutputs) {
 }
 
 /* One body's buffer slots, kept from one iteration to the next so that
- * only those at parameters and outputs are bound again (runtime.c). */
+ * only those at parameters and outputs are bound again (runtime.c); and
+ * how many of its runs its one function made, counted when the loop ends. */
 typedef struct {
     void **slots;
     void *small[MAX_ARGS];
     bool bound;
+    int64_t one_function_runs;
 } body_slots;
 
+/* x NULL: slots that will not be used (none allocated). */
 static bool slots_init(body_slots *s, const cj_executable *x) {
     s->bound = false;
+    s->one_function_runs = 0;
+    if (!x) return (s->slots = s->small) != NULL;
     s->slots = x->plan.nbuffers <= MAX_ARGS ? s->small : malloc(sizeof(void *) * (size_t)x->plan.nbuffers);
     return s->slots != NULL;
 }
 
 static void slots_free(body_slots *s) {
+    if (s->one_function_runs) cj_stats_one_function_runs(s->one_function_runs);
     if (s->slots != s->small) free(s->slots);
 }
 
@@ -64,6 +73,7 @@ static cj_status run_in(cj_body_runner *run_body, cj_executable *x, body_slots *
                         void *const *outputs, char *work, cj_error *err) {
     cj_status st = run_body(x, s->slots, s->bound, params, outputs, work, NULL, err);
     s->bound = true;
+    s->one_function_runs += x->one_function != NULL;
     return st;
 }
 
@@ -78,6 +88,15 @@ static int64_t poll_stride(const cj_executable *x, const cj_executable *y) {
     return stride < 1 ? 1 : stride > 1024 ? 1024 : stride;
 }
 
+/* Counts an iteration down to the next look at the clock (every stride-th,
+ * the first included: a countdown, as a division per iteration showed in
+ * a small body's profile). */
+static bool poll_due(int64_t *until, int64_t stride) {
+    if (--*until > 0) return false;
+    *until = stride;
+    return true;
+}
+
 static int64_t nbytes_of(const cj_shape *s, cj_dtype dt) { return cj_shape_numel(s) * cj_dtype_size(dt); }
 
 /* Where result k of L lives in this call. */
@@ -85,16 +104,31 @@ static char *result_at(const cj_loop_plan *L, void *const *slots, int k) {
     return L->out_buf[k] >= 0 ? slots[L->out_buf[k]] : (char *)slots[L->work_buf] + L->dead_offset[k];
 }
 
+/* A scan of carries only (no xs, no ys) whose body is one function
+ * (body_fn.c): from the second iteration on, where an iteration reads and
+ * writes its carries depends only on its parity, so two slot arrays, each
+ * bound by the body's run on it (iterations 1 and 2), serve every later
+ * iteration, which is then one call of the body's function. */
+static bool parity_slots(const cj_body *b, const cj_executable *x) {
+    return x->one_function && b->nxs == 0 && b->nys == 0;
+}
+
 static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *slots, const cj_run_poll *poll,
                           cj_body_runner *run_body, cj_error *err) {
     const cj_body *b = L->body;
     int nc = b->ncarry, nx = b->nxs, nk = b->nconsts, ny = b->nys;
     char *work = slots[L->work_buf];
+    cj_executable *x0 = L->exe[0];
+    bool by_parity = parity_slots(b, x0);
     arg_lists a;
-    body_slots bs;
-    if (!slots_init(&bs, L->exe[0])) return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+    body_slots bs[3]; /* iteration 0 (every iteration, unless by_parity); odd, even ones */
+    for (int q = 0; q < 3; q++)
+        if (!slots_init(&bs[q], q == 0 || by_parity ? x0 : NULL)) {
+            while (q >= 0) slots_free(&bs[q--]);
+            return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+        }
     if (!args_init(&a, 1 + nc + nx + nk, nc + ny)) {
-        slots_free(&bs);
+        for (int q = 0; q < 3; q++) slots_free(&bs[q]);
         return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
     }
     int32_t index = 0;
@@ -102,40 +136,47 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
     for (int j = 0; j < nk; j++) a.params[1 + nc + nx + j] = slots[L->in_buf[nc + nx + j]];
     int64_t n = b->length;
     cj_status st = CJ_OK;
+    int64_t *row = malloc(sizeof(int64_t) * (size_t)(nx + ny + 1)); /* bytes of a row of each xs, each ys */
+    if (!row) {
+        st = cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
+        goto done;
+    }
+    for (int x = 0; n > 0 && x < nx; x++) row[x] = p->buffers[L->in_buf[nc + x]].nbytes / n;
+    for (int y = 0; n > 0 && y < ny; y++) row[nx + y] = nbytes_of(&b->result_shape[nc + y], b->result_dtype[nc + y]) / n;
     if (n == 0) { /* the carries come out as they went in */
         for (int c = 0; c < nc; c++)
             memmove(result_at(L, slots, c), slots[L->in_buf[c]], (size_t)nbytes_of(&b->result_shape[c], b->result_dtype[c]));
         goto done;
     }
-    int64_t next_poll = 0, stride = poll_stride(L->exe[0], NULL);
+    int64_t next_poll = 0, stride = poll_stride(L->exe[0], NULL), until_poll = 1;
     for (int64_t it = 0; it < n; it++) {
         int64_t i = b->reverse ? n - 1 - it : it;
         index = (int32_t)i;
-        bool last_parity = (n - 1 - it) % 2 == 0; /* this iteration writes the results' own buffers */
-        for (int c = 0; c < nc; c++) {
-            char *own = result_at(L, slots, c), *spare = work + L->spare_offset[c];
-            a.params[1 + c] = it == 0 ? slots[L->in_buf[c]] : a.outputs[c];
-            a.outputs[c] = last_parity ? own : spare;
+        body_slots *s = by_parity && it > 0 ? &bs[1 + (it & 1)] : &bs[0];
+        if (by_parity && it > 2) { /* s is bound as this iteration needs it (by iteration it - 2) */
+            x0->one_function(0, 1, s->slots);
+            s->one_function_runs++;
+        } else {
+            bool last_parity = ((n - 1 - it) & 1) == 0; /* this iteration writes the results' own buffers */
+            for (int c = 0; c < nc; c++) {
+                char *own = result_at(L, slots, c), *spare = work + L->spare_offset[c];
+                a.params[1 + c] = it == 0 ? slots[L->in_buf[c]] : a.outputs[c];
+                a.outputs[c] = last_parity ? own : spare;
+            }
+            for (int x = 0; x < nx; x++) a.params[1 + nc + x] = (char *)slots[L->in_buf[nc + x]] + i * row[x];
+            for (int y = 0; y < ny; y++) a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row[nx + y];
+            if ((st = run_in(run_body, x0, s, (void *const *)a.params, (void *const *)a.outputs, work, err)) != CJ_OK)
+                break;
         }
-        for (int x = 0; x < nx; x++) {
-            int in = L->in_buf[nc + x];
-            a.params[1 + nc + x] = (char *)slots[in] + i * (p->buffers[in].nbytes / n);
-        }
-        for (int y = 0; y < ny; y++) {
-            int64_t row = nbytes_of(&b->result_shape[nc + y], b->result_dtype[nc + y]) / n;
-            a.outputs[nc + y] = result_at(L, slots, nc + y) + i * row;
-        }
-        if ((st = run_in(run_body, L->exe[0], &bs, (void *const *)a.params, (void *const *)a.outputs, work, err)) !=
-            CJ_OK)
-            break;
-        if (it % stride == 0 && cj_runtime_poll(poll, &next_poll)) {
+        if (poll_due(&until_poll, stride) && cj_runtime_poll(poll, &next_poll)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a scan");
             break;
         }
     }
 done:
+    free(row);
     free(a.heap);
-    slots_free(&bs);
+    for (int q = 0; q < 3; q++) slots_free(&bs[q]);
     return st;
 }
 
@@ -146,30 +187,49 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
     char *work = slots[L->work_buf];
     bool *pred = (bool *)(work + L->pred_offset);
     arg_lists a;
-    body_slots cs, bs;
-    if (!slots_init(&cs, L->exe[0])) return cj_error_set(err, CJ_ERR_MEMORY, "while: out of memory");
-    if (!slots_init(&bs, L->exe[1]) || !args_init(&a, nc + nk, nc + 1)) {
-        slots_free(&cs);
-        slots_free(&bs);
+    /* Where the condition and the body read and write depends only on where
+     * the carries are (`where`, below): when both are one function, a slot
+     * array per place, bound by the first run there, serves every later run
+     * there, which is then one call.  Otherwise one array each. */
+    bool by_place = L->exe[0]->one_function && L->exe[1]->one_function;
+    body_slots cs[3], bs[3];
+    bool ok = args_init(&a, nc + nk, nc + 1);
+    for (int q = 0; q < 3; q++) {
+        ok &= slots_init(&cs[q], q == 0 || by_place ? L->exe[0] : NULL);
+        ok &= slots_init(&bs[q], q == 0 || by_place ? L->exe[1] : NULL);
+    }
+    if (!ok) {
+        free(a.heap);
+        for (int q = 0; q < 3; q++) slots_free(&cs[q]), slots_free(&bs[q]);
         return cj_error_set(err, CJ_ERR_MEMORY, "while: out of memory");
     }
     for (int j = 0; j < nk; j++) a.params[nc + j] = slots[L->in_buf[nc + j]];
     for (int c = 0; c < nc; c++) a.params[c] = slots[L->in_buf[c]];
     int where = 0; /* the carries are in: 0 the inputs, 1 the results, 2 the spares */
     cj_status st = CJ_OK;
-    int64_t next_poll = 0, stride = poll_stride(L->exe[0], L->exe[1]);
-    for (int64_t it = 0;; it++) {
+    int64_t next_poll = 0, stride = poll_stride(L->exe[0], L->exe[1]), until_poll = 1;
+    for (;;) {
         void *pred_out = pred;
-        if ((st = run_in(run_body, L->exe[0], &cs, (void *const *)a.params, &pred_out, work, err)) != CJ_OK) break;
+        body_slots *c_at = &cs[by_place ? where : 0], *b_at = &bs[by_place ? where : 0];
+        if (by_place && c_at->bound) { /* bound for this place by an earlier run */
+            L->exe[0]->one_function(0, 1, c_at->slots);
+            c_at->one_function_runs++;
+        } else if ((st = run_in(run_body, L->exe[0], c_at, (void *const *)a.params, &pred_out, work, err)) != CJ_OK) {
+            break;
+        }
         if (!*pred) break;
         int to = where == 1 ? 2 : 1;
         for (int c = 0; c < nc; c++) a.outputs[c] = to == 1 ? result_at(L, slots, c) : work + L->spare_offset[c];
-        if ((st = run_in(run_body, L->exe[1], &bs, (void *const *)a.params, (void *const *)a.outputs, work, err)) !=
-            CJ_OK)
+        if (by_place && b_at->bound) {
+            L->exe[1]->one_function(0, 1, b_at->slots);
+            b_at->one_function_runs++;
+        } else if ((st = run_in(run_body, L->exe[1], b_at, (void *const *)a.params, (void *const *)a.outputs, work,
+                                err)) != CJ_OK) {
             break;
+        }
         for (int c = 0; c < nc; c++) a.params[c] = a.outputs[c];
         where = to;
-        if (it % stride == 0 && cj_runtime_poll(poll, &next_poll)) {
+        if (poll_due(&until_poll, stride) && cj_runtime_poll(poll, &next_poll)) {
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a while loop");
             break;
         }
@@ -178,8 +238,7 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
         for (int c = 0; c < nc; c++)
             memmove(result_at(L, slots, c), a.params[c], (size_t)nbytes_of(&b->result_shape[c], b->result_dtype[c]));
     free(a.heap);
-    slots_free(&cs);
-    slots_free(&bs);
+    for (int q = 0; q < 3; q++) slots_free(&cs[q]), slots_free(&bs[q]);
     return st;
 }
 

@@ -69,6 +69,14 @@ cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, 
 
 static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool keep_objects, cj_error *err);
 
+/* CJIT_LOOP_ONE_FUNCTION=0 compiles every loop body group by group (the
+ * general path, for comparisons); read at each compile, part of the disk
+ * cache's key. */
+static bool one_function_wanted(void) {
+    const char *env = getenv("CJIT_LOOP_ONE_FUNCTION");
+    return !(env && strcmp(env, "0") == 0);
+}
+
 /* Makes exe, compiled or loaded, body j of loop plan L: a loop's body, its
  * run worked out once (cj_runtime_prepare_body). */
 static void adopt_body(cj_loop_plan *L, int j, cj_executable *exe) {
@@ -136,6 +144,7 @@ static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool 
         goto fail;
     }
     dump_graph_and_plan(x);
+    x->plan.one_function = x->plan.loop_body && cj_plan_one_function(&x->plan) && one_function_wanted();
     if (cj_jit_compile_keeping(&x->plan, x->kernels, x->groups, &x->code, cancel, keep_objects, err) != CJ_OK)
         goto fail;
     if (compile_loops(x, cancel, keep_objects, err) != CJ_OK) goto fail;
@@ -438,7 +447,12 @@ static cj_executable *read_exe(cj_rbuf *r, const cj_loc_pool *pool, int depth, c
         cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad code section");
         goto fail;
     }
-    for (int g = 0; g < x->plan.ngroups; g++) /* every stage of a group runs through its driver */
+    /* a body's plan is read at depth 1 or more; compiled as one function, its kernels have no code of their own */
+    bool any_compiled = false;
+    for (int k = 0; k < x->plan.nkernels; k++) any_compiled |= compiled[k];
+    x->plan.loop_body = depth > 0;
+    x->plan.one_function = x->plan.loop_body && !any_compiled && cj_plan_one_function(&x->plan);
+    for (int g = 0; g < x->plan.ngroups && !x->plan.one_function; g++) /* every stage of a group runs through its driver */
         for (int k = x->plan.groups[g].first; x->plan.groups[g].count > 1 && k < x->plan.groups[g].first +
                                                                        x->plan.groups[g].count; k++)
             if (!compiled[k]) {

@@ -136,6 +136,22 @@ bool cj_kernel_is_small_copy(const cj_plan *p, const cj_kernel *k) {
 }
 
 /* See kernel.h. */
+bool cj_plan_one_function(const cj_plan *p) {
+    if (!p->loop_body || p->nkernels > CJ_ONE_FUNCTION_MAX_KERNELS || p->ngroups < 1) return false;
+    for (int g = 0; g < p->ngroups; g++) {
+        const cj_group *grp = &p->groups[g];
+        for (int k = grp->first; k < grp->first + grp->count; k++) {
+            const cj_kernel *kern = &p->kernels[k];
+            if (kern->loop || kern->call || kern->gemm.on) return false;
+            int64_t points = 1;
+            for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
+            if (points >= CJ_SMALL_BODY_KERNEL_POINTS) return false;
+        }
+    }
+    return true;
+}
+
+/* See kernel.h. */
 int64_t cj_plan_heap_bytes(const cj_plan *p) {
     int64_t n = cj_heap_bytes(p->kernels, (size_t)p->kernels_cap * sizeof *p->kernels)
                 + cj_heap_bytes(p->buffers, (size_t)p->buffers_cap * sizeof *p->buffers)
@@ -262,7 +278,7 @@ char *cj_plan_to_text(const cj_plan *p) {
                     gi, grp->count, (long long)grp->rows, (long long)grp->block);
         }
         bool recomputed = g && kern->root_node >= 0 && g->nodes[kern->root_node].remat;
-        bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern);
+        bool copied = group_count == 1 && cj_kernel_is_small_copy(p, kern) && !p->one_function;
         put(&t, "  stage %d: %s%s%s%s  loops [", k, kern->label ? kern->label : "?",
             cj_kernel_is_matvec(p, kern) ? " (matvec)" : kern->gemm.small ? " (small gemm)" : kern->gemm.on ? " (BLAS gemm)" : "", copied ? " (copied by the runtime)" : "",
             recomputed ? " (recomputed for the backward pass)" : "");
@@ -286,8 +302,9 @@ char *cj_plan_to_text(const cj_plan *p) {
             /* a loop's bodies: their own plans, indented */
             const cj_body *b = kern->loop->body;
             const char *what = b->op == CJ_OP_SCAN ? "body" : b->op == CJ_OP_COND ? "branch" : j == 0 ? "cond" : "body";
-            put(&t, "      %s %d%s:\n", what, j,
-                b->op == CJ_OP_SCAN ? (b->reverse ? " (reversed rows)" : "") : "");
+            put(&t, "      %s %d%s%s:\n", what, j,
+                b->op == CJ_OP_SCAN ? (b->reverse ? " (reversed rows)" : "") : "",
+                kern->loop->plans[j] && kern->loop->plans[j]->one_function ? " (one function per run)" : "");
             char *inner = kern->loop->plans[j] ? cj_plan_to_text(kern->loop->plans[j]) : NULL;
             for (char *line = inner, *end; line && *line; line = end + (*end != 0)) {
                 end = strchr(line, '\n');

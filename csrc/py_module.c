@@ -136,7 +136,8 @@ static PyObject *mod_runtime_stats(PyObject *self, PyObject *unused)
         || dict_set_int(d, "peak_bytes_in_use", st.peak_bytes_in_use) < 0
         || dict_set_int(d, "llvm_modules", st.llvm_modules) < 0
         || dict_set_int(d, "cancelled", st.cancelled) < 0
-        || dict_set_int(d, "loads", st.loads) < 0) {
+        || dict_set_int(d, "loads", st.loads) < 0
+        || dict_set_int(d, "loop_one_function_runs", st.one_function_runs) < 0) {
         Py_DECREF(d);
         return NULL;
     }

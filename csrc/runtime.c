@@ -432,6 +432,7 @@ struct cj_rebind {
 /* See executable.h. */
 void cj_runtime_prepare_body(cj_executable *x) {
     const cj_plan *p = &x->plan;
+    x->one_function = p->one_function ? x->groups[p->ngroups] : NULL; /* its kernels have no code of their own */
     x->rebind = malloc(sizeof(cj_rebind) * ((size_t)p->nbuffers + 1));
     x->steps = malloc(sizeof(cj_run_step) * ((size_t)p->ngroups + 1));
     x->nrebind = 0;
@@ -465,6 +466,10 @@ cj_status cj_runtime_run_in(cj_executable *x, void **slots, bool bound, void *co
             const cj_rebind *r = &x->rebind[i];
             slots[r->buffer] = (char *)(r->param ? params : outputs)[r->slot] + r->offset;
         }
+    }
+    if (x->one_function) { /* every group, in one call (body_fn.c) */
+        x->one_function(0, 1, slots);
+        return CJ_OK;
     }
     return run_groups(x, slots, poll, err);
 }

@@ -6,7 +6,7 @@
 
 static _Atomic int64_t bytes_in_use, peak_bytes_in_use, compiles, code_bytes;
 static _Atomic int64_t phase_ns[CJ_PHASE_COUNT];
-static _Atomic int64_t llvm_modules, cancelled, loads;
+static _Atomic int64_t llvm_modules, cancelled, loads, one_function_runs;
 
 /* See stats.h. */
 void cj_stats_alloc(int64_t nbytes) {
@@ -43,6 +43,7 @@ void cj_stats_phase(cj_phase phase, int64_t ns) {
 /* See stats.h. */
 void cj_stats_module(void) { atomic_fetch_add(&llvm_modules, 1); }
 void cj_stats_cancelled(void) { atomic_fetch_add(&cancelled, 1); }
+void cj_stats_one_function_runs(int64_t n) { atomic_fetch_add(&one_function_runs, n); }
 
 /* See stats.h. */
 const char *cj_phase_name(cj_phase phase) {
@@ -70,6 +71,7 @@ void cj_stats_get(cj_stats *out) {
     out->llvm_modules = atomic_load(&llvm_modules);
     out->cancelled = atomic_load(&cancelled);
     out->loads = atomic_load(&loads);
+    out->one_function_runs = atomic_load(&one_function_runs);
 }
 
 /* See stats.h. */

@@ -22,6 +22,7 @@ typedef struct {
     int64_t phase_ns[CJ_PHASE_COUNT];
     int64_t llvm_modules;       /* object files LLVM emitted for executables */
     int64_t cancelled;          /* compiles and runs stopped by a request (Ctrl-C) */
+    int64_t one_function_runs;  /* loop body runs made by the body's one function (body_fn.c) */
 } cj_stats;
 /* A monotonic clock in nanoseconds, and adding to a phase's total. */
 int64_t cj_clock_ns(void);
@@ -29,6 +30,8 @@ void cj_stats_phase(cj_phase phase, int64_t ns);
 /* Counting an emitted LLVM module (jit_cpu.c), and a stopped compile or run. */
 void cj_stats_module(void);
 void cj_stats_cancelled(void);
+/* n runs of loop bodies as one function each (loops_rt.c adds them up per loop). */
+void cj_stats_one_function_runs(int64_t n);
 /* "simplify", "fuse", ... (a static string). */
 const char *cj_phase_name(cj_phase phase);
 /* Memory cjit allocated (+) or freed (-), and a finished compile whose

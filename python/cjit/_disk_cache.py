@@ -111,7 +111,7 @@ def _key(conn, lowered, donate):
         _static_key.append(_FORMAT + b"\0" + _build_id(conn) + _cjit._jit_target().encode())
     h = hashlib.sha256(_static_key[0])
     env = sorted((k, v) for k, v in os.environ.items()
-                 if k == "CJIT_PASSES" or k.startswith("CJIT_LLVM_"))
+                 if k in ("CJIT_PASSES", "CJIT_LOOP_ONE_FUNCTION") or k.startswith("CJIT_LLVM_"))
     h.update(repr(env).encode())
     h.update(b"blas=1" if _cjit._blas_in_use() else b"blas=0")
     h.update(repr(sorted(set(int(i) for i in donate))).encode())
