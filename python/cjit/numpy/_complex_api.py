@@ -779,7 +779,6 @@ def _pair_means(v):
     (singular values) of the real embedding come in equal pairs, and their
     mean has a gradient that does not depend on how LAPACK picked the
     eigenvectors of the pair's two-dimensional eigenspace."""
-    c = _cnp()
     return (v[..., 0::2] + v[..., 1::2]) * 0.5
 
 
