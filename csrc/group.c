@@ -16,7 +16,11 @@
  * for row r.  Running the stages in order over all rows, as without
  * grouping, gives the same results; groups only change the order of work.
  * Liveness (memplan.c) counts a group as one step, so buffers touched in
- * a group never share bytes. */
+ * a group never share bytes.
+ *
+ * A kernel left alone has its loops merged (cj_group_collapse_lone), after
+ * memplan: its orders for donation may still join an update to the gemm
+ * whose result it reads (cj_group_join_updates), which needs its rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,10 +135,100 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         /* a gemm call repacks B every time: give it all of a thread's rows */
         if (head->gemm.on) g->block = g->rows;
         if (g->block > g->rows) g->block = g->rows;
-        /* a kernel on its own runs best over as few, long loops as possible */
-        if (g->count == 1 && !head->gemm.on) cj_kernel_collapse(&p->kernels[k]);
         k += g->count;
     }
     free(written_by);
     return CJ_OK;
+}
+
+/* See group.h. */
+void cj_group_collapse_lone(cj_plan *p) {
+    /* a kernel on its own runs best over as few, long loops as possible */
+    for (int g = 0; g < p->ngroups; g++) {
+        cj_kernel *k = &p->kernels[p->groups[g].first];
+        if (p->groups[g].count == 1 && !k->gemm.on && !k->loop) cj_kernel_collapse(k);
+    }
+}
+
+/* Does group h write what kernel u reads or writes, or read what it writes? */
+static bool conflicts(const cj_plan *p, const cj_group *h, const int *stamp, int mark) {
+    for (int k = h->first; k < h->first + h->count; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        for (int i = -1; i < kern->nalso; i++)
+            if (stamp[i < 0 ? kern->out_buffer : kern->also[i].buffer] >= mark) return true;
+        for (int e = 0; e < kern->nexprs; e++)
+            if (cj_expr_reads(&kern->exprs[e]) && stamp[kern->exprs[e].buffer] == mark + 1) return true;
+    }
+    return false;
+}
+
+/* See group.h. */
+int cj_group_join_updates(cj_plan *p) {
+    int n = p->ngroups, nb = p->nbuffers;
+    int *reader = malloc(sizeof(int) * ((size_t)nb + 1));     /* the one group reading b, -2: several */
+    int *stamp = calloc((size_t)nb + 1, sizeof(int));
+    int *joins = malloc(sizeof(int) * ((size_t)n + 1));       /* per group: the group it takes, or -1 */
+    bool *taken = calloc((size_t)n + 1, sizeof(bool));
+    int *written_by = malloc(sizeof(int) * ((size_t)nb + 1));
+    cj_group *groups = malloc(sizeof(cj_group) * ((size_t)n + 1));
+    cj_kernel *kernels = malloc(sizeof(cj_kernel) * ((size_t)p->nkernels + 1));
+    int moved = -1;
+    if (!reader || !stamp || !joins || !taken || !written_by || !groups || !kernels) goto done;
+    for (int b = 0; b < nb; b++) reader[b] = -1, written_by[b] = -1;
+    for (int g = 0; g < n; g++) {
+        joins[g] = -1;
+        for (int k = p->groups[g].first; k < p->groups[g].first + p->groups[g].count; k++)
+            for (int e = 0; e < p->kernels[k].nexprs; e++) {
+                const cj_expr *x = &p->kernels[k].exprs[e];
+                if (!cj_expr_reads(x) || reader[x->buffer] == g) continue;
+                reader[x->buffer] = reader[x->buffer] == -1 ? g : -2;
+            }
+    }
+    moved = 0;
+    int mark = 0;
+    for (int g = 0; g < n; g++) {
+        const cj_group *G = &p->groups[g];
+        const cj_kernel *head = &p->kernels[G->first];
+        int t = head->out_buffer, u = reader[t];
+        if (!head->gemm.on || p->buffers[t].kind != CJ_BUF_TEMP || u <= g || taken[u] || p->groups[u].count != 1)
+            continue;
+        /* what the gemm's group writes, as joins_group asks it */
+        for (int k = G->first; k < G->first + G->count; k++) note_writes(&p->kernels[k], G->first, written_by);
+        int ku = p->groups[u].first;
+        if (!joins_group(p, G->first, ku, written_by)) continue;
+        /* u may run right after g: no group between writes what u reads or
+         * writes or reads what u writes (stamp mark: read, mark + 1: written) */
+        mark += 2;
+        const cj_kernel *U = &p->kernels[ku];
+        for (int e = 0; e < U->nexprs; e++)
+            if (cj_expr_reads(&U->exprs[e])) stamp[U->exprs[e].buffer] = mark;
+        for (int i = -1; i < U->nalso; i++) stamp[i < 0 ? U->out_buffer : U->also[i].buffer] = mark + 1;
+        bool free_to_move = true;
+        for (int h = g + 1; h < u && free_to_move; h++) free_to_move = !conflicts(p, &p->groups[h], stamp, mark);
+        if (!free_to_move) continue;
+        joins[g] = u;
+        taken[u] = true;
+        moved = 1;
+    }
+    if (moved) {
+        int m = 0, k = 0;
+        for (int g = 0; g < n; g++) {
+            if (taken[g]) continue;
+            groups[m] = p->groups[g];
+            groups[m].first = k;
+            memcpy(kernels + k, p->kernels + p->groups[g].first, sizeof(cj_kernel) * (size_t)p->groups[g].count);
+            k += p->groups[g].count;
+            if (joins[g] >= 0) {
+                kernels[k++] = p->kernels[p->groups[joins[g]].first];
+                groups[m].count++;
+            }
+            m++;
+        }
+        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)m);
+        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+        p->ngroups = m;
+    }
+done:
+    free(reader), free(stamp), free(joins), free(taken), free(written_by), free(groups), free(kernels);
+    return moved;
 }

@@ -8,4 +8,18 @@
  * false every kernel is a group of its own.  Fills plan->groups. */
 cj_status cj_group_run(cj_plan *plan, bool enabled, cj_error *err);
 
+/* Merges the loops of every kernel that is a group of its own (not a gemm
+ * or a loop): run after memplan, whose orders may still join kernels. */
+void cj_group_collapse_lone(cj_plan *plan);
+
+/* With donated arguments (memplan.c tries it, and keeps it when the peak is
+ * lower): a group of one stage that reads the result of a gemm-led group,
+ * the only group besides it to read it (an optimizer's update reading a
+ * weight's gradient), moves to right after that group and joins it when it
+ * could have been grouped there and nothing in between depends on it or it
+ * on that.  The gradient is then group-local and takes block storage
+ * (blockmem.c).  Returns 1 when something joined, 0 when not, -1 when out of
+ * memory. */
+int cj_group_join_updates(cj_plan *plan);
+
 #endif

@@ -8,6 +8,7 @@ const cj_rt_symbol cj_rt_symbols[] = {
     {"cj_rt_ipow", (void *)&cj_rt_ipow},
     {"cj_rt_fill_identity", (void *)&cj_rt_fill_identity},
     {"cj_rt_gemm", (void *)&cj_rt_gemm}, /* blas.c */
+    {"cj_rt_thread_index", (void *)&cj_rt_thread_index}, /* runtime.c */
     {"cj_rt_argsort", (void *)&cj_rt_argsort}, /* sort_rt.c */
     {"cj_rt_cholesky", (void *)&cj_rt_cholesky}, /* linalg_rt.c */
     {"cj_rt_trisolve", (void *)&cj_rt_trisolve},
