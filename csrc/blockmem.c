@@ -25,10 +25,11 @@
  * blocks mean more gemm calls.  Block storage is given when the plan has
  * donated arguments (where every donated byte stays taken and a gradient
  * needs bytes of its own) and the CPU backend asked for it (p->threads).
- * A gemm-led group's block starts at its smallest (one row while B fits in
- * the L2 cache, so that each call reads B from cache; else 32 rows), and
- * cj_memplan_run doubles it (gemm_scale) as long as the plan's peak does
- * not grow, so the blocks are only as small as the peak needs. */
+ * A gemm-led group's block starts at its smallest (two rows while B fits in
+ * the L2 cache, so that each call reads B from cache; else 32 rows: one row
+ * would be a gemv, which OpenBLAS sums in another order), and
+ * cj_memplan_run doubles it (gemm_scale, per group) as long as the plan's
+ * peak does not grow, so the blocks are only as small as the peak needs. */
 #include <stdlib.h>
 
 #include "blockmem.h"
@@ -123,7 +124,7 @@ static int64_t block_rows(const cj_plan *p, const cj_group *g, int copies, int64
 }
 
 /* See blockmem.h. */
-int cj_block_storage_mark(cj_plan *p, int64_t gemm_scale) {
+int cj_block_storage_mark(cj_plan *p, const int64_t *gemm_scale) {
     cj_block_storage_clear(p);
     if (!plan_wants_blocks(p)) return 0;
     /* buffers something lives in (in place, or a temporary in it) keep their bytes */
@@ -144,7 +145,7 @@ int cj_block_storage_mark(cj_plan *p, int64_t gemm_scale) {
         int copies = g->local_copies;
         if (copies == 0) {
             copies = cj_group_points(p, g) >= CJ_PARALLEL_MIN_POINTS ? p->threads : 1;
-            int64_t rows = block_rows(p, g, copies, gemm_scale);
+            int64_t rows = block_rows(p, g, copies, gemm_scale ? gemm_scale[buf->first_use] : 1);
             g->local_block = rows;
             g->local_copies = copies;
             gemm_groups += p->kernels[g->first].gemm.on;

@@ -20,9 +20,10 @@ void cj_block_storage_clear(cj_plan *p);
  * alias_of final) that one group of two or more stages writes and reads and
  * nothing else touches, when the plan wants it (p->threads > 0 and a
  * donated argument) and it takes fewer bytes than the array.  A group led
- * by a BLAS gemm then runs blocks of `gemm_scale` times its smallest block
- * (see blockmem.c).  Returns how many gemm-led groups got block storage. */
-int cj_block_storage_mark(cj_plan *p, int64_t gemm_scale);
+ * by a BLAS gemm g then runs blocks of gemm_scale[g] (NULL: 1) times its
+ * smallest block (see blockmem.c).  Returns how many gemm-led groups got
+ * block storage. */
+int cj_block_storage_mark(cj_plan *p, const int64_t *gemm_scale);
 
 /* Bytes from one thread's block of buffer b (in group g) to the next. */
 int64_t cj_block_stride(const cj_plan *p, const cj_group *g, const cj_buffer *b);

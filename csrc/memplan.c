@@ -479,7 +479,7 @@ static int64_t place_greedy(cj_plan *p, const int *temps, int n, int *placed) {
 }
 
 /* Plans the memory of the kernels in their current order. */
-static cj_status plan_memory(cj_plan *p, bool enabled, int64_t gemm_scale, cj_error *err) {
+static cj_status plan_memory(cj_plan *p, bool enabled, const int64_t *gemm_scale, cj_error *err) {
     int n = 0;
     int *first_touch = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
     int *order = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
@@ -668,28 +668,37 @@ static bool gemm_blocks(const cj_plan *p) {
     return false;
 }
 
-/* Block storage planned, gemm-led groups run their smallest blocks (one row
- * while B is read from cache: a gemm call per row).  Doubles them while the
- * peak stays (a block is only as small as the peak needs), replanning in
- * the kept order; the last size that kept the peak is planned again. */
+/* Block storage planned, gemm-led groups run their smallest blocks (two
+ * rows while B is read from cache: a gemm call per two rows).  Each such
+ * group's block doubles, one group at a time, while the plan's peak stays
+ * (a block is only as small as the peak needs), replanning in the kept
+ * order; a doubling that raises the peak is planned back. */
 static cj_status widen_gemm_blocks(cj_plan *p, bool enabled, cj_error *err) {
-    int64_t peak = p->peak_bytes, scale = 1, most = 1;
-    for (int g = 0; g < p->ngroups; g++)
-        if (p->groups[g].rows > most) most = p->groups[g].rows;
+    int64_t *scale = malloc(sizeof(int64_t) * ((size_t)p->ngroups + 1));
+    if (!scale) return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
+    for (int g = 0; g < p->ngroups; g++) scale[g] = 1;
+    int64_t peak = p->peak_bytes;
     cj_status st = CJ_OK;
-    while (st == CJ_OK && gemm_blocks(p) && scale < most) {
-        st = plan_memory(p, enabled, scale * 2, err);
-        if (st != CJ_OK) break;
-        if (p->peak_bytes > peak) return plan_memory(p, enabled, scale, err);
-        scale *= 2;
+    for (int g = 0; g < p->ngroups && st == CJ_OK; g++) {
+        const cj_group *grp = &p->groups[g];
+        while (st == CJ_OK && grp->local_block > 0 && p->kernels[grp->first].gemm.on && scale[g] < grp->rows) {
+            scale[g] *= 2;
+            st = plan_memory(p, enabled, scale, err);
+            if (st == CJ_OK && p->peak_bytes > peak) {
+                scale[g] /= 2;
+                st = plan_memory(p, enabled, scale, err);
+                break;
+            }
+        }
     }
+    free(scale);
     return st;
 }
 
 /* Plans p's memory in the fuser's order and, with donated arguments, in the
  * orders of memorder.c (and joins of group.c), keeping the lowest peak. */
 static cj_status plan_in_an_order(cj_plan *p, bool enabled, cj_error *err) {
-    cj_status st = plan_memory(p, enabled, 1, err);
+    cj_status st = plan_memory(p, enabled, NULL, err);
     bool any_donated = false;
     for (int b = 0; enabled && p->donated && b < p->nbuffers; b++) any_donated |= cj_is_donated(p, &p->buffers[b]);
     if (st != CJ_OK || !any_donated || p->ngroups < 2)
@@ -718,12 +727,12 @@ static cj_status plan_in_an_order(cj_plan *p, bool enabled, cj_error *err) {
             if (a < 0 || b < 0) moved = -1;
         }
         if (moved < 0) st = cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
-        if (moved > 0) st = plan_memory(p, enabled, 1, err);
+        if (moved > 0) st = plan_memory(p, enabled, NULL, err);
         if (moved > 0 && st == CJ_OK && p->peak_bytes >= peak) {
             p->ngroups = ngroups;
             memcpy(p->groups, groups, sizeof(cj_group) * (size_t)p->ngroups);
             memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
-            st = plan_memory(p, enabled, 1, err);
+            st = plan_memory(p, enabled, NULL, err);
         }
     }
     free(groups), free(kernels);
