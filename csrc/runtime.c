@@ -211,17 +211,8 @@ static void spin_until(const _Atomic uint64_t *gen, uint64_t old, const _Atomic 
     }
 }
 
-/* 0 on any thread but the pool's workers, which are 1 .. nthreads - 1:
- * which block of a group's block storage the thread uses (blockmem.c).
- * A call that finds the pool busy runs on its own thread, with its own
- * arena, so index 0 is never used twice in one arena at once. */
-static _Thread_local int32_t thread_index;
-
-/* See rt.h. */
-int32_t cj_rt_thread_index(void) { return thread_index; }
-
 static void *worker_main(void *arg) {
-    thread_index = (int32_t)(intptr_t)arg;
+    cj_rt_set_thread_index((int32_t)(intptr_t)arg); /* which block of block storage it uses (rt.c) */
     uint64_t seen = 0;
     for (;;) {
         spin_until(&pool.gen, seen, NULL);
