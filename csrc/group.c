@@ -114,6 +114,7 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
     if (!written_by) return cj_error_set(err, CJ_ERR_MEMORY, "group: out of memory");
     for (int b = 0; b < p->nbuffers; b++) written_by[b] = -1;
     p->ngroups = 0;
+    p->grouped = enabled;
     for (int k = 0; k < p->nkernels;) {
         cj_group *g = &p->groups[p->ngroups++];
         g->first = k;
@@ -174,6 +175,8 @@ int cj_group_join_updates(cj_plan *p) {
     cj_kernel *kernels = malloc(sizeof(cj_kernel) * ((size_t)p->nkernels + 1));
     int moved = -1;
     if (!reader || !stamp || !joins || !taken || !written_by || !groups || !kernels) goto done;
+    moved = 0;
+    if (!p->grouped) goto done; /* CJIT_PASSES=-group: no group of two stages */
     for (int b = 0; b < nb; b++) reader[b] = -1, written_by[b] = -1;
     for (int g = 0; g < n; g++) {
         joins[g] = -1;
@@ -184,7 +187,6 @@ int cj_group_join_updates(cj_plan *p) {
                 reader[x->buffer] = reader[x->buffer] == -1 ? g : -2;
             }
     }
-    moved = 0;
     int mark = 0;
     for (int g = 0; g < n; g++) {
         const cj_group *G = &p->groups[g];

@@ -162,6 +162,7 @@ typedef struct {
     int *output_buffer;     /* buffer index for each graph output */
     bool *donated;          /* per PARAM slot: its bytes may be reused (donate_argnums); may be NULL */
     int threads;            /* the CPU pool's threads, for block storage (blockmem.c); 0: none */
+    bool grouped;           /* the group pass ran (not switched off), so memplan may join groups */
     bool loop_body;         /* a loop's body (loops.c): its kernels run once per iteration, so the
                              * JIT vectorizes small ones too (jit_cpu.c) */
 } cj_plan;
