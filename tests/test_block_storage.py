@@ -93,6 +93,21 @@ def test_gemm_blocks_equal_the_unblocked_plan_bit_for_bit():
     assert got.tobytes() == unblocked.tobytes()
 
 
+def test_no_joined_groups_without_the_group_pass():
+    w, a, d = sgd_args()
+    run_with_passes("-group", """
+        import sys, numpy as np, cjit, test_block_storage as t
+        sys.path.insert(0, t.HERE + "/../examples")
+        import train_mlp as T
+        from test_donation_outputs import _digits_step_args
+        params, state, x, y = _digits_step_args()
+        for f, args in ((t.sgd, tuple(np.load(f) for f in %r)), (T.train_step._fun, (params, state, x, y))):
+            c, plan = t.plan_of(f, args, (0, 1) if f is not t.sgd else 0)
+            assert all(len(g) == 1 for g in plan["groups"]), plan["groups"]
+            assert not t.blocked(plan)
+    """ % (save((w, a, d)),))
+
+
 # ---- a group of row stages: softmax's row temporaries --------------------------
 
 def softmax(x):
