@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "group.h"
+#include "memorder.h"
 
 /* Bytes of row data a block of rows should touch: about half of a typical L2. */
 #define CJ_GROUP_BLOCK_BYTES (128 * 1024)
@@ -163,65 +164,87 @@ static bool conflicts(const cj_plan *p, const cj_group *h, const int *stamp, int
     return false;
 }
 
+/* Stamps what group g reads (mark) and writes (mark + 1), counting as
+ * written the donated arguments it reads or one of its outputs could take:
+ * it must stay their last reader, so that it may write over them. */
+static void mark_uses(const cj_plan *p, const cj_group *g, int *stamp, int mark) {
+    for (int k = g->first; k < g->first + g->count; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        for (int e = 0; e < kern->nexprs; e++)
+            if (cj_expr_reads(&kern->exprs[e]))
+                stamp[kern->exprs[e].buffer] = cj_is_donated(p, &p->buffers[kern->exprs[e].buffer]) ? mark + 1 : mark;
+    }
+    for (int k = g->first; k < g->first + g->count; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        for (int i = -1; i < kern->nalso; i++) {
+            const cj_buffer *out = &p->buffers[i < 0 ? kern->out_buffer : kern->also[i].buffer];
+            stamp[i < 0 ? kern->out_buffer : kern->also[i].buffer] = mark + 1;
+            for (int b = 0; out->kind == CJ_BUF_OUTPUT && b < p->nbuffers; b++)
+                if (cj_is_donated(p, &p->buffers[b]) && cj_output_fits_donor(out, &p->buffers[b])) stamp[b] = mark + 1;
+        }
+    }
+}
+
 /* See group.h. */
-int cj_group_join_updates(cj_plan *p) {
+int cj_group_join_updates(cj_plan *p, int which) {
     int n = p->ngroups, nb = p->nbuffers;
     int *reader = malloc(sizeof(int) * ((size_t)nb + 1));     /* the one group reading b, -2: several */
     int *stamp = calloc((size_t)nb + 1, sizeof(int));
-    int *joins = malloc(sizeof(int) * ((size_t)n + 1));       /* per group: the group it takes, or -1 */
-    bool *taken = calloc((size_t)n + 1, sizeof(bool));
     int *written_by = malloc(sizeof(int) * ((size_t)nb + 1));
     cj_group *groups = malloc(sizeof(cj_group) * ((size_t)n + 1));
     cj_kernel *kernels = malloc(sizeof(cj_kernel) * ((size_t)p->nkernels + 1));
     int moved = -1;
-    if (!reader || !stamp || !joins || !taken || !written_by || !groups || !kernels) goto done;
+    if (!reader || !stamp || !written_by || !groups || !kernels) goto done;
     moved = 0;
     if (!p->grouped) goto done; /* CJIT_PASSES=-group: no group of two stages */
     for (int b = 0; b < nb; b++) reader[b] = -1, written_by[b] = -1;
-    for (int g = 0; g < n; g++) {
-        joins[g] = -1;
+    for (int g = 0; g < n; g++)
         for (int k = p->groups[g].first; k < p->groups[g].first + p->groups[g].count; k++)
             for (int e = 0; e < p->kernels[k].nexprs; e++) {
                 const cj_expr *x = &p->kernels[k].exprs[e];
                 if (!cj_expr_reads(x) || reader[x->buffer] == g) continue;
                 reader[x->buffer] = reader[x->buffer] == -1 ? g : -2;
             }
-    }
-    int mark = 0;
-    for (int g = 0; g < n; g++) {
+    int mark = 0, g = 0, u = -1;
+    bool up = true;
+    for (; g < n; g++) {
         const cj_group *G = &p->groups[g];
         const cj_kernel *head = &p->kernels[G->first];
-        int t = head->out_buffer, u = reader[t];
-        if (!head->gemm.on || p->buffers[t].kind != CJ_BUF_TEMP || u <= g || taken[u] || p->groups[u].count != 1)
-            continue;
+        int t = head->out_buffer;
+        u = reader[t];
+        if (!head->gemm.on || p->buffers[t].kind != CJ_BUF_TEMP || u <= g || p->groups[u].count != 1) continue;
         /* what the gemm's group writes, as joins_group asks it */
         for (int k = G->first; k < G->first + G->count; k++) note_writes(&p->kernels[k], G->first, written_by);
-        int ku = p->groups[u].first;
-        if (!joins_group(p, G->first, ku, written_by)) continue;
+        if (!joins_group(p, G->first, p->groups[u].first, written_by)) continue;
         /* u may run right after g: no group between writes what u reads or
-         * writes or reads what u writes (stamp mark: read, mark + 1: written) */
-        mark += 2;
-        const cj_kernel *U = &p->kernels[ku];
-        for (int e = 0; e < U->nexprs; e++)
-            if (cj_expr_reads(&U->exprs[e])) stamp[U->exprs[e].buffer] = mark;
-        for (int i = -1; i < U->nalso; i++) stamp[i < 0 ? U->out_buffer : U->also[i].buffer] = mark + 1;
-        bool free_to_move = true;
-        for (int h = g + 1; h < u && free_to_move; h++) free_to_move = !conflicts(p, &p->groups[h], stamp, mark);
-        if (!free_to_move) continue;
-        joins[g] = u;
-        taken[u] = true;
-        moved = 1;
+         * writes or reads what u writes (stamp mark: read, mark + 1:
+         * written); or else g right before u, likewise */
+        bool down = true;
+        up = true;
+        mark_uses(p, &p->groups[u], stamp, mark += 2);
+        for (int h = g + 1; h < u && up; h++) up = !conflicts(p, &p->groups[h], stamp, mark);
+        mark_uses(p, G, stamp, mark += 2);
+        for (int h = g + 1; h < u && !up && down; h++) down = !conflicts(p, &p->groups[h], stamp, mark);
+        if ((up || down) && which-- == 0) break;
     }
-    if (moved) {
+    if (g < n) {
+        /* the groups before g, then (when u moves up) g and u, the groups
+         * between, (when g moves down) g and u, and the rest */
         int m = 0, k = 0;
-        for (int g = 0; g < n; g++) {
-            if (taken[g]) continue;
-            groups[m] = p->groups[g];
+        for (int i = 0; i < n; i++) {
+            if ((i == g && !up) || i == u) continue;
+            groups[m] = p->groups[i];
             groups[m].first = k;
-            memcpy(kernels + k, p->kernels + p->groups[g].first, sizeof(cj_kernel) * (size_t)p->groups[g].count);
-            k += p->groups[g].count;
-            if (joins[g] >= 0) {
-                kernels[k++] = p->kernels[p->groups[joins[g]].first];
+            memcpy(kernels + k, p->kernels + p->groups[i].first, sizeof(cj_kernel) * (size_t)p->groups[i].count);
+            k += p->groups[i].count;
+            if (i == (up ? g : u - 1)) {
+                if (!up) {
+                    groups[++m] = p->groups[g];
+                    groups[m].first = k;
+                    memcpy(kernels + k, p->kernels + p->groups[g].first, sizeof(cj_kernel) * (size_t)p->groups[g].count);
+                    k += p->groups[g].count;
+                }
+                kernels[k++] = p->kernels[p->groups[u].first];
                 groups[m].count++;
             }
             m++;
@@ -229,8 +252,9 @@ int cj_group_join_updates(cj_plan *p) {
         memcpy(p->groups, groups, sizeof(cj_group) * (size_t)m);
         memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
         p->ngroups = m;
+        moved = 1;
     }
 done:
-    free(reader), free(stamp), free(joins), free(taken), free(written_by), free(groups), free(kernels);
+    free(reader), free(stamp), free(written_by), free(groups), free(kernels);
     return moved;
 }

@@ -695,6 +695,39 @@ static cj_status widen_gemm_blocks(cj_plan *p, bool enabled, cj_error *err) {
     return st;
 }
 
+/* Updates joined to the gemm making their gradient (group.c), so that it
+ * takes block storage: one pair at a time, after the update groups are
+ * split, each kept unless the peak grows (a gemm group moved down may keep
+ * an activation alive longer).  One that leaves the peak where it is is
+ * kept: the peak may be at another layer's gradient, which a later join
+ * lowers.  groups and kernels: scratch for the plan's. */
+static cj_status join_updates(cj_plan *p, bool enabled, cj_group *groups, cj_kernel *kernels, cj_error *err) {
+    cj_status st = CJ_OK;
+    bool stale = false;  /* the plan's figures are of a try that was undone */
+    for (int which = 0; st == CJ_OK;) {
+        int64_t peak = p->peak_bytes;
+        int ngroups = p->ngroups;
+        memcpy(groups, p->groups, sizeof(cj_group) * (size_t)p->ngroups);
+        memcpy(kernels, p->kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+        int split = cj_split_update_groups(p);
+        int joined = split < 0 ? -1 : cj_group_join_updates(p, which);
+        if (joined < 0) st = cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
+        if (joined > 0) st = plan_memory(p, enabled, NULL, err);
+        if (st == CJ_OK && joined > 0 && p->peak_bytes <= peak) {
+            stale = false;
+            continue;   /* kept: the next pair is now the which-th */
+        }
+        p->ngroups = ngroups;
+        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)p->ngroups);
+        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+        p->peak_bytes = peak;
+        stale |= joined > 0;
+        if (joined <= 0) break;
+        which++;
+    }
+    return st == CJ_OK && stale ? plan_memory(p, enabled, NULL, err) : st;
+}
+
 /* Plans p's memory in the fuser's order and, with donated arguments, in the
  * orders of memorder.c (and joins of group.c), keeping the lowest peak. */
 static cj_status plan_in_an_order(cj_plan *p, bool enabled, cj_error *err) {
@@ -711,18 +744,14 @@ static cj_status plan_in_an_order(cj_plan *p, bool enabled, cj_error *err) {
         free(groups), free(kernels);
         return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
     }
-    for (int attempt = 0; attempt < 4 && st == CJ_OK; attempt++) {
+    for (int attempt = 0; attempt < 3 && st == CJ_OK; attempt++) {
         int64_t peak = p->peak_bytes;
         int ngroups = p->ngroups;
         memcpy(groups, p->groups, sizeof(cj_group) * (size_t)p->ngroups);
         memcpy(kernels, p->kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
         int moved = attempt == 0 ? cj_order_for_donation(p) : attempt == 1 ? cj_order_last_readers_first(p)
                                                                        : cj_split_update_groups(p);
-        if (attempt == 3) { /* and updates joined to the gemm making their gradient: block storage */
-            int joined = moved < 0 ? -1 : cj_group_join_updates(p);
-            moved = joined < 0 ? -1 : moved | joined;
-        }
-        if (attempt >= 2 && moved > 0) {
+        if (attempt == 2 && moved > 0) {
             int a = cj_order_for_donation(p), b = a < 0 ? -1 : cj_order_last_readers_first(p);
             if (a < 0 || b < 0) moved = -1;
         }
@@ -735,6 +764,7 @@ static cj_status plan_in_an_order(cj_plan *p, bool enabled, cj_error *err) {
             st = plan_memory(p, enabled, NULL, err);
         }
     }
+    if (st == CJ_OK) st = join_updates(p, enabled, groups, kernels, err);
     free(groups), free(kernels);
     if (st == CJ_OK && gemm_blocks(p)) st = widen_gemm_blocks(p, enabled, err);
     return st;
