@@ -701,10 +701,12 @@ static cj_status widen_gemm_blocks(cj_plan *p, bool enabled, cj_error *err) {
  * an activation alive longer).  One that leaves the peak where it is is
  * kept: the peak may be at another layer's gradient, which a later join
  * lowers.  groups and kernels: scratch for the plan's. */
+#define CJ_JOIN_TRIES 64 /* tries, each a plan: in a very deep network the later pairs stay apart */
+
 static cj_status join_updates(cj_plan *p, bool enabled, cj_group *groups, cj_kernel *kernels, cj_error *err) {
     cj_status st = CJ_OK;
     bool stale = false;  /* the plan's figures are of a try that was undone */
-    for (int which = 0; st == CJ_OK;) {
+    for (int which = 0, tries = 0; st == CJ_OK && tries < CJ_JOIN_TRIES; tries++) {
         int64_t peak = p->peak_bytes;
         int ngroups = p->ngroups;
         memcpy(groups, p->groups, sizeof(cj_group) * (size_t)p->ngroups);
