@@ -5,7 +5,6 @@
  * block's first row, so that the stages' absolute row addressing lands in
  * the block. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "blockmem.h"
 #include "codegen.h"
@@ -35,7 +34,7 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
     for (int gi = 0; gi < p->ngroups; gi++) {
         const cj_group *g = &p->groups[gi];
         if (g->count < 2 || (only && !only[gi])) continue;
-        if (g->local_block > 0 && !thread_index) thread_index = function_here(mod, "cj_rt_thread_index", index_ty); /* runtime.c */
+        if (g->local_block > 0 && !thread_index) thread_index = function_here(mod, "cj_rt_thread_index", index_ty); /* rt.c */
         snprintf(name, sizeof name, "%s_g%d", prefix, gi);
         LLVMValueRef fn = LLVMAddFunction(mod, name, fty);
         LLVMValueRef start = LLVMGetParam(fn, 0), end = LLVMGetParam(fn, 1), bufs = LLVMGetParam(fn, 2);
@@ -44,37 +43,32 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
         LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, fn, "done");
         LLVMPositionBuilderAtEnd(b, entry);
         int64_t block = g->local_block > 0 ? g->local_block : g->block;
-        /* block storage: the stages' slots, and each such buffer's block here */
-        LLVMValueRef slots = bufs, *mine = NULL;
+        /* block storage: the stages' slots, a copy in this frame, and the thread */
+        LLVMValueRef slots = bufs, tid = NULL;
         if (g->local_block > 0) {
-            mine = calloc((size_t)p->nbuffers + 1, sizeof(LLVMValueRef));
             slots = LLVMBuildArrayAlloca(b, ptr, LLVMConstInt(i64, (unsigned long long)p->nbuffers, 0), "slots");
             LLVMBuildMemCpy(b, slots, 8, bufs, 8, LLVMConstInt(i64, (unsigned long long)p->nbuffers * 8, 0));
-            LLVMValueRef tid = LLVMBuildSExt(b, LLVMBuildCall2(b, index_ty, thread_index, NULL, 0, "t"), i64, "tid");
-            for (int bi = 0; mine && bi < p->nbuffers; bi++) {
-                const cj_buffer *buf = &p->buffers[bi];
-                if (buf->block_storage <= 0 || buf->first_use != gi) continue;
-                LLVMValueRef at = LLVMConstInt(i64, (unsigned long long)bi, 0);
-                LLVMValueRef base = LLVMBuildLoad2(b, ptr, LLVMBuildInBoundsGEP2(b, ptr, bufs, &at, 1, ""), "storage");
-                LLVMValueRef off = LLVMBuildMul(b, tid, LLVMConstInt(i64, (unsigned long long)cj_block_stride(p, g, buf), 0), "");
-                mine[bi] = LLVMBuildGEP2(b, LLVMInt8TypeInContext(ctx), base, &off, 1, "mine");
-            }
+            tid = LLVMBuildSExt(b, LLVMBuildCall2(b, index_ty, thread_index, NULL, 0, "t"), i64, "tid");
         }
         LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, start, end, "any"), body, done);
         /* for (r0 = start; r0 < end; r0 += block) run every stage on [r0, r1) */
         LLVMPositionBuilderAtEnd(b, body);
         LLVMValueRef r0 = LLVMBuildPhi(b, i64, "r0");
-        for (int bi = 0; mine && bi < p->nbuffers; bi++) {
-            if (!mine[bi]) continue;
-            /* row r0 at the block's start: mine - r0 * row_bytes (a plain,
-             * not inbounds, GEP: the pointer itself may lie before the block) */
-            int64_t row_bytes = p->buffers[bi].nbytes / g->rows;
-            LLVMValueRef back = LLVMBuildNeg(b, LLVMBuildMul(b, r0, LLVMConstInt(i64, (unsigned long long)row_bytes, 0), ""), "");
-            LLVMValueRef shifted = LLVMBuildGEP2(b, LLVMInt8TypeInContext(ctx), mine[bi], &back, 1, "shifted");
+        for (int bi = 0; tid && bi < p->nbuffers; bi++) {
+            const cj_buffer *buf = &p->buffers[bi];
+            if (buf->block_storage <= 0 || buf->first_use != gi) continue;
+            /* row r0 at the start of this thread's block: storage + tid *
+             * stride - r0 * row_bytes (a plain, not inbounds, GEP: the
+             * pointer itself may lie before the block; stages address only
+             * rows [r0, r1) through it) */
             LLVMValueRef at = LLVMConstInt(i64, (unsigned long long)bi, 0);
+            LLVMValueRef base = LLVMBuildLoad2(b, ptr, LLVMBuildInBoundsGEP2(b, ptr, bufs, &at, 1, ""), "storage");
+            LLVMValueRef mine = LLVMBuildMul(b, tid, LLVMConstInt(i64, (unsigned long long)cj_block_stride(p, g, buf), 0), "");
+            LLVMValueRef back = LLVMBuildMul(b, r0, LLVMConstInt(i64, (unsigned long long)(buf->nbytes / g->rows), 0), "");
+            LLVMValueRef off = LLVMBuildSub(b, mine, back, "off");
+            LLVMValueRef shifted = LLVMBuildGEP2(b, LLVMInt8TypeInContext(ctx), base, &off, 1, "shifted");
             LLVMBuildStore(b, shifted, LLVMBuildInBoundsGEP2(b, ptr, slots, &at, 1, ""));
         }
-        free(mine);
         LLVMValueRef next = LLVMBuildAdd(b, r0, LLVMConstInt(i64, (unsigned long long)block, 0), "next");
         LLVMValueRef past = LLVMBuildICmp(b, LLVMIntSGT, next, end, "past");
         LLVMValueRef r1 = LLVMBuildSelect(b, past, end, next, "r1");
