@@ -14,8 +14,8 @@
  * of the slot array in which that buffer's pointer is shifted: for block
  * [r0, r1) run by thread t it is storage + t * stride - r0 * row_bytes, so
  * that row r0 lands at the start of thread t's block.  The thread comes from
- * cj_rt_thread_index (runtime.c: 0 for the calling thread, 1.. for the
- * pool's workers); a group with block storage is split across the pool only
+ * cj_rt_thread_index (rt.c: 0 for the calling thread, 1.. for the pool's
+ * workers, numbered by runtime.c); a group with block storage is split across the pool only
  * when the pool has no more threads than the plan made blocks for (a plan
  * from the disk cache may meet a larger pool: it then runs on one thread).
  *
@@ -28,8 +28,10 @@
  * A gemm-led group's block starts at its smallest (two rows while B fits in
  * the L2 cache, so that each call reads B from cache; else 32 rows: one row
  * would be a gemv, which OpenBLAS sums in another order), and
- * cj_memplan_run doubles it (gemm_scale, per group) as long as the plan's
- * peak does not grow, so the blocks are only as small as the peak needs. */
+ * memplan.c (widen_gemm_blocks) doubles it (gemm_scale, per group) as long
+ * as the plan's peak does not grow, so the blocks are only as small as the
+ * peak needs.  The gradient of a weight becomes group-local when its update
+ * joins the gemm's group (group.c, cj_group_join_updates). */
 #include <stdlib.h>
 
 #include "blockmem.h"

@@ -15,7 +15,11 @@
  * donated argument (same shape and dtype) takes no new bytes: it is
  * written over the argument in place, or once the argument's last reader
  * is done, and the caller gets the argument's memory back as the result
- * (py_exec.c). */
+ * (py_exec.c).
+ *
+ * A temporary that one group writes and reads, and nothing else, may take
+ * one block of rows per thread instead of its array (blockmem.c); placement
+ * counts cj_buffer_bytes, the bytes a buffer takes. */
 #include <stdlib.h>
 #include <string.h>
 
