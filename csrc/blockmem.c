@@ -116,6 +116,14 @@ static int64_t block_rows(const cj_plan *p, const cj_group *g, int copies, int64
     const cj_kernel *head = &p->kernels[g->first];
     int64_t per_thread = (g->rows + copies - 1) / copies;
     int64_t rows = g->block;
+    if (copies > 1 && !head->gemm.on) {
+        /* the runtime hands out 4 chunks a thread (runtime.c, parallel_for),
+         * and no block is larger than its chunk: blocks of a chunk cost the
+         * same bytes as larger ones and run the same */
+        int64_t chunk = (g->rows + 4 * copies - 1) / (4 * copies);
+        if (chunk >= 64) chunk = (chunk + 15) / 16 * 16;
+        if (chunk < rows) rows = chunk;
+    }
     if (head->gemm.on) {
         int64_t elem = cj_dtype_size(p->buffers[head->out_buffer].dtype);
         int64_t b_bytes = head->dims[head->rank - 2] * head->dims[head->rank - 1] * elem;

@@ -108,6 +108,35 @@ def test_no_joined_groups_without_the_group_pass():
     """ % (save((w, a, d)),))
 
 
+def test_loop_nest_matmul_group_without_blas():
+    # CJIT_BLAS=0: the matmul is a loop nest leading a group of row stages,
+    # whose blocks are no larger than the runtime's chunks (4 a thread):
+    # 256 rows on 2 threads, chunks and blocks of 32 rows
+    w, a, d = sgd_args()
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import os, numpy as np, cjit, test_block_storage as t
+        from test_donation_outputs import measured_peak
+        w, a, d = (np.load(f) for f in %r)
+        os.environ["CJIT_PASSES"] = "-blocks"
+        want = cjit.jit(t.sgd, donate_argnums=0)(w.copy(), a, d)
+        del os.environ["CJIT_PASSES"]
+        c, plan = t.plan_of(t.sgd, (w, a, d), 0)
+        (g,) = t.blocked(plan)
+        assert (g["block_rows"], g["size"]) == (32, 2 * 32 * 192 * 4), g
+        assert c.memory_analysis().temp_size_in_bytes == g["size"]
+        f = cjit.jit(t.sgd, donate_argnums=0)
+        f(w.copy(), a, d)
+        peak, got = measured_peak(f, w.copy(), a, d)
+        assert peak == c.memory_analysis().peak_memory_in_bytes
+        assert got.tobytes() == want.tobytes()
+        np.testing.assert_allclose(got, w - 0.125 * (a.T.astype(np.float64) @ d), rtol=1e-5, atol=1e-5)
+        print("ok")
+    """ % (save((w, a, d)),))], capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, CJIT_BLAS="0", CJIT_NUM_THREADS="2", PYTHONPATH=HERE))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
 # ---- a group of row stages: softmax's row temporaries --------------------------
 
 def softmax(x):
