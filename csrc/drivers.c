@@ -49,6 +49,10 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
             slots = LLVMBuildArrayAlloca(b, ptr, LLVMConstInt(i64, (unsigned long long)p->nbuffers, 0), "slots");
             LLVMBuildMemCpy(b, slots, 8, bufs, 8, LLVMConstInt(i64, (unsigned long long)p->nbuffers * 8, 0));
             tid = LLVMBuildSExt(b, LLVMBuildCall2(b, index_ty, thread_index, NULL, 0, "t"), i64, "tid");
+            /* a split run has thread_index < local_copies (runtime.c); any
+             * other runs alone in its own arena, and takes block 0 */
+            LLVMValueRef copies = LLVMConstInt(i64, (unsigned long long)g->local_copies, 0);
+            tid = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, tid, copies, ""), tid, LLVMConstInt(i64, 0, 0), "tid");
         }
         LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, start, end, "any"), body, done);
         /* for (r0 = start; r0 < end; r0 += block) run every stage on [r0, r1) */
