@@ -129,7 +129,12 @@ typedef struct {
                              * an in-place update, or a temporary in a donated argument */
     int node;               /* graph node whose value this is */
     int first_use, last_use;/* group indices (liveness) */
+    int64_t block_storage;  /* > 0: a group-local temporary that holds one block of rows per
+                             * thread, this many bytes in all, instead of nbytes (blockmem.c) */
 } cj_buffer;
+
+/* The bytes buffer b takes where it lives: its block storage, or all of it. */
+static inline int64_t cj_buffer_bytes(const cj_buffer *b) { return b->block_storage > 0 ? b->block_storage : b->nbytes; }
 
 /* Consecutive kernels (stages) run together block of rows by block of rows
  * (group.c).  A group of one kernel is just that kernel. */
@@ -137,6 +142,9 @@ typedef struct {
     int first, count;       /* kernels[first .. first+count) */
     int64_t rows;           /* loop 0 of every stage */
     int64_t block;          /* rows per block */
+    int64_t local_block;    /* > 0: the group has block storage (blockmem.c) and runs blocks of
+                             * this many rows instead of `block` */
+    int local_copies;       /* with block storage: blocks of it (threads that may run the group) */
 } cj_group;
 
 typedef struct {
@@ -153,6 +161,8 @@ typedef struct {
     int ngroups;
     int *output_buffer;     /* buffer index for each graph output */
     bool *donated;          /* per PARAM slot: its bytes may be reused (donate_argnums); may be NULL */
+    int threads;            /* the CPU pool's threads, for block storage (blockmem.c); 0: none */
+    bool grouped;           /* the group pass ran (not switched off), so memplan may join groups */
     bool loop_body;         /* a loop's body (loops.c): its kernels run once per iteration, so the
                              * JIT vectorizes small ones too (jit_cpu.c) */
     bool one_function;      /* a loop body compiled as one function (body_fn.c), its kernels and

@@ -6,7 +6,8 @@
  *         --group (stages sharing row loops)--> --memplan--> buffers in one arena
  *
  * CJIT_PASSES=-cse,-fuse,-group,-memplan switches passes off; results do
- * not change.  Nothing here knows a target or generates code (pipeline.c
+ * not change.  -blocks keeps memplan but gives no temporary block storage
+ * (blockmem.c).  Nothing here knows a target or generates code (pipeline.c
  * and the backends take the plan from here). */
 #include <errno.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ static bool pass_disabled(const char *name) {
  * must be a comma-separated list of -name with known names (a typo would
  * otherwise switch nothing off, silently), and CJIT_DUMP a directory that
  * exists or can be made, and can be written. */
-static const char *const known_passes[] = {"cse", "fuse", "group", "memplan"};
+static const char *const known_passes[] = {"cse", "fuse", "group", "memplan", "blocks"};
 static bool settings_ok(cj_error *err) {
     const char *spec = getenv("CJIT_PASSES");
     for (const char *p = spec; p && *p;) {
@@ -116,6 +117,8 @@ static cj_status pass_memplan(cj_lowered *l, const cj_lower_options *o, bool ena
         if (!l->plan.donated) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
         for (int i = 0; i < o->ndonated && i < l->graph->nparams; i++) l->plan.donated[i] = o->donated[i];
     }
+    /* -blocks: no block storage (blockmem.c), every temporary whole */
+    l->plan.threads = o && !pass_disabled("blocks") ? o->threads : 0;
     return cj_memplan_run(&l->plan, enabled, err);
 }
 

@@ -26,6 +26,10 @@ typedef struct {
     /* the target's step after fusion: marks the kernels a library call
      * runs (cj_blas_plan on the CPU); NULL for none */
     void (*mark_library_calls)(cj_plan *plan);
+    /* threads that may run one group (the CPU's pool): block storage of
+     * group-local temporaries gets a block per thread (blockmem.c); 0
+     * (a GPU, which runs stages one after another) for none */
+    int threads;
 } cj_lower_options;
 
 /* Runs the lowering passes (lower.c's table: simplify, fuse, group,

@@ -15,10 +15,16 @@
  * donated argument (same shape and dtype) takes no new bytes: it is
  * written over the argument in place, or once the argument's last reader
  * is done, and the caller gets the argument's memory back as the result
- * (py_exec.c). */
+ * (py_exec.c).
+ *
+ * A temporary that one group writes and reads, and nothing else, may take
+ * one block of rows per thread instead of its array (blockmem.c); placement
+ * counts cj_buffer_bytes, the bytes a buffer takes. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockmem.h"
+#include "group.h"
 #include "memorder.h"
 
 #define CJ_ARENA_ALIGN 64
@@ -62,7 +68,7 @@ static bool lifetimes_overlap(const cj_buffer *a, const cj_buffer *b) {
 
 static int by_size_desc(const void *x, const void *y, void *ctx) {
     const cj_buffer *bufs = ctx;
-    int64_t a = bufs[*(const int *)x].nbytes, b = bufs[*(const int *)y].nbytes;
+    int64_t a = cj_buffer_bytes(&bufs[*(const int *)x]), b = cj_buffer_bytes(&bufs[*(const int *)y]);
     if (a != b) return a > b ? -1 : 1;
     return *(const int *)x - *(const int *)y; /* stable: earlier buffer first */
 }
@@ -323,9 +329,9 @@ static bool outputs_after_last_read(cj_plan *p, const plan_facts *f, bool *hosts
  * there that overlap t in time.  Returns whether it did. */
 static bool place_in_donor(cj_plan *p, int t, const int *donor_end) {
     cj_buffer *b = &p->buffers[t];
-    int64_t size = align_up(b->nbytes);
+    int64_t size = align_up(cj_buffer_bytes(b));
     for (int d = 0; d < p->nbuffers; d++) {
-        if (donor_end[d] < -1 || donor_end[d] >= b->first_use || p->buffers[d].nbytes < b->nbytes) continue;
+        if (donor_end[d] < -1 || donor_end[d] >= b->first_use || p->buffers[d].nbytes < cj_buffer_bytes(b)) continue;
         int64_t offset = 0;
         bool moved = true;
         while (moved) {
@@ -334,14 +340,14 @@ static bool place_in_donor(cj_plan *p, int t, const int *donor_end) {
             for (int j = 0; j < p->nbuffers; j++) {
                 const cj_buffer *o = &p->buffers[j];
                 if (j == t || o->alias_of != d || !lifetimes_overlap(b, o)) continue;
-                int64_t oend = o->offset + align_up(o->nbytes);
+                int64_t oend = o->offset + align_up(cj_buffer_bytes(o));
                 if (offset < oend && o->offset < offset + size) {
                     offset = oend;
                     moved = true;
                 }
             }
         }
-        if (offset + b->nbytes <= p->buffers[d].nbytes) {
+        if (offset + cj_buffer_bytes(b) <= p->buffers[d].nbytes) {
             b->alias_of = d;
             b->offset = offset;
             return true;
@@ -422,9 +428,9 @@ static int64_t place_in_time_order(cj_plan *p, int *temps, int n) {
         cj_buffer *b = &p->buffers[temps[i]];
         for (; j < n && p->buffers[ends[j]].last_use < b->first_use; j++) {
             const cj_buffer *d = &p->buffers[ends[j]];
-            release(holes, &nholes, &end, d->offset, align_up(d->nbytes));
+            release(holes, &nholes, &end, d->offset, align_up(cj_buffer_bytes(d)));
         }
-        int64_t size = align_up(b->nbytes);
+        int64_t size = align_up(cj_buffer_bytes(b));
         int best = -1;
         for (int h = 0; h < nholes; h++)
             if (holes[h].size >= size && (best < 0 || holes[h].size < holes[best].size)) best = h;
@@ -455,14 +461,14 @@ static int64_t place_greedy(cj_plan *p, const int *temps, int n, int *placed) {
     int64_t arena = 0;
     for (int i = 0; i < n; i++) {
         cj_buffer *b = &p->buffers[temps[i]];
-        int64_t size = align_up(b->nbytes), offset = 0;
+        int64_t size = align_up(cj_buffer_bytes(b)), offset = 0;
         bool moved = true;
         while (moved) {
             moved = false;
             for (int j = 0; j < i; j++) {
                 const cj_buffer *o = &p->buffers[placed[j]];
                 if (!lifetimes_overlap(b, o)) continue;
-                int64_t oend = o->offset + align_up(o->nbytes);
+                int64_t oend = o->offset + align_up(cj_buffer_bytes(o));
                 if (offset < oend && o->offset < offset + size) {
                     offset = oend;
                     moved = true;
@@ -477,7 +483,7 @@ static int64_t place_greedy(cj_plan *p, const int *temps, int n, int *placed) {
 }
 
 /* Plans the memory of the kernels in their current order. */
-static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
+static cj_status plan_memory(cj_plan *p, bool enabled, const int64_t *gemm_scale, cj_error *err) {
     int n = 0;
     int *first_touch = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
     int *order = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
@@ -492,6 +498,9 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
         if (enabled) plan_in_place(p, &facts, hosts);
         /* outputs first written after a donated argument's last read live in it */
         if (enabled && p->donated) ok = outputs_after_last_read(p, &facts, hosts, first_touch);
+        /* temporaries only one group touches: a block of rows per thread */
+        if (enabled) cj_block_storage_mark(p, gemm_scale);
+        else cj_block_storage_clear(p);
     }
     free(first_touch);
     if (!ok) {
@@ -524,7 +533,7 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
         arena = 0;
         for (int i = 0; i < rest; i++) {
             p->buffers[order[i]].offset = arena;
-            arena += align_up(p->buffers[order[i]].nbytes);
+            arena += align_up(cj_buffer_bytes(&p->buffers[order[i]]));
         }
     } else if (rest > CJ_PLACE_BY_SIZE_MAX) {
         arena = place_in_time_order(p, order, rest);
@@ -542,8 +551,8 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
                 const cj_buffer *b = &p->buffers[order[i]];
                 offsets[i] = b->offset;
                 if (b->first_use < 0) continue;
-                live_at[b->first_use] += align_up(b->nbytes);
-                live_at[b->last_use + 1] -= align_up(b->nbytes);
+                live_at[b->first_use] += align_up(cj_buffer_bytes(b));
+                live_at[b->last_use + 1] -= align_up(cj_buffer_bytes(b));
             }
             /* steps by their live bytes, most first (insertion sort of a
              * few thousand at most); each step's buffers not yet taken */
@@ -623,8 +632,8 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
     }
     for (int b = 0; b < p->nbuffers; b++) {
         const cj_buffer *buf = &p->buffers[b];
-        if (buf->alias_of >= 0 && buf->offset + buf->nbytes > extent[buf->alias_of])
-            extent[buf->alias_of] = buf->offset + buf->nbytes;
+        if (buf->alias_of >= 0 && buf->offset + cj_buffer_bytes(buf) > extent[buf->alias_of])
+            extent[buf->alias_of] = buf->offset + cj_buffer_bytes(buf);
     }
     for (int d = 0; d < p->nbuffers; d++)
         if (p->buffers[d].kind == CJ_BUF_PARAM)
@@ -638,8 +647,8 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
     for (int b = 0; b < p->nbuffers; b++) {
         const cj_buffer *buf = &p->buffers[b];
         if (buf->kind != CJ_BUF_TEMP || buf->alias_of >= 0 || buf->first_use < 0) continue;
-        live_at[buf->first_use] += buf->nbytes;
-        live_at[buf->last_use + 1] -= buf->nbytes;
+        live_at[buf->first_use] += cj_buffer_bytes(buf);
+        live_at[buf->last_use + 1] -= cj_buffer_bytes(buf);
     }
     int64_t best = -1, live = 0;
     p->peak_kernel = 0;
@@ -655,12 +664,84 @@ static cj_status plan_memory(cj_plan *p, bool enabled, cj_error *err) {
 }
 
 
-/* See kernel.h. */
-cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
-    cj_status st = plan_memory(p, enabled, err);
+/* Does a gemm-led group of p run blocks smaller than its thread's rows
+ * (block storage)? */
+static bool gemm_blocks(const cj_plan *p) {
+    for (int g = 0; g < p->ngroups; g++)
+        if (p->groups[g].local_block > 0 && p->kernels[p->groups[g].first].gemm.on) return true;
+    return false;
+}
+
+/* Block storage planned, gemm-led groups run their smallest blocks (two
+ * rows while B is read from cache: a gemm call per two rows).  Each such
+ * group's block doubles, one group at a time, while the plan's peak stays
+ * (a block is only as small as the peak needs), replanning in the kept
+ * order; a doubling that raises the peak is planned back. */
+static cj_status widen_gemm_blocks(cj_plan *p, bool enabled, cj_error *err) {
+    int64_t *scale = malloc(sizeof(int64_t) * ((size_t)p->ngroups + 1));
+    if (!scale) return cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
+    for (int g = 0; g < p->ngroups; g++) scale[g] = 1;
+    int64_t peak = p->peak_bytes;
+    cj_status st = CJ_OK;
+    for (int g = 0; g < p->ngroups && st == CJ_OK; g++) {
+        const cj_group *grp = &p->groups[g];
+        while (st == CJ_OK && grp->local_block > 0 && p->kernels[grp->first].gemm.on && scale[g] < grp->rows) {
+            scale[g] *= 2;
+            st = plan_memory(p, enabled, scale, err);
+            if (st == CJ_OK && p->peak_bytes > peak) {
+                scale[g] /= 2;
+                st = plan_memory(p, enabled, scale, err);
+                break;
+            }
+        }
+    }
+    free(scale);
+    return st;
+}
+
+/* Updates joined to the gemm making their gradient (group.c), so that it
+ * takes block storage: one pair at a time, after the update groups are
+ * split, each kept unless the peak grows (a gemm group moved down may keep
+ * an activation alive longer).  One that leaves the peak where it is is
+ * kept: the peak may be at another layer's gradient, which a later join
+ * lowers.  groups and kernels: scratch for the plan's. */
+#define CJ_JOIN_TRIES 64 /* tries, each a plan: in a very deep network the later pairs stay apart */
+
+static cj_status join_updates(cj_plan *p, bool enabled, cj_group *groups, cj_kernel *kernels, cj_error *err) {
+    cj_status st = CJ_OK;
+    bool stale = false;  /* the plan's figures are of a try that was undone */
+    for (int which = 0, tries = 0; st == CJ_OK && tries < CJ_JOIN_TRIES; tries++) {
+        int64_t peak = p->peak_bytes;
+        int ngroups = p->ngroups;
+        memcpy(groups, p->groups, sizeof(cj_group) * (size_t)p->ngroups);
+        memcpy(kernels, p->kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+        int split = cj_split_update_groups(p);
+        int joined = split < 0 ? -1 : cj_group_join_updates(p, which);
+        if (joined < 0) st = cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
+        if (joined > 0) st = plan_memory(p, enabled, NULL, err);
+        if (st == CJ_OK && joined > 0 && p->peak_bytes <= peak) {
+            stale = false;
+            continue;   /* kept: the next pair is now the which-th */
+        }
+        p->ngroups = ngroups;
+        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)p->ngroups);
+        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+        p->peak_bytes = peak;
+        stale |= joined > 0;
+        if (joined <= 0) break;
+        which++;
+    }
+    return st == CJ_OK && stale ? plan_memory(p, enabled, NULL, err) : st;
+}
+
+/* Plans p's memory in the fuser's order and, with donated arguments, in the
+ * orders of memorder.c (and joins of group.c), keeping the lowest peak. */
+static cj_status plan_in_an_order(cj_plan *p, bool enabled, cj_error *err) {
+    cj_status st = plan_memory(p, enabled, NULL, err);
     bool any_donated = false;
     for (int b = 0; enabled && p->donated && b < p->nbuffers; b++) any_donated |= cj_is_donated(p, &p->buffers[b]);
-    if (st != CJ_OK || !any_donated || p->ngroups < 2) return st;
+    if (st != CJ_OK || !any_donated || p->ngroups < 2)
+        return st == CJ_OK && gemm_blocks(p) ? widen_gemm_blocks(p, enabled, err) : st;
     /* try the orders for donation in turn, each on the best so far, the
      * last with update groups split; keep one only if it lowers the peak */
     cj_group *groups = malloc(sizeof(cj_group) * ((size_t)p->nkernels + 1));
@@ -681,14 +762,24 @@ cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
             if (a < 0 || b < 0) moved = -1;
         }
         if (moved < 0) st = cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
-        if (moved > 0) st = plan_memory(p, enabled, err);
+        if (moved > 0) st = plan_memory(p, enabled, NULL, err);
         if (moved > 0 && st == CJ_OK && p->peak_bytes >= peak) {
             p->ngroups = ngroups;
             memcpy(p->groups, groups, sizeof(cj_group) * (size_t)p->ngroups);
             memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
-            st = plan_memory(p, enabled, err);
+            st = plan_memory(p, enabled, NULL, err);
         }
     }
+    if (st == CJ_OK) st = join_updates(p, enabled, groups, kernels, err);
     free(groups), free(kernels);
+    if (st == CJ_OK && gemm_blocks(p)) st = widen_gemm_blocks(p, enabled, err);
+    return st;
+}
+
+/* See kernel.h. */
+cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
+    cj_status st = plan_in_an_order(p, enabled, err);
+    /* the order is final: kernels left alone merge their loops (group.c) */
+    if (st == CJ_OK) cj_group_collapse_lone(p);
     return st;
 }

@@ -161,7 +161,7 @@ fail:
 cj_executable *cj_compile_keeping(const cj_graph *src, const bool *donated, int ndonated, const cj_cancel *cancel,
                                   bool keep_objects, cj_error *err) {
     cj_lower_options o = {.donated = donated, .ndonated = ndonated, .cancel = cancel,
-                          .mark_library_calls = cj_blas_plan};
+                          .mark_library_calls = cj_blas_plan, .threads = cj_runtime_num_threads()};
     cj_lowered l;
     if (cj_lower(src, &o, &l, err) != CJ_OK) return NULL;
     cj_executable *x = from_lowered(&l, cancel, keep_objects, err);
@@ -171,7 +171,7 @@ cj_executable *cj_compile_keeping(const cj_graph *src, const bool *donated, int 
 
 /* See pipeline.h. */
 cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
-    cj_lower_options o = {.mark_library_calls = cj_blas_plan};
+    cj_lower_options o = {.mark_library_calls = cj_blas_plan, .threads = cj_runtime_num_threads()};
     cj_lowered l;
     if (cj_lower(src, &o, &l, err) != CJ_OK) return err->status;
     *peak = l.plan.peak_bytes;
@@ -190,7 +190,7 @@ cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
  * deeper), then its object files.  Each body executable has code of its
  * own, under a prefix of its own. */
 static const char entry_magic[8] = {'c', 'j', 'i', 't', 'e', 'x', 'e', 0};
-#define CJ_ENTRY_VERSION 2
+#define CJ_ENTRY_VERSION 3
 
 static cj_status write_exe(cj_wbuf *w, cj_executable *x, const cj_loc_pool *pool, int depth, cj_error *err);
 

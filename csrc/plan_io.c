@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockmem.h"
 #include "plan_io.h"
 #include "regions.h"
 
@@ -626,6 +627,7 @@ void cj_plan_write(cj_wbuf *w, const cj_plan *p) {
         cj_put_int(w, b->node);
         cj_put_int(w, b->first_use);
         cj_put_int(w, b->last_use);
+        cj_put_int(w, b->block_storage);
     }
     cj_put_int(w, p->nkernels);
     for (int i = 0; i < p->nkernels; i++) put_kernel(w, &p->kernels[i]);
@@ -635,6 +637,8 @@ void cj_plan_write(cj_wbuf *w, const cj_plan *p) {
         cj_put_int(w, p->groups[i].count);
         cj_put_int(w, p->groups[i].rows);
         cj_put_int(w, p->groups[i].block);
+        cj_put_int(w, p->groups[i].local_block);
+        cj_put_int(w, p->groups[i].local_copies);
     }
     cj_put_int(w, p->arena_bytes);
     cj_put_int(w, p->argument_bytes);
@@ -680,6 +684,7 @@ cj_status cj_plan_read(cj_rbuf *r, const cj_graph *g, cj_plan *p, cj_error *err)
         b->node = (int)cj_get_int(r, -1, g->nnodes - 1);
         b->first_use = (int)cj_get_int(r, INT_MIN, INT_MAX);
         b->last_use = (int)cj_get_int(r, INT_MIN, INT_MAX);
+        b->block_storage = cj_get_int(r, 0, b->nbytes);
         if (!r->bad && !slot_ok(g, b)) r->bad = true;
     }
     int nkernels = get_count(r);
@@ -699,6 +704,8 @@ cj_status cj_plan_read(cj_rbuf *r, const cj_graph *g, cj_plan *p, cj_error *err)
         grp->count = (int)cj_get_int(r, 1, p->nkernels - grp->first);
         grp->rows = cj_get_int(r, 0, INT64_MAX);
         grp->block = cj_get_int(r, 0, INT64_MAX);
+        grp->local_block = cj_get_int(r, 0, grp->rows);
+        grp->local_copies = (int)cj_get_int(r, 0, INT_MAX);
         p->ngroups = i + 1;
     }
     p->arena_bytes = cj_get_int(r, 0, INT64_MAX);
@@ -721,7 +728,14 @@ cj_status cj_plan_read(cj_rbuf *r, const cj_graph *g, cj_plan *p, cj_error *err)
         const cj_buffer *b = &p->buffers[i];
         if (b->kind != CJ_BUF_TEMP) continue;
         int64_t room = b->alias_of >= 0 ? p->buffers[b->alias_of].nbytes : p->arena_bytes;
-        if (b->offset > room || b->nbytes > room - b->offset) r->bad = true;
+        if (b->offset > room || cj_buffer_bytes(b) > room - b->offset) r->bad = true;
+        /* block storage: its group's blocks, one per thread that may run it */
+        if (b->block_storage > 0 && !r->bad) {
+            const cj_group *grp = b->first_use >= 0 && b->first_use < p->ngroups ? &p->groups[b->first_use] : NULL;
+            if (!grp || grp->local_block < 1 || grp->local_copies < 1 || grp->rows < 1 ||
+                b->block_storage != grp->local_copies * cj_block_stride(p, grp, b))
+                r->bad = true;
+        }
     }
     if (r->bad) {
         cj_plan_free(p);

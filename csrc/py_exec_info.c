@@ -45,7 +45,7 @@ static const cj_plan *sort_plan;   /* for by_size_desc; used under the GIL only 
 static int by_size_desc(const void *pa, const void *pb)
 {
     int a = *(const int *)pa, b = *(const int *)pb;
-    int64_t sa = sort_plan->buffers[a].nbytes, sb = sort_plan->buffers[b].nbytes;
+    int64_t sa = cj_buffer_bytes(&sort_plan->buffers[a]), sb = cj_buffer_bytes(&sort_plan->buffers[b]);
     if (sa != sb)
         return sa > sb ? -1 : 1;
     return a < b ? -1 : a > b;
@@ -63,7 +63,8 @@ static PyObject *buffer_dict(const cj_plan *p, const cj_buffer *b)
     PyObject *d = PyDict_New();
     if (d == NULL)
         return NULL;
-    if (dict_set_steal(d, "size", PyLong_FromLongLong(b->nbytes)) < 0
+    /* the bytes it takes: its block storage (blockmem.c), or the array */
+    if (dict_set_steal(d, "size", PyLong_FromLongLong(cj_buffer_bytes(b))) < 0
         || dict_set_steal(d, "op", PyUnicode_FromString(op)) < 0
         || dict_set_steal(d, "source", PyUnicode_DecodeUTF8(source, (Py_ssize_t)strlen(source),
                                                             "replace")) < 0
@@ -151,7 +152,11 @@ static PyObject *plan_buffer_dict(const cj_plan *p, int i)
         || dict_set_steal(d, "alias_of", b->alias_of >= 0 ? PyLong_FromLong(b->alias_of)
                                                           : Py_NewRef(Py_None)) < 0
         || dict_set_steal(d, "first_use", PyLong_FromLong(b->first_use)) < 0
-        || dict_set_steal(d, "last_use", PyLong_FromLong(b->last_use)) < 0) {
+        || dict_set_steal(d, "last_use", PyLong_FromLong(b->last_use)) < 0
+        /* block storage: rows per block of its group, and the array's bytes */
+        || dict_set_steal(d, "block_rows", b->block_storage > 0 ? PyLong_FromLongLong(p->groups[b->first_use].local_block)
+                                                                 : Py_NewRef(Py_None)) < 0
+        || dict_set_steal(d, "array_bytes", PyLong_FromLongLong(b->nbytes)) < 0) {
         Py_DECREF(d);
         return NULL;
     }

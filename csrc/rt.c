@@ -8,6 +8,7 @@ const cj_rt_symbol cj_rt_symbols[] = {
     {"cj_rt_ipow", (void *)&cj_rt_ipow},
     {"cj_rt_fill_identity", (void *)&cj_rt_fill_identity},
     {"cj_rt_gemm", (void *)&cj_rt_gemm}, /* blas.c */
+    {"cj_rt_thread_index", (void *)&cj_rt_thread_index},
     {"cj_rt_argsort", (void *)&cj_rt_argsort}, /* sort_rt.c */
     {"cj_rt_cholesky", (void *)&cj_rt_cholesky}, /* linalg_rt.c */
     {"cj_rt_trisolve", (void *)&cj_rt_trisolve},
@@ -18,6 +19,18 @@ const cj_rt_symbol cj_rt_symbols[] = {
     {"cj_rt_svd", (void *)&cj_rt_svd},
     {NULL, NULL},
 };
+
+/* 0 on any thread but the pool's workers, which runtime.c numbers 1 ..
+ * nthreads - 1: which block of a group's block storage the thread uses
+ * (blockmem.c).  A call that finds the pool busy runs on its own thread,
+ * with its own arena, so index 0 is never used twice in one arena at once. */
+static _Thread_local int32_t thread_index;
+
+/* See rt.h. */
+int32_t cj_rt_thread_index(void) { return thread_index; }
+
+/* See rt.h. */
+void cj_rt_set_thread_index(int32_t index) { thread_index = index; }
 
 /* See rt.h. */
 int64_t cj_rt_ipow(int64_t base, int64_t exponent) {

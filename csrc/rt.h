@@ -23,6 +23,11 @@ int64_t cj_rt_ipow(int64_t base, int64_t exponent);
  * drivers call it before each block of an accumulating stage, and the
  * runtime before an accumulating kernel that runs alone. */
 void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, int32_t op);
+/* Which of the pool's threads runs this: 0 for the calling thread, 1 ..
+ * n-1 for the workers (runtime.c sets it in each).  Group drivers with
+ * block storage pick their thread's block by it (blockmem.c). */
+int32_t cj_rt_thread_index(void);
+void cj_rt_set_thread_index(int32_t index);
 /* A matmul kernel's gemm call (blas.c), for a block of rows. */
 void cj_rt_gemm(const int64_t *desc, int64_t start, int64_t end, void *const *buffers);
 /* Call kernels (kernel.h, cj_call), for [start, end) of loop 0; desc is

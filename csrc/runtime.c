@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blockmem.h"
 #include "executable.h"
 #include "rt.h"
 #include "stats.h"
@@ -152,7 +153,6 @@ static void run_small_copy(const cj_plan *p, const cj_kernel *k, void *const *sl
 
 /* ---- the thread pool -------------------------------------------------------- */
 
-#define PARALLEL_MIN_POINTS ((int64_t)1 << 16)
 #define MAX_THREADS 256
 
 typedef struct {
@@ -212,7 +212,7 @@ static void spin_until(const _Atomic uint64_t *gen, uint64_t old, const _Atomic 
 }
 
 static void *worker_main(void *arg) {
-    (void)arg;
+    cj_rt_set_thread_index((int32_t)(intptr_t)arg); /* which block of block storage it uses (rt.c) */
     uint64_t seen = 0;
     for (;;) {
         spin_until(&pool.gen, seen, NULL);
@@ -274,7 +274,7 @@ static void pool_start(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     for (int i = 1; i < want; i++) {
         pthread_t t;
-        if (pthread_create(&t, &attr, worker_main, NULL) != 0) break;
+        if (pthread_create(&t, &attr, worker_main, (void *)(intptr_t)started) != 0) break;
         started++;
     }
     pthread_attr_destroy(&attr);
@@ -365,20 +365,18 @@ static cj_run_step step_of(const cj_executable *x, int g) {
     const cj_kernel *kern = &p->kernels[grp->first];
     cj_run_step s = {0};
     if (x->groups[g]) { /* stages sharing their rows: the driver runs them block by block */
-        int64_t points = 0;
-        for (int k = grp->first; k < grp->first + grp->count; k++) {
-            int64_t n = 1;
-            for (int d = 0; d < p->kernels[k].rank; d++) n *= p->kernels[k].dims[d];
-            points += n;
-        }
-        return (cj_run_step){x->groups[g], grp->rows, points >= PARALLEL_MIN_POINTS, kern->gemm.on, false};
+        bool split = cj_group_points(p, grp) >= CJ_PARALLEL_MIN_POINTS;
+        /* block storage has a block for each of local_copies threads: split
+         * only when the pool has no more (thread_index < local_copies) */
+        if (grp->local_block > 0) split = grp->local_copies > 1 && cj_runtime_num_threads() <= grp->local_copies;
+        return (cj_run_step){x->groups[g], grp->rows, split, kern->gemm.on, false};
     }
     if (kern->loop || !x->kernels[grp->first]) return s;
     int64_t points = 1;
     for (int d = 0; d < kern->rank; d++) points *= kern->dims[d];
     s.fn = x->kernels[grp->first];
     s.n = kern->rank > 0 ? kern->dims[0] : 1;
-    s.split = points >= PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
+    s.split = points >= CJ_PARALLEL_MIN_POINTS && !(kern->reduced & 1u) && !kern->scatter.on; /* racing stores */
     s.coarse = kern->gemm.on;
     s.fill = cj_kernel_cpu_needs_identity(p, kern);
     return s;
