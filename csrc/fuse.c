@@ -194,9 +194,42 @@ static bool emit_matmul(fuser *f, int node, int buf) {
     return end_kernel(f, e);
 }
 
+/* Inputs of one shape (fuse_concat_shares_loop): one kernel over that
+ * shape that computes every input and stores each at its slab's offset, so
+ * that what they share is computed once (the stacked parts of a complex
+ * value: one loop, no temporaries). */
+static bool emit_concatenate_shared(fuser *f, int node, int buf) {
+    const cj_node *n = node_at(f, node);
+    const cj_node *in0 = node_at(f, n->inputs[0]);
+    int64_t strides[CJ_MAX_RANK];
+    cj_contiguous_strides(&n->shape, strides);
+    int64_t slab = in0->shape.dims[n->attrs.axis] * strides[n->attrs.axis];
+    cj_kernel *k = begin_kernel(f, node, in0->shape.rank, in0->shape.dims);
+    if (!k) return false;
+    int dim_of[CJ_MAX_RANK];
+    for (int d = 0; d < in0->shape.rank; d++) dim_of[d] = d;
+    k->out_buffer = buf;
+    k->out_index = store_index(&n->shape, dim_of, slab * (n->ninputs - 1));
+    if (!(k->also = calloc((size_t)n->ninputs, sizeof(cj_store)))) {
+        cj_error_set(f->err, CJ_ERR_MEMORY, "fuse: out of memory");
+        return end_kernel(f, -1);
+    }
+    node_view v = identity_view(in0->shape.rank);
+    int e = -1;
+    for (int i = 0; i < n->ninputs; i++) {
+        if ((e = fuse_build_expr(f, n->inputs[i], &v)) < 0) break;
+        if (i == n->ninputs - 1) break;
+        k->also[k->nalso++] = (cj_store){.expr = e, .buffer = buf, .node = node,
+                                         .index = store_index(&n->shape, dim_of, slab * i)};
+    }
+    fuse_append_label(f, "concatenate");
+    return end_kernel(f, e);
+}
+
 /* One kernel per input, each writing its slab of the output. */
 static bool emit_concatenate(fuser *f, int node, int buf) {
     const cj_node *n = node_at(f, node);
+    if (fuse_concat_shares_loop(f->g, n)) return emit_concatenate_shared(f, node, buf);
     int64_t strides[CJ_MAX_RANK];
     cj_contiguous_strides(&n->shape, strides);
     int64_t pos = 0;

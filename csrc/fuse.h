@@ -70,6 +70,8 @@ int fuse_build_expr(fuser *f, int node, const node_view *v);
 
 /* fuse_roots.c */
 /* Decides f->root (which nodes get buffers) and the multi-output sets. */
+/* Is concatenate c one kernel over its inputs' common shape (fuse_roots.c)? */
+bool fuse_concat_shares_loop(const cj_graph *g, const cj_node *c);
 void fuse_choose_roots(fuser *f, const bool *live, bool enabled);
 bool fuse_sets_alloc(fuser *f, int n);
 void fuse_sets_free(fuser *f);

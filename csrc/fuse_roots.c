@@ -24,7 +24,34 @@ int fuse_region_operand(const cj_graph *g, int x) {
  * the input is seen through the same view as c?  Elementwise ops do (the
  * builders made broadcasting explicit), and so does a reduction, which
  * loops over its input's shape. */
-static bool reads_at_own_index(const cj_node *c) {
+/* Inputs of one shape (at least two, none empty): fuse.c builds such a
+ * concatenate as one kernel over that shape computing every input (the
+ * parts of a complex value, stacked, share most of their work). */
+bool fuse_concat_shares_loop(const cj_graph *g, const cj_node *c) {
+    if (cj_op_kind(c->op) != CJ_OPKIND_CONCAT || c->ninputs < 2 || c->ninputs > CJ_MAX_STORES) return false;
+    const cj_shape *s = &g->nodes[c->inputs[0]].shape;
+    if (cj_shape_numel(s) == 0) return false;
+    for (int a = 1; a < c->ninputs; a++)
+        if (!cj_shape_equal(&g->nodes[c->inputs[a]].shape, s)) return false;
+    return true;
+}
+
+/* A reshape that only inserts or drops dims of size 1 (expand_dims, squeeze):
+ * the element at a loop point is its input's at the same point. */
+static bool unit_reshape(const cj_graph *g, const cj_node *c) {
+    if (c->op != CJ_OP_RESHAPE) return false;
+    const cj_shape *in = &g->nodes[c->inputs[0]].shape;
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < in->rank && in->dims[i] == 1) i++;
+        while (j < c->shape.rank && c->shape.dims[j] == 1) j++;
+        if (i == in->rank || j == c->shape.rank) return i == in->rank && j == c->shape.rank;
+        if (in->dims[i++] != c->shape.dims[j++]) return false;
+    }
+}
+
+static bool reads_at_own_index(const cj_graph *g, const cj_node *c) {
+    if (fuse_concat_shares_loop(g, c) || unit_reshape(g, c)) return true;
     switch (cj_op_kind(c->op)) {
     case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_SELECT:
     case CJ_OPKIND_TERNARY:
@@ -125,7 +152,7 @@ static int set_merge(fuser *f, const int *sets, int n, const consumers *cs) {
                 int x = fuse_set_find(f, cs->owner[c]);
                 bool inside = false;
                 for (int t = 0; t < n; t++) inside |= sets[t] == x;
-                if (inside ? !reads_at_own_index(&g->nodes[c]) : f->set_pos[x] <= pos) return -1;
+                if (inside ? !reads_at_own_index(g, &g->nodes[c]) : f->set_pos[x] <= pos) return -1;
             }
     int into = sets[0];
     for (int j = 1; j < n; j++) {
@@ -148,7 +175,7 @@ static int consumer_sets(const fuser *f, int i, const consumers *cs, int *sets, 
     if (own >= 0) sets[n++] = own;
     for (int q = cs->first[i]; q < cs->first[i + 1]; q++) {
         int c = cs->list[q];
-        if (cs->owner[c] < 0 || !reads_at_own_index(&f->g->nodes[c])) return -1;
+        if (cs->owner[c] < 0 || !reads_at_own_index(f->g, &f->g->nodes[c])) return -1;
         int x = fuse_set_find(f, cs->owner[c]);
         bool seen = false;
         for (int t = 0; t < n; t++) seen |= sets[t] == x;
@@ -296,7 +323,7 @@ void fuse_choose_roots(fuser *f, const bool *live, bool enabled) {
         int common = -2;
         for (int q = first[i]; q < first[i + 1] && common != -1; q++) {
             int c = list[q];
-            int oc = reads_at_own_index(&g->nodes[c]) && owner[c] >= 0 ? fuse_set_find(f, owner[c]) : -1;
+            int oc = reads_at_own_index(g, &g->nodes[c]) && owner[c] >= 0 ? fuse_set_find(f, owner[c]) : -1;
             common = oc < 0 || (common != -2 && common != oc) ? -1 : oc;
         }
         owner[i] = common >= 0 ? common : -1;

@@ -571,3 +571,11 @@ def test_program_on_gpu(name, dtype):
         g = np.asarray(g.block_until_ready())
         tol = 1e-4 if dtype == "float32" else 1e-10
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+def test_ptx_of_complex_programs(tmp_path):
+    """Complex values are pairs of reals: their kernels (the stacked parts
+    stored by one loop, the matmul of interleaved pairs) are ordinary PTX."""
+    z = (np.arange(12.0).reshape(3, 4) + 1j).astype(np.complex64)
+    check_ptx(lambda u: cnp.exp(u * u + 1j) * u - u / (u + 2), (z,), tmp_path, "complex_chain")
+    check_ptx(lambda u: cnp.abs(u @ u.T).sum(), (z,), tmp_path, "complex_matmul")
