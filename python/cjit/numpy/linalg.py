@@ -516,5 +516,5 @@ def slogdet(x):
 
 # Complex arguments go to their implementations (_complex_api.py); the
 # functions without one say so.
-from ._complex_api import install_linalg as _install_linalg  # noqa: E402
+from ._complex_linalg import install_linalg as _install_linalg  # noqa: E402
 _install_linalg(globals())

@@ -1,0 +1,159 @@
+"""cjit.numpy.linalg on complex arguments (see _complex.py and
+_complex_api.py, whose registry these implementations join).
+
+The norms are the same norms of |x|; products go through the interleaved
+pairs; a complex system or inverse is the real one of twice the size (the
+embedding [[re, -im], [im, re]], whose LU solves it); eigenvalues of a
+Hermitian matrix and singular values are those of the embedding, each of
+which comes twice.  Factorizations with complex results need LAPACK's
+complex routines and are not here."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _complex as C
+from ._complex import as_complex, bilinear, linear, make
+from ._complex_api import _cnp, _wrap, complex_matmul, impl
+
+
+def _abs_first(fn_name):
+    """A norm of complex x: the same norm of |x| (every vector norm, and the
+    matrix norms that sum or compare absolute values)."""
+    def f(x, *args, **kwargs):
+        return getattr(_cnp().linalg, fn_name)(C.absolute(x), *args, **kwargs)
+    return f
+
+
+for _n in ("vector_norm", "norm"):
+    impl("linalg." + _n)(_abs_first(_n))
+
+
+@impl("linalg.matrix_norm")
+def _matrix_norm(x, *, keepdims=False, ord="fro"):
+    c = _cnp()
+    if ord in (2, -2, "nuc"):
+        s = _svdvals(x)
+        r = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else c.sum(s, axis=-1)
+        return c.reshape(r, tuple(r.shape) + (1, 1)) if keepdims else r
+    return c.linalg.matrix_norm(C.absolute(x), keepdims=keepdims, ord=ord)
+
+
+def _pair_means(v):
+    """The means of neighbouring pairs along the last axis: the eigenvalues
+    (singular values) of the real embedding come in equal pairs, and their
+    mean has a gradient that does not depend on how LAPACK picked the
+    eigenvectors of the pair's two-dimensional eigenspace."""
+    return (v[..., 0::2] + v[..., 1::2]) * 0.5
+
+
+@impl("linalg.eigvalsh")
+def _eigvalsh(x, UPLO="L"):
+    """The eigenvalues of a Hermitian matrix: each eigenvalue of its real
+    embedding [[re, -im], [im, re]] (symmetric) twice."""
+    z = as_complex(x)
+    if UPLO == "U":
+        z = C.linear(lambda v: _cnp().matrix_transpose(v), z).conj()
+    tri = lambda v, k: _cnp().tril(v, k)
+    # the Hermitian matrix the lower triangle names (the diagonal's imaginary part is dropped)
+    low = make(tri(z.re, 0), tri(z.im, -1))
+    h = C.binop("add", low, C.linear(lambda v: _cnp().matrix_transpose(v), make(
+        tri(z.re, -1), tri(z.im, -1))).conj())
+    return _pair_means(_cnp().linalg.eigvalsh(_embed(h)))
+
+
+@impl("linalg.svdvals")
+def _svdvals(x):
+    """The singular values: each singular value of the real embedding twice."""
+    return _pair_means(_cnp().linalg.svdvals(_embed(x)))
+
+
+@impl("linalg.matrix_rank")
+def _matrix_rank(x, tol=None, hermitian=False, *, rtol=None):
+    c = _cnp()
+    z = as_complex(x)
+    if len(z.shape) < 2:
+        return c.any(C.binop("ne", z, 0.0)).astype("int64")
+    s = _svdvals(z)
+    if tol is not None:
+        cutoff = c.asarray(tol)[..., None]
+    else:
+        eps = float(np.finfo(C.part_dtype(z.dtype)).eps)
+        r = max(z.shape[-2:]) * eps if rtol is None else c.asarray(rtol)[..., None]
+        cutoff = r * c.max(s, axis=-1, keepdims=True)
+    return c.sum((s > cutoff).astype("int64"), axis=-1)
+
+
+impl("linalg.matmul")(lambda x1, x2, /: complex_matmul(x1, x2))
+impl("linalg.outer")(lambda x1, x2, /: bilinear(lambda p, q: _cnp().outer(p, q), x1, x2))
+impl("linalg.tensordot")(lambda x1, x2, /, *, axes=2: bilinear(
+    lambda p, q: _cnp().tensordot(p, q, axes=axes), x1, x2))
+impl("linalg.vecdot")(lambda x1, x2, /, *, axis=-1: bilinear(
+    lambda p, q: _cnp().linalg.vecdot(p, q, axis=axis), as_complex(x1).conj(), x2))
+impl("linalg.matrix_transpose")(lambda x, /: linear(lambda v: _cnp().matrix_transpose(v), x))
+impl("linalg.diagonal")(lambda x, /, *, offset=0: linear(
+    lambda v: _cnp().linalg.diagonal(v, offset=offset), x))
+impl("linalg.trace")(lambda x, /, *, offset=0, dtype=None: linear(
+    lambda v: _cnp().linalg.trace(v, offset=offset), x))
+
+
+def _embed(a):
+    """The real [2n, 2n] matrix of complex a: [[re, -im], [im, re]]."""
+    c = _cnp()
+    z = as_complex(a)
+    top = c.concatenate([z.re, -z.im], axis=-1)
+    bottom = c.concatenate([z.im, z.re], axis=-1)
+    return c.concatenate([top, bottom], axis=-2)
+
+
+@impl("linalg.solve")
+def _solve(x1, x2):
+    """A complex system as the real one of twice the size (LU of the
+    embedding): the real and imaginary parts of the solution, stacked."""
+    c = _cnp()
+    a, b = as_complex(x1), as_complex(x2)
+    n = a.shape[-1]
+    vector = len(b.shape) == 1          # NumPy 2: only a 1-D b is a vector
+    br, bi = (b.re[..., None], b.im[..., None]) if vector else (b.re, b.im)
+    sol = c.linalg.solve(_embed(a), c.concatenate([br, bi], axis=-2))
+    re, im = sol[..., :n, :], sol[..., n:, :]
+    return make(re[..., 0], im[..., 0]) if vector else make(re, im)
+
+
+@impl("linalg.matrix_power")
+def _matrix_power(x, n):
+    """Repeated squaring with complex products; a negative n through inv."""
+    c = _cnp()
+    z = as_complex(x)
+    if z.shape[-1:] != z.shape[-2:-1]:
+        raise ValueError(f"cjit.numpy.linalg.matrix_power: needs square matrices, got shape "
+                         f"{z.shape}")
+    n = int(n)
+    if n < 0:
+        z, n = _inv(z), -n
+    result, base = None, z
+    while n:
+        if n & 1:
+            result = base if result is None else C.binop("matmul", result, base)
+        n >>= 1
+        if n:
+            base = C.binop("matmul", base, base)
+    if result is None:
+        eye = c.broadcast_to(c.eye(z.shape[-1], dtype=z.re.dtype), z.shape)
+        result = make(eye, eye * 0)
+    return result
+
+
+@impl("linalg.inv")
+def _inv(x):
+    n = as_complex(x).shape[-1]
+    m = _cnp().linalg.inv(_embed(x))
+    return make(m[..., :n, :n], m[..., n:, :n])
+
+
+def install_linalg(namespace):
+    """Wraps cjit.numpy.linalg's functions (names 'linalg.<name>')."""
+    for n in list(namespace.get("__all__", [])):
+        fn = namespace.get(n)
+        if callable(fn) and not isinstance(fn, type) and not getattr(fn, "_cjit_complex_wrapped",
+                                                                      False):
+            namespace[n] = _wrap("linalg." + n, fn)
