@@ -172,6 +172,8 @@ def test_creation_and_casts():
     for g, w in zip(out, want):
         check(g, w)
     assert cnp.zeros(2, dtype=np.complex64).dtype == np.complex64
+    zb = np.array([0j, 1j, 2 + 0j])
+    np.testing.assert_array_equal(cjit.jit(lambda v: v.astype(bool))(zb), zb.astype(bool))
     assert cnp.result_type(np.complex64, np.float64) == np.complex128
     assert cnp.result_type(np.ones(2, np.complex64), np.float32) == np.complex64
 

@@ -367,6 +367,8 @@ def _astype(x, dtype, /, copy=True, *, device=None):
     c = _cnp()
     dt = np.dtype(dtype)
     xr, xi = parts(x)
+    if dt.kind == "b":          # nonzero, as NumPy's cast of a complex to bool
+        return C.binop("ne", x, 0.0)
     if dt.kind != "c":          # the real part, as NumPy (which warns) and JAX do
         return c.astype(xr, dt)
     pd = C.part_dtype(dt)
