@@ -44,6 +44,7 @@ static const struct {
     [CJ_INT16] = {"int16", 2, CJ_KIND_INT},
     [CJ_UINT8] = {"uint8", 1, CJ_KIND_INT},
     [CJ_UINT16] = {"uint16", 2, CJ_KIND_INT},
+    [CJ_UINT64] = {"uint64", 8, CJ_KIND_INT},
 };
 
 static bool dtype_valid(cj_dtype dt)
@@ -82,7 +83,7 @@ int cj_dtype_size(cj_dtype dt)
 /* True for the dtypes whose integer bits are read without a sign. */
 bool cj_dtype_unsigned(cj_dtype dt)
 {
-    return dt == CJ_BOOL || dt == CJ_UINT32 || dt == CJ_UINT8 || dt == CJ_UINT16;
+    return dt == CJ_BOOL || dt == CJ_UINT32 || dt == CJ_UINT8 || dt == CJ_UINT16 || dt == CJ_UINT64;
 }
 
 /* See cj.h.  int64 is the widest; an invalid dtype reads as int64. */
@@ -94,7 +95,10 @@ void cj_dtype_int_range(cj_dtype dt, int64_t *lo, int64_t *hi)
         return;
     }
     int bits = dtype_valid(dt) ? 8 * dtype_info[dt].size : 64;
-    if (bits >= 64) {
+    if (dt == CJ_UINT64) {
+        *lo = 0;
+        *hi = -1; /* 2**64 - 1 as int64 bits */
+    } else if (bits >= 64) {
         *lo = INT64_MIN;
         *hi = INT64_MAX;
     } else if (cj_dtype_unsigned(dt)) {
@@ -104,6 +108,24 @@ void cj_dtype_int_range(cj_dtype dt, int64_t *lo, int64_t *hi)
         *lo = -(INT64_C(1) << (bits - 1));
         *hi = (INT64_C(1) << (bits - 1)) - 1;
     }
+}
+
+/* See cj.h. */
+bool cj_dtype_int_fits(cj_dtype dt, int64_t v, bool v_unsigned)
+{
+    if (v_unsigned && v < 0) /* 2**63 or more: only uint64 holds it */
+        return dt == CJ_UINT64;
+    if (dt == CJ_UINT64)
+        return v >= 0;
+    int64_t lo, hi;
+    cj_dtype_int_range(dt, &lo, &hi);
+    return v >= lo && v <= hi;
+}
+
+/* See cj.h. */
+double cj_dtype_int_to_double(cj_dtype dt, int64_t v)
+{
+    return dt == CJ_UINT64 ? (double)(uint64_t)v : (double)v;
 }
 
 /* See cj.h. */
@@ -119,6 +141,7 @@ int64_t cj_dtype_wrap_int(cj_dtype dt, int64_t v)
     case CJ_INT32: return (int32_t)(uint32_t)u;
     case CJ_UINT32: return (uint32_t)u;
     case CJ_INT64:
+    case CJ_UINT64:
     case CJ_FLOAT32:
     case CJ_FLOAT64:
     case CJ_NUM_DTYPES: return v;

@@ -23,6 +23,7 @@ typedef enum {
     CJ_ERR_COMPILE,   /* becomes RuntimeError: LLVM refused */
     CJ_ERR_BUDGET,    /* becomes cjit.errors.MemoryBudgetError */
     CJ_ERR_CANCELLED, /* stopped on request (Ctrl-C): the caller raises what asked */
+    CJ_ERR_OVERFLOW,  /* becomes OverflowError: a Python int the dtype cannot hold */
 } cj_status;
 
 typedef struct {
@@ -55,6 +56,7 @@ typedef enum {
     CJ_INT16,
     CJ_UINT8,
     CJ_UINT16,
+    CJ_UINT64,
     CJ_NUM_DTYPES
 } cj_dtype;
 
@@ -64,11 +66,19 @@ const char *cj_dtype_name(cj_dtype dt);             /* "float32", ... */
 bool cj_dtype_from_name(const char *name, cj_dtype *out);
 int cj_dtype_size(cj_dtype dt);                     /* bytes; bool is 1 */
 cj_kind cj_dtype_kind(cj_dtype dt);                 /* uint32 is of kind int */
-bool cj_dtype_unsigned(cj_dtype dt);                /* uint8/16/32 (and bool): unsigned compares, shifts, casts */
+bool cj_dtype_unsigned(cj_dtype dt);                /* uint8/16/32/64 (and bool): unsigned compares, shifts, casts */
 /* "bool, int8, ..., float64": every dtype's name, for error messages. */
-#define CJ_DTYPE_NAMES_TEXT "bool, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64"
-/* The least and greatest value of an integer or bool dtype. */
+#define CJ_DTYPE_NAMES_TEXT "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64"
+/* The least and greatest value of an integer or bool dtype, as int64 bits:
+ * uint64's greatest, 2**64 - 1, reads as -1 here (the bits a reduction's
+ * identity needs); ask cj_dtype_int_fits whether a value is in range. */
 void cj_dtype_int_range(cj_dtype dt, int64_t *lo, int64_t *hi);
+/* Whether the integer v fits in integer or bool dtype dt; v's bits are read
+ * as unsigned when v_unsigned (a uint64 value), else as signed. */
+bool cj_dtype_int_fits(cj_dtype dt, int64_t v, bool v_unsigned);
+/* The integer v of dtype dt (int64 bits, unsigned for uint64) as a double,
+ * rounded to nearest. */
+double cj_dtype_int_to_double(cj_dtype dt, int64_t v);
 /* v wrapped into integer or bool dtype dt as a C cast (NumPy's astype) does;
  * bool is v != 0. */
 int64_t cj_dtype_wrap_int(cj_dtype dt, int64_t v);

@@ -19,7 +19,7 @@ LLVMTypeRef reg_type(cg *c, cj_dtype dt) {
     case CJ_INT16: case CJ_UINT16: return c->i16;
     case CJ_INT32: return c->i32;
     case CJ_UINT32: return c->i32;
-    case CJ_INT64: return c->i64;
+    case CJ_INT64: case CJ_UINT64: return c->i64;
     case CJ_FLOAT32: return c->f32;
     case CJ_FLOAT64: return c->f64;
     case CJ_NUM_DTYPES: break;
@@ -30,7 +30,7 @@ LLVMTypeRef reg_type(cg *c, cj_dtype dt) {
 LLVMTypeRef mem_type(cg *c, cj_dtype dt) { return dt == CJ_BOOL ? c->i8 : reg_type(c, dt); }
 
 /* The integer compare predicate of a signed one, for dtype dt (bool and
- * uint32 compare without a sign). */
+ * the unsigned compare without a sign). */
 static LLVMIntPredicate int_pred(cj_dtype dt, LLVMIntPredicate signed_pred) {
     if (!cj_dtype_unsigned(dt)) return signed_pred;
     switch (signed_pred) {
@@ -206,12 +206,22 @@ static LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to)
     /* integer target; a float reaches an unsigned through int64, so that
      * -1.0 wraps to 2**32 - 1 as NumPy's astype does on x86, and int8 or
      * int16 through int32 (graph.c's const_convert folds constants alike) */
+    if (is_float(from) && to == CJ_UINT64) {
+        /* as a C compiler's cast on x86: below 2**63 through int64 (-1.0
+         * gives 2**64 - 1), from 2**63 on the integer of v - 2**63 with the
+         * top bit set */
+        LLVMValueRef two63 = LLVMConstReal(reg_type(c, from), 9223372036854775808.0);
+        LLVMValueRef low = emit_cast(c, v, from, CJ_INT64);
+        LLVMValueRef high = LLVMBuildXor(c->b, emit_cast(c, LLVMBuildFSub(c->b, v, two63, "v63"), from, CJ_INT64),
+                                         LLVMConstInt(c->i64, UINT64_C(1) << 63, 0), "ftou.high");
+        return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGE, v, two63, "big"), high, low, "ftou64");
+    }
     if (is_float(from) && cj_dtype_unsigned(to))
         return LLVMBuildTrunc(c->b, emit_cast(c, v, from, CJ_INT64), t, "ftou");
     if (is_float(from) && cj_dtype_size(to) < 4)
         return LLVMBuildTrunc(c->b, emit_cast(c, v, from, CJ_INT32), t, "ftoi.narrow");
     if (is_float(from)) return LLVMBuildFreeze(c->b, LLVMBuildFPToSI(c->b, v, t, "ftoi"), "ftoi.frozen");
-    /* int32 <-> uint32, int8 <-> uint8: the same bits (bool is an i1 in a register) */
+    /* int32 <-> uint32, int64 <-> uint64, ...: the same bits (bool is an i1 in a register) */
     if (from != CJ_BOOL && cj_dtype_size(from) == cj_dtype_size(to)) return v;
     if (from == CJ_BOOL || cj_dtype_size(from) < cj_dtype_size(to))
         return cj_dtype_unsigned(from) ? LLVMBuildZExt(c->b, v, t, "zext") : LLVMBuildSExt(c->b, v, t, "sext");

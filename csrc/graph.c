@@ -561,19 +561,21 @@ int emit(cj_graph *g, cj_op op, cj_dtype dt, bool weak, const cj_shape *s, const
 /* NumPy's result type for two strong dtypes (np.result_type).  Mixing any
  * integer with float32 gives float64 because float32 cannot hold every
  * int32/int64 value exactly (int8 and int16 fit in float32); an unsigned
- * with a signed int needs the smallest signed type holding both ranges. */
+ * with a signed int needs the smallest signed type holding both ranges,
+ * and uint64 with any signed int has none: NumPy 2 gives float64. */
 static const cj_dtype strong_table[CJ_NUM_DTYPES][CJ_NUM_DTYPES] = {
-    /*               bool       int32      int64      float32    float64    uint32     int8       int16      uint8      uint16 */
-    [CJ_BOOL]     = {CJ_BOOL,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT8,    CJ_INT16,   CJ_UINT8,   CJ_UINT16},
-    [CJ_INT32]    = {CJ_INT32,   CJ_INT32,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64,   CJ_INT32,   CJ_INT32,   CJ_INT32,   CJ_INT32},
-    [CJ_INT64]    = {CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_INT64},
-    [CJ_FLOAT32]  = {CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT32, CJ_FLOAT32, CJ_FLOAT32},
-    [CJ_FLOAT64]  = {CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64},
-    [CJ_UINT32]   = {CJ_UINT32,  CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_UINT32,  CJ_INT64,   CJ_INT64,   CJ_UINT32,  CJ_UINT32},
-    [CJ_INT8]     = {CJ_INT8,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_INT64,   CJ_INT8,    CJ_INT16,   CJ_INT16,   CJ_INT32},
-    [CJ_INT16]    = {CJ_INT16,   CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_INT64,   CJ_INT16,   CJ_INT16,   CJ_INT16,   CJ_INT32},
-    [CJ_UINT8]    = {CJ_UINT8,   CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT16,   CJ_INT16,   CJ_UINT8,   CJ_UINT16},
-    [CJ_UINT16]   = {CJ_UINT16,  CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT32,   CJ_INT32,   CJ_UINT16,  CJ_UINT16},
+    /*              bool        int32       int64       float32     float64     uint32      int8        int16       uint8       uint16      uint64 */
+    [CJ_BOOL]    = {CJ_BOOL,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT8,    CJ_INT16,   CJ_UINT8,   CJ_UINT16,  CJ_UINT64},
+    [CJ_INT32]   = {CJ_INT32,   CJ_INT32,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64,   CJ_INT32,   CJ_INT32,   CJ_INT32,   CJ_INT32,   CJ_FLOAT64},
+    [CJ_INT64]   = {CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_INT64,   CJ_FLOAT64},
+    [CJ_FLOAT32] = {CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT32, CJ_FLOAT32, CJ_FLOAT32, CJ_FLOAT32, CJ_FLOAT64},
+    [CJ_FLOAT64] = {CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64},
+    [CJ_UINT32]  = {CJ_UINT32,  CJ_INT64,   CJ_INT64,   CJ_FLOAT64, CJ_FLOAT64, CJ_UINT32,  CJ_INT64,   CJ_INT64,   CJ_UINT32,  CJ_UINT32,  CJ_UINT64},
+    [CJ_INT8]    = {CJ_INT8,    CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_INT64,   CJ_INT8,    CJ_INT16,   CJ_INT16,   CJ_INT32,   CJ_FLOAT64},
+    [CJ_INT16]   = {CJ_INT16,   CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_INT64,   CJ_INT16,   CJ_INT16,   CJ_INT16,   CJ_INT32,   CJ_FLOAT64},
+    [CJ_UINT8]   = {CJ_UINT8,   CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT16,   CJ_INT16,   CJ_UINT8,   CJ_UINT16,  CJ_UINT64},
+    [CJ_UINT16]  = {CJ_UINT16,  CJ_INT32,   CJ_INT64,   CJ_FLOAT32, CJ_FLOAT64, CJ_UINT32,  CJ_INT32,   CJ_INT32,   CJ_UINT16,  CJ_UINT16,  CJ_UINT64},
+    [CJ_UINT64]  = {CJ_UINT64,  CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_FLOAT64, CJ_UINT64,  CJ_FLOAT64, CJ_FLOAT64, CJ_UINT64,  CJ_UINT64,  CJ_UINT64},
 };
 
 /* Returns the NumPy 2 (NEP 50) result dtype of a op b.  A weak operand (a
@@ -639,7 +641,7 @@ static void const_normalize(cj_dtype dt, double *f, int64_t *i)
         break;
     case CJ_KIND_INT:
         *i = cj_dtype_wrap_int(dt, *i); /* wraps like NumPy's astype */
-        *f = (double)*i;
+        *f = cj_dtype_int_to_double(dt, *i);
         break;
     case CJ_KIND_BOOL:
         *i = *i != 0;
@@ -656,7 +658,7 @@ bool const_convert(const cj_node *c, cj_dtype dt, double *f, int64_t *i)
     bool from_float = is_float(c->dtype);
     switch (cj_dtype_kind(dt)) {
     case CJ_KIND_FLOAT:
-        *f = from_float ? c->attrs.fvalue : (double)c->attrs.ivalue;
+        *f = from_float ? c->attrs.fvalue : cj_dtype_int_to_double(c->dtype, c->attrs.ivalue);
         *i = 0;
         break;
     case CJ_KIND_BOOL:
@@ -667,13 +669,14 @@ bool const_convert(const cj_node *c, cj_dtype dt, double *f, int64_t *i)
         if (from_float) {
             double v = c->attrs.fvalue;
             /* the unsigned go through int64 (as codegen's cast does), so -1.0
-             * wraps to 2**32 - 1; the narrower signed through int32 */
+             * wraps to 2**32 - 1; the narrower signed through int32; uint64
+             * takes [2**63, 2**64) as they are */
             bool narrow = dt == CJ_INT32 || dt == CJ_INT8 || dt == CJ_INT16;
             double lo = narrow ? -2147483649.0 : -9223372036854777856.0;
-            double hi = narrow ? 2147483648.0 : 9223372036854775808.0;
+            double hi = narrow ? 2147483648.0 : dt == CJ_UINT64 ? 18446744073709551616.0 : 9223372036854775808.0;
             if (!(v > lo && v < hi))
                 return false;
-            *i = (int64_t)v;
+            *i = v >= 9223372036854775808.0 ? (int64_t)(uint64_t)v : (int64_t)v;
         } else {
             *i = c->attrs.ivalue;
         }
@@ -709,12 +712,15 @@ int coerce(cj_graph *g, const char *opname, int x, cj_dtype dt, const cj_shape *
         return x;
     /* NumPy 2 refuses a Python int that the array's dtype cannot hold
      * (int32_array + 2**40 is an OverflowError there) rather than wrap it. */
-    int64_t lo, hi;
-    cj_dtype_int_range(dt, &lo, &hi);
+    bool from_u64 = n.dtype == CJ_UINT64; /* a Python int of 2**63 or more */
     if (n.op == CJ_OP_CONSTANT && n.weak && cj_dtype_kind(n.dtype) == CJ_KIND_INT &&
-        cj_dtype_kind(dt) == CJ_KIND_INT && (n.attrs.ivalue < lo || n.attrs.ivalue > hi))
-        return fail(g, err, CJ_ERR_VALUE, opname, loc, "Python integer %lld out of bounds for %s",
+        cj_dtype_kind(dt) == CJ_KIND_INT && !cj_dtype_int_fits(dt, n.attrs.ivalue, from_u64)) {
+        if (from_u64)
+            return fail(g, err, CJ_ERR_OVERFLOW, opname, loc, "Python integer %llu out of bounds for %s",
+                        (unsigned long long)n.attrs.ivalue, cj_dtype_name(dt));
+        return fail(g, err, CJ_ERR_OVERFLOW, opname, loc, "Python integer %lld out of bounds for %s",
                     (long long)n.attrs.ivalue, cj_dtype_name(dt));
+    }
     if (n.op == CJ_OP_CONSTANT) {
         double f = 0;
         int64_t i = 0;

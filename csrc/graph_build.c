@@ -167,6 +167,31 @@ int cj_build_bitcast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err)
     return emit(g, CJ_OP_BITCAST, dt, false, &n.shape, &x, 1, NULL, loc, err);
 }
 
+/* NumPy 2 compares an integer array with a Python int outside the array's
+ * range without converting the int: the answer is the same for every
+ * element (int32 x < 2**40 is all true, uint64 x == -1 all false).  Returns
+ * that answer as a bool constant of shape out when x op y is such a pair
+ * (one operand a weak int constant that integer dtype dt cannot hold), or
+ * -2 when it is not. */
+static int compare_out_of_range(cj_graph *g, cj_op op, const cj_node *x, const cj_node *y, cj_dtype dt,
+                                const cj_shape *out, int loc, cj_error *err)
+{
+    bool x_const = x->op == CJ_OP_CONSTANT && x->weak && !y->weak;
+    const cj_node *c = x_const ? x : y;
+    if (cj_dtype_kind(dt) != CJ_KIND_INT || c->op != CJ_OP_CONSTANT || !c->weak || (x->weak && y->weak) ||
+        cj_dtype_kind(c->dtype) != CJ_KIND_INT)
+        return -2;
+    bool c_unsigned = c->dtype == CJ_UINT64;
+    if (cj_dtype_int_fits(dt, c->attrs.ivalue, c_unsigned))
+        return -2;
+    /* the constant lies above dt's range when it is 2**63 or more, or positive */
+    bool above = c_unsigned || c->attrs.ivalue >= 0;
+    bool x_less = x_const ? !above : above; /* x < y for every element */
+    bool r = op == CJ_OP_NE || ((op == CJ_OP_LT || op == CJ_OP_LE) && x_less) ||
+             ((op == CJ_OP_GT || op == CJ_OP_GE) && !x_less);
+    return emit_constant(g, r, r, CJ_BOOL, false, out, loc, err);
+}
+
 /* Appends a binary or compare op with NumPy broadcasting and NEP 50
  * promotion, after inserting the BROADCAST/CAST nodes that make both
  * operands equal in shape and dtype.  Op-specific dtype rules:
@@ -218,6 +243,11 @@ int cj_build_binary(cj_graph *g, cj_op op, int x, int y, int loc, cj_error *err)
                     "the `^` operator instead (operands %s and %s)",
                     describe(&a, da, sizeof da), describe(&b, db, sizeof db));
     cj_dtype result_dt = kind == CJ_OPKIND_COMPARE ? CJ_BOOL : operand_dt;
+    if (kind == CJ_OPKIND_COMPARE) {
+        int folded = compare_out_of_range(g, op, &a, &b, operand_dt, &out, loc, err);
+        if (folded != -2)
+            return folded;
+    }
     int in[2];
     in[0] = coerce(g, opname, x, operand_dt, &out, loc, err);
     if (in[0] < 0)

@@ -100,6 +100,8 @@ static void sb_node_body(strbuf *sb, const cj_node *n)
             sb_printf(sb, "constant(%s)", v);
         } else if (n->dtype == CJ_BOOL) {
             sb_printf(sb, "constant(%s)", n->attrs.ivalue ? "True" : "False");
+        } else if (n->dtype == CJ_UINT64) {
+            sb_printf(sb, "constant(%llu)", (unsigned long long)n->attrs.ivalue);
         } else {
             sb_printf(sb, "constant(%lld)", (long long)n->attrs.ivalue);
         }

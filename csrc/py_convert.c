@@ -29,6 +29,9 @@ PyObject *cj_py_raise(const cj_error *err)
     case CJ_ERR_VALUE:
         type = PyExc_ValueError;
         break;
+    case CJ_ERR_OVERFLOW:
+        type = PyExc_OverflowError;
+        break;
     case CJ_ERR_MEMORY:
         type = PyExc_MemoryError;
         break;
@@ -83,6 +86,8 @@ int cj_py_npy_type(cj_dtype dt)
         return NPY_INT64;
     case CJ_UINT32:
         return NPY_UINT32;
+    case CJ_UINT64:
+        return NPY_UINT64;
     case CJ_INT8:
         return NPY_INT8;
     case CJ_INT16:
@@ -141,6 +146,10 @@ bool cj_py_dtype_from_descr(PyArray_Descr *d, cj_dtype *out)
         }
         if (PyDataType_ELSIZE(d) == 4) {
             *out = CJ_UINT32;
+            return true;
+        }
+        if (PyDataType_ELSIZE(d) == 8) {
+            *out = CJ_UINT64;
             return true;
         }
         return false;

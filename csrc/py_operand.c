@@ -135,6 +135,7 @@ static int numpy_scalar_node(cj_py_trace *tr, PyObject *obj, const char *opname,
         npy_int32 i32;
         npy_int64 i64;
         npy_uint32 u32;
+        npy_uint64 u64;
         npy_int8 i8;
         npy_int16 i16;
         npy_uint8 u8;
@@ -162,6 +163,8 @@ static int numpy_scalar_node(cj_py_trace *tr, PyObject *obj, const char *opname,
         return scalar_node(tr, dt, (double)v.u8, (int64_t)v.u8, false, loc);
     case CJ_UINT16:
         return scalar_node(tr, dt, (double)v.u16, (int64_t)v.u16, false, loc);
+    case CJ_UINT64:
+        return scalar_node(tr, dt, (double)v.u64, (int64_t)v.u64, false, loc);
     case CJ_FLOAT32:
         return scalar_node(tr, dt, (double)v.f32, 0, false, loc);
     case CJ_FLOAT64:
@@ -207,8 +210,19 @@ int operand_node(cj_py_trace *tr, PyObject *obj, const char *opname, int loc)
     if (PyLong_Check(obj)) {
         int overflow = 0;
         long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow > 0) {
+            /* 2**63 to 2**64 - 1: a weak uint64, which only an unsigned or
+             * float dtype can take in (graph.c's coerce) */
+            unsigned long long u = PyLong_AsUnsignedLongLong(obj);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_OverflowError, "%s: Python int %R is too large for uint64", opname, obj);
+                return -1;
+            }
+            return scalar_node(tr, CJ_UINT64, (double)u, (int64_t)u, true, loc);
+        }
         if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "%s: Python int %R is too large for int64", opname, obj);
+            PyErr_Format(PyExc_OverflowError, "%s: Python int %R is too small for int64", opname, obj);
             return -1;
         }
         if (v == -1 && PyErr_Occurred())

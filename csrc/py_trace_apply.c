@@ -99,6 +99,38 @@ static int attr_int64(PyObject *obj, int64_t *out, const char *opname, const cha
     return 0;
 }
 
+/* Parses the integer value of a constant: int64, or from 2**63 to 2**64 - 1
+ * its uint64 bits with *is_unsigned set.  0 or -1 (OverflowError beyond). */
+static int attr_int_value(PyObject *obj, int64_t *out, bool *is_unsigned)
+{
+    *is_unsigned = false;
+    PyObject *idx = PyNumber_Index(obj);   /* new ref */
+    if (idx == NULL)
+        return attr_int64(obj, out, "constant", "value");   /* its TypeError */
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(idx, &overflow);
+    if (overflow > 0) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(idx);
+        if (!(u == (unsigned long long)-1 && PyErr_Occurred())) {
+            Py_DECREF(idx);
+            *out = (int64_t)u;
+            *is_unsigned = true;
+            return 0;
+        }
+        PyErr_Clear();
+    }
+    Py_DECREF(idx);
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "apply('constant'): Python integer %R out of bounds for "
+                     "int64 and uint64", obj);
+        return -1;
+    }
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *out = v;
+    return 0;
+}
+
 /* An axis normalized against rank (negative counts from the end), or -1
  * with ValueError when out of bounds. */
 static int norm_axis(PyObject *obj, int rank, const char *opname, int *out)
@@ -207,6 +239,9 @@ static int build_constant_attr(cj_py_trace *tr, apply_attrs *at, int loc)
         }
     } else {
         dt = PyBool_Check(value) ? CJ_BOOL : PyLong_Check(value) ? CJ_INT64 : CJ_FLOAT64;
+        int overflow = 0;
+        if (dt == CJ_INT64 && (PyLong_AsLongLongAndOverflow(value, &overflow), overflow > 0))
+            dt = CJ_UINT64;   /* 2**63 and more: NumPy's np.asarray(2**63) is uint64 too */
     }
     cj_shape s = {0};
     if (ATTR(at, A_SHAPE) != NULL && cj_py_shape_from_obj(ATTR(at, A_SHAPE), &s, "apply('constant')") < 0)
@@ -231,29 +266,31 @@ static int build_constant_attr(cj_py_trace *tr, apply_attrs *at, int loc)
         f = i = b;
         break;
     }
-    case CJ_KIND_INT:
+    case CJ_KIND_INT: {
+        bool is_unsigned = false;
         if (value_is_float) {
             double d = PyFloat_AsDouble(value);
             if (d == -1.0 && PyErr_Occurred())
                 return -1;
-            if (!(d > -9.3e18 && d < 9.3e18)) {   /* also catches nan */
+            bool big_u64 = dt == CJ_UINT64 && d >= 9223372036854775808.0 && d < 18446744073709551616.0;
+            if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) && !big_u64) {   /* and nan */
                 PyErr_Format(PyExc_ValueError, "apply('constant'): %R cannot be converted to %s",
                              value, cj_dtype_name(dt));
                 return -1;
             }
-            i = (int64_t)d;   /* truncates, as NumPy's astype does */
-        } else if (attr_int64(value, &i, "constant", "value") < 0) {
+            i = big_u64 ? (int64_t)(uint64_t)d : (int64_t)d;   /* truncates, as NumPy's astype does */
+            is_unsigned = big_u64;
+        } else if (attr_int_value(value, &i, &is_unsigned) < 0) {
             return -1;
         }
-        int64_t lo, hi;
-        cj_dtype_int_range(dt, &lo, &hi);
-        if (cj_dtype_kind(dt) == CJ_KIND_INT && (i < lo || i > hi)) {
+        if (cj_dtype_kind(dt) == CJ_KIND_INT && !cj_dtype_int_fits(dt, i, is_unsigned)) {
             PyErr_Format(PyExc_OverflowError, "apply('constant'): Python integer %R out of bounds "
                          "for %s", value, cj_dtype_name(dt));
             return -1;
         }
-        f = (double)i;
+        f = cj_dtype_int_to_double(dt, i);
         break;
+    }
     }
     cj_error err = {0};
     int id = cj_build_constant(tr->graph, f, i, dt, weak != 0, &s, loc, &err);

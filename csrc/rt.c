@@ -72,6 +72,7 @@ void cj_rt_fill_identity(void *out, int64_t start, int64_t end, int32_t dtype, i
     case CJ_INT16: FILL(int16_t, (int16_t)i); break;
     case CJ_UINT8: FILL(uint8_t, (uint8_t)i); break;
     case CJ_UINT16: FILL(uint16_t, (uint16_t)i); break;
+    case CJ_UINT64: FILL(uint64_t, (uint64_t)i); break;
     case CJ_FLOAT32: FILL(float, (float)f); break;
     case CJ_FLOAT64: FILL(double, f); break;
     case CJ_NUM_DTYPES: break;

@@ -34,6 +34,7 @@ DEFINE_SORT(sort_i32, int32_t, (b < a))
 DEFINE_SORT(sort_i16, int16_t, (b < a))
 DEFINE_SORT(sort_i8, int8_t, (b < a))
 DEFINE_SORT(sort_u32, uint32_t, (b < a))
+DEFINE_SORT(sort_u64, uint64_t, (b < a))
 DEFINE_SORT(sort_u16, uint16_t, (b < a))
 DEFINE_SORT(sort_u8, uint8_t, (b < a)) /* bool too: one byte, 0 or 1 */
 
@@ -61,6 +62,7 @@ void cj_rt_argsort(const int64_t *desc, int64_t start, int64_t end, void *const 
         case CJ_INT16: sort_i16(key, idx, tmp, n); break;
         case CJ_INT8: sort_i8(key, idx, tmp, n); break;
         case CJ_UINT32: sort_u32(key, idx, tmp, n); break;
+        case CJ_UINT64: sort_u64(key, idx, tmp, n); break;
         case CJ_UINT16: sort_u16(key, idx, tmp, n); break;
         case CJ_UINT8: case CJ_BOOL: sort_u8(key, idx, tmp, n); break;
         case CJ_NUM_DTYPES: break;

@@ -8,10 +8,10 @@ import numpy as np
 
 # In the order of the C core's cj_dtype (csrc/cj.h)
 _SUPPORTED_DTYPES = tuple(np.dtype(n) for n in ("bool", "int32", "int64", "float32", "float64", "uint32",
-                                                "int8", "int16", "uint8", "uint16"))
+                                                "int8", "int16", "uint8", "uint16", "uint64"))
 _SUPPORTED = frozenset(_SUPPORTED_DTYPES)
-_BOOL, _I32, _I64, _F32, _F64, _U32, _I8, _I16, _U8, _U16 = _SUPPORTED_DTYPES
-_SUPPORTED_NAMES = "bool, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64"
+_BOOL, _I32, _I64, _F32, _F64, _U32, _I8, _I16, _U8, _U16, _U64 = _SUPPORTED_DTYPES
+_SUPPORTED_NAMES = "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64"
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 

@@ -58,10 +58,7 @@ def shift_right_logical(x, y):
     dt = np.dtype(x.dtype)
     if dt.kind != "i":
         return cnp.right_shift(x, y)
-    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32}.get(dt.itemsize)
-    if unsigned is None:
-        raise NotImplementedError("cjit.lax.shift_right_logical: int64 needs uint64, which cjit "
-                                  "does not have")
+    unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
     u = _bitcast(x, unsigned)
     return _bitcast(cnp.right_shift(u, cnp.astype(y, unsigned)), dt)
 

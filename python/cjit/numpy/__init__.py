@@ -1,7 +1,8 @@
 """cjit.numpy: NumPy's functions on traced values, and eagerly on arrays.
 
 Every function follows NumPy's signature and semantics for the dtypes cjit
-supports (bool, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64).  Dispatch:
+supports (bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64,
+complex64, complex128).  Dispatch:
 
 - if an argument is a traced value (a Tracer), or a trace is in progress on
   this thread, the call records primitives into that trace;
@@ -69,7 +70,8 @@ __all__ = [
     # creation
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "asarray", "array",
     # dtypes and constants
-    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "float32", "float64",
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+    "float64",
     "complex64", "complex128", "dtype", "pi", "e", "inf", "nan", "newaxis",
 ]
 
@@ -77,6 +79,7 @@ bool_ = np.bool_
 int32 = np.int32
 int64 = np.int64
 uint32 = np.uint32
+uint64 = np.uint64
 int8 = np.int8
 int16 = np.int16
 uint8 = np.uint8

@@ -17,6 +17,7 @@ from .._cjit import Tracer
 _BOOL = np.dtype(bool)
 _I32 = np.dtype(np.int32)
 _I64 = np.dtype(np.int64)
+_U64 = np.dtype(np.uint64)
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 
@@ -191,7 +192,7 @@ def _lift(x, who="asarray"):
     if isinstance(x, bool):
         return trace.apply("constant", value=bool(x), dtype="bool", shape=(), weak=True)
     if isinstance(x, int):
-        return trace.apply("constant", value=int(x), dtype="int64", shape=(), weak=True)
+        return trace.apply("constant", value=int(x), dtype=_weak_int_dtype(x).name, shape=(), weak=True)
     return trace.apply("constant", value=float(x), dtype="float64", shape=(), weak=True)
 
 
@@ -204,10 +205,17 @@ def _info(x):
     if isinstance(x, bool):
         return _BOOL, True
     if isinstance(x, int):
-        return _I64, True
+        return _weak_int_dtype(x), True
     if isinstance(x, float):
         return _F64, True
     return np.asarray(x).dtype, False
+
+
+def _weak_int_dtype(x):
+    """The dtype a Python int is held in: int64, or uint64 from 2**63 on
+    (only an unsigned or float operand can take such a value in; beyond
+    2**64 - 1 the C layer raises OverflowError)."""
+    return _U64 if x > 0x7FFFFFFFFFFFFFFF else _I64
 
 
 def _desc(x):
@@ -250,13 +258,10 @@ def _result_type(*infos):
 def _as_supported(dt):
     """A dtype of cjit's for promotion: native byte order, and the types
     cjit lacks widened to the smallest supported one that holds them
-    (uint64 + int32 is float64 in NumPy but int64 here, float16 + float32
-    is float32)."""
+    (float16 + float32 is float32)."""
     dt = np.dtype(dt)
     if dt.byteorder not in ("=", "|"):
         dt = dt.newbyteorder("=")
-    if dt.kind == "u" and dt.itemsize > 4:
-        return _I64
     if dt.kind == "f" and dt.itemsize < 4:
         return _F32
     return dt

@@ -12,7 +12,7 @@ from ._core import _info, _result_type
 __all__ = ["finfo", "iinfo", "isdtype", "can_cast", "result_type", "__array_namespace_info__"]
 
 _DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "int64", "uint8",
-                                              "uint16", "uint32", "float32", "float64")}
+                                              "uint16", "uint32", "uint64", "float32", "float64")}
 
 
 def _dtype_of(x):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import builtins
 
 from ..api import canonical_dtype
-from ._core import (_BOOL, _F64, _I32, _I64, _cast, _error, _is_float, _kept_shape, _lift,
+from ._core import (_BOOL, _F64, _I32, _I64, _U64, _cast, _error, _is_float, _kept_shape, _lift,
                     _norm_axes, _norm_axis, _op, _operand, _reshape_t)
 
 __all__ = ["std", "all", "any", "count_nonzero", "ptp", "cumsum", "cumprod", "cumulative_sum",
@@ -30,8 +30,15 @@ def _reduce(prim, x, axes, keepdims):
     return r
 
 
+def _accumulator(dt):
+    """NumPy's dtype for sums and products of bool or integer dtype dt: the
+    platform integer, int64, and uint64 for the unsigned."""
+    return _U64 if dt.kind == "u" else _I64
+
+
 def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
-    """sum or prod: bool and narrower integer inputs accumulate as int64, as NumPy.  With
+    """sum or prod: bool and narrower integer inputs accumulate as int64 (the
+    unsigned as uint64), as NumPy.  With
     dtype=int32 or bool the result has that dtype, as NumPy's: the core
     accumulates them as int64, and wrapping to 32 bits at the end gives the
     int32 sum/product NumPy's wrapping accumulator gives; cast to bool, the
@@ -43,8 +50,8 @@ def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
     if dtype is not None:
         want = canonical_dtype(dtype)
         x = _cast(x, want)
-    elif x.dtype.kind in "biu" and x.dtype != _I64:
-        x = _cast(x, _I64)   # NumPy's platform int (uint64 for the unsigned, which cjit lacks)
+    elif x.dtype.kind in "biu":
+        x = _cast(x, _accumulator(x.dtype))
     r = _reduce("reduce_" + name, x, axes, keepdims)
     if want is not None and r.dtype != want:
         r = _cast(r, want)
@@ -53,13 +60,15 @@ def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
 
 @_op("a")
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Sum over axis (None: all); bool and int32 inputs sum as int64, as NumPy."""
+    """Sum over axis (None: all); bool and signed integer inputs sum as
+    int64, unsigned ones as uint64, as NumPy."""
     return _accumulate("sum", a, axis, dtype, out, keepdims, initial, where)
 
 
 @_op("a")
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Product over axis (None: all); bool and int32 inputs as int64, as NumPy."""
+    """Product over axis (None: all); bool and signed integer inputs as
+    int64, unsigned ones as uint64, as NumPy."""
     return _accumulate("prod", a, axis, dtype, out, keepdims, initial, where)
 
 
@@ -278,8 +287,8 @@ def _scan(who, prim, identity, x, axis, dtype, include_initial):
         ax = _norm_axis(axis, x.ndim)
     if dtype is not None:
         x = _cast(x, canonical_dtype(dtype))
-    elif x.dtype.kind in "biu" and x.dtype != _I64:
-        x = _cast(x, _I64)   # NumPy's platform int (uint64 for the unsigned, which cjit lacks)
+    elif x.dtype.kind in "biu":
+        x = _cast(x, _accumulator(x.dtype))
     t = x.trace
     fill = float(identity) if _is_float(x.dtype) else identity
     n = x.shape[ax]
@@ -299,7 +308,8 @@ def _scan(who, prim, identity, x, axis, dtype, include_initial):
 @_op("a")
 def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum along axis (None: of the flattened array); bool and
-    int32 accumulate as int64, as NumPy.  See _scan for the method."""
+    signed integers accumulate as int64, unsigned as uint64, as NumPy.  See
+    _scan for the method."""
     if out is not None:
         raise TypeError("cjit.numpy.cumsum: out= is not supported")
     return _scan("cumsum", "add", 0, a, axis, dtype, False)
