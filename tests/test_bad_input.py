@@ -71,7 +71,7 @@ CASES = [
      TypeError),
     ("string_array", lambda: cjit.jit(_add1)(np.array(["a", "b"])), TypeError),
     ("float16_array", lambda: cjit.jit(_add1)(np.ones(2, np.float16)), TypeError),
-    ("uint64_array", lambda: cjit.jit(_add1)(np.ones(2, np.uint64)), TypeError),
+    ("longdouble_array", lambda: cjit.jit(_add1)(np.ones(2, np.longdouble)), TypeError),
     ("complex256_array", lambda: cjit.jit(_add1)(np.ones(2, np.clongdouble)), TypeError),
     ("structured_array", lambda: cjit.jit(_add1)(np.zeros(2, [("a", "f8")])), TypeError),
     ("float16_scalar", lambda: cjit.jit(_add1)(np.float16(1)), TypeError),

@@ -183,7 +183,7 @@ def test_eager_shape_error_names_op_and_line():
     check_message(str(ei.value), ["mul", "multiply"], [(3, 7), (5,)], ["float32"], line)
 
 
-@pytest.mark.parametrize("bad", ["float16", "complex256", "uint64", "U3"])
+@pytest.mark.parametrize("bad", ["float16", "complex256", "longdouble", "U3"])
 def test_astype_unsupported_dtype(bad):
     def f(x):
         return x.astype(bad)
@@ -197,8 +197,8 @@ def test_astype_unsupported_dtype(bad):
     lambda x: cnp.zeros((2,), dtype=np.float16),
     lambda x: cnp.zeros(3, dtype=np.clongdouble),
     lambda x: cnp.full((2,), 1.0, dtype="S2"),
-    lambda x: cnp.ones_like(x, dtype=np.uint64),
-], ids=["zeros_f16", "zeros_complex256", "full_bytes", "ones_like_u16"])
+    lambda x: cnp.ones_like(x, dtype=np.longdouble),
+], ids=["zeros_f16", "zeros_complex256", "full_bytes", "ones_like_longdouble"])
 def test_dtype_errors_are_type_errors(call):
     with pytest.raises(TypeError):
         cjit.jit(call)(np.ones(3, np.float32))

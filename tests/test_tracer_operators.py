@@ -93,7 +93,8 @@ def test_promotion_of_dtypes_cjit_does_not_have():
     # to the supported dtype that holds NumPy's result
     from cjit.numpy._core import _as_supported, _result_type
     cases = [(">f8", "float32"), ("<i4", ">f4"), (">u2", "int32"), ("uint32", "int32"),
-             ("float16", "float32"), ("float16", "int8"), ("uint64", "bool")]
+             ("float16", "float32"), ("float16", "int8"), ("uint64", "bool"),
+             ("uint64", "int32"), ("uint64", "uint16"), (">u8", "float32")]
     for a, b in cases:
         got, weak = _result_type((np.dtype(a), False), (np.dtype(b), False))
         want = _as_supported(np.result_type(np.dtype(a), np.dtype(b)))

@@ -135,10 +135,10 @@ static void test_basics(void)
     CHECK(cj_error_set(NULL, CJ_ERR_MEMORY, "x") == CJ_ERR_MEMORY);
 
     const char *names[] = {"bool", "int32", "int64", "float32", "float64", "uint32",
-                           "int8", "int16", "uint8", "uint16"};
-    const int sizes[] = {1, 4, 4 + 4, 4, 8, 4, 1, 2, 1, 2};
+                           "int8", "int16", "uint8", "uint16", "uint64"};
+    const int sizes[] = {1, 4, 4 + 4, 4, 8, 4, 1, 2, 1, 2, 8};
     const cj_kind kinds[] = {CJ_KIND_BOOL, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_FLOAT, CJ_KIND_FLOAT,
-                             CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT};
+                             CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT, CJ_KIND_INT};
     _Static_assert(sizeof names / sizeof *names == CJ_NUM_DTYPES, "a name per dtype");
     for (int i = 0; i < CJ_NUM_DTYPES; i++) {
         cj_dtype dt = CJ_NUM_DTYPES;
@@ -155,6 +155,14 @@ static void test_basics(void)
     CHECK(lo == 0 && hi == 65535);
     cj_dtype_int_range(CJ_INT64, &lo, &hi);
     CHECK(lo == INT64_MIN && hi == INT64_MAX);
+    cj_dtype_int_range(CJ_UINT64, &lo, &hi); /* 2**64 - 1 as its bits */
+    CHECK(lo == 0 && hi == -1);
+    /* a uint64 value's bits read unsigned: 2**63 fits only uint64, -1 not uint64 */
+    CHECK(cj_dtype_int_fits(CJ_UINT64, INT64_MIN, true) && !cj_dtype_int_fits(CJ_INT64, INT64_MIN, true));
+    CHECK(!cj_dtype_int_fits(CJ_UINT64, -1, false) && cj_dtype_int_fits(CJ_INT64, -1, false));
+    CHECK(cj_dtype_int_fits(CJ_UINT8, 255, false) && !cj_dtype_int_fits(CJ_UINT8, 256, false));
+    CHECK(cj_dtype_int_to_double(CJ_UINT64, -1) == 18446744073709551616.0);
+    CHECK(cj_dtype_int_to_double(CJ_INT64, -1) == -1.0);
     CHECK(cj_dtype_wrap_int(CJ_INT8, 200) == -56 && cj_dtype_wrap_int(CJ_UINT8, -1) == 255);
     CHECK(cj_dtype_wrap_int(CJ_INT16, 40000) == -25536 && cj_dtype_wrap_int(CJ_BOOL, 7) == 1);
     CHECK(cj_dtype_unsigned(CJ_UINT8) && !cj_dtype_unsigned(CJ_INT16));
@@ -272,6 +280,19 @@ static void test_promote(void)
         CHECK_MSG(cj_promote(CJ_UINT32, false, u32[k].other, u32[k].weak, NULL) == u32[k].want &&
                       cj_promote(u32[k].other, u32[k].weak, CJ_UINT32, false, NULL) == u32[k].want,
                   "promote uint32 with %s%s", u32[k].weak ? "weak " : "", cj_dtype_name(u32[k].other));
+    }
+    /* uint64: with any signed int NumPy 2 gives float64 (no integer holds both) */
+    static const struct {
+        cj_dtype other;
+        bool weak;
+        cj_dtype want;
+    } u64[] = {{CJ_BOOL, false, CJ_UINT64},    {CJ_INT8, false, CJ_FLOAT64},   {CJ_INT64, false, CJ_FLOAT64},
+               {CJ_UINT8, false, CJ_UINT64},   {CJ_UINT32, false, CJ_UINT64},  {CJ_FLOAT32, false, CJ_FLOAT64},
+               {CJ_UINT64, false, CJ_UINT64},  {CJ_INT64, true, CJ_UINT64},    {CJ_FLOAT64, true, CJ_FLOAT64}};
+    for (size_t k = 0; k < sizeof u64 / sizeof *u64; k++) {
+        CHECK_MSG(cj_promote(CJ_UINT64, false, u64[k].other, u64[k].weak, NULL) == u64[k].want &&
+                      cj_promote(u64[k].other, u64[k].weak, CJ_UINT64, false, NULL) == u64[k].want,
+                  "promote uint64 with %s%s", u64[k].weak ? "weak " : "", cj_dtype_name(u64[k].other));
     }
 }
 
@@ -498,8 +519,25 @@ static void test_binary_structure(void)
 
     /* a Python int that int32 cannot hold is refused, as NumPy 2 does */
     int cbig = cj_build_constant(g, 0, 1LL << 40, CJ_INT64, true, &s0, loc, &err);
-    expect_error(cj_build_binary(g, CJ_OP_MUL, iy, cbig, loc, &err), &err, CJ_ERR_VALUE, "mul:",
+    expect_error(cj_build_binary(g, CJ_OP_MUL, iy, cbig, loc, &err), &err, CJ_ERR_OVERFLOW, "mul:",
                  "Python integer 1099511627776 out of bounds for int32", (char *)NULL);
+    /* ... but compared, it gives every element's answer (NumPy 2): int32 < 2**40 */
+    z = cj_build_binary(g, CJ_OP_LT, iy, cbig, loc, &err);
+    CHECK(z >= 0 && g->nodes[z].op == CJ_OP_CONSTANT && g->nodes[z].dtype == CJ_BOOL && g->nodes[z].attrs.ivalue == 1 &&
+          shape_is(g, z, s3));
+    z = cj_build_binary(g, CJ_OP_LE, cbig, iy, loc, &err);
+    CHECK(z >= 0 && g->nodes[z].op == CJ_OP_CONSTANT && g->nodes[z].attrs.ivalue == 0);
+    /* 2**63, a weak uint64, fits uint64 only */
+    int c63 = cj_build_constant(g, 0, INT64_MIN, CJ_UINT64, true, &s0, loc, &err);
+    CHECK(c63 >= 0 && g->nodes[c63].attrs.fvalue == 9223372036854775808.0);
+    int u64 = cj_build_param(g, &s3, CJ_UINT64, false, loc, &err);
+    z = cj_build_binary(g, CJ_OP_ADD, u64, c63, loc, &err);
+    CHECK(z >= 0 && g->nodes[z].dtype == CJ_UINT64);
+    int i64 = cj_build_param(g, &s3, CJ_INT64, false, loc, &err);
+    expect_error(cj_build_binary(g, CJ_OP_ADD, i64, c63, loc, &err), &err, CJ_ERR_OVERFLOW, "add:",
+                 "Python integer 9223372036854775808 out of bounds for int64", (char *)NULL);
+    z = cj_build_binary(g, CJ_OP_GE, i64, c63, loc, &err);
+    CHECK(z >= 0 && g->nodes[z].op == CJ_OP_CONSTANT && g->nodes[z].attrs.ivalue == 0);
     /* int / int is float64; int32 array + weak int stays int32 */
     z = cj_build_binary(g, CJ_OP_DIV, iy, iy, loc, &err);
     CHECK(z >= 0 && g->nodes[z].dtype == CJ_FLOAT64);
