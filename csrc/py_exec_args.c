@@ -248,7 +248,8 @@ int closed_over_data(cj_py_executable *e, void **data, PyObject **copies)
     for (int j = 0; j < e->narrays; j++) {
         PyArrayObject *a = (PyArrayObject *)PyList_GET_ITEM(e->arrays, j);   /* borrowed */
         const cj_shape *s = &e->array_shapes[j];
-        if (PyArray_TYPE(a) != cj_py_npy_type(e->array_dtypes[j]) || !has_shape(a, s)) {
+        /* equivalent type numbers: an array of C long long is int64 (or uint64) too */
+        if (!PyArray_EquivTypenums(PyArray_TYPE(a), cj_py_npy_type(e->array_dtypes[j])) || !has_shape(a, s)) {
             PyErr_Format(PyExc_RuntimeError, "Executable: closed-over array %d was resized or "
                          "changed dtype after tracing", j);
             goto fail;

@@ -478,7 +478,7 @@ def test_array_api_introspection():
     info = cnp.__array_namespace_info__()
     assert info.default_dtypes()["real floating"] == np.float64
     assert set(info.dtypes()) == {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                                  "uint32", "float32", "float64"}
+                                  "uint32", "uint64", "float32", "float64"}
     assert cnp.isdtype(cnp.float32, "real floating") and not cnp.isdtype(cnp.int32, "bool")
     assert cnp.isdtype(cnp.int64, ("bool", "integral"))
     assert cnp.result_type(cnp.int32, 1.0) == np.float64

@@ -9,8 +9,8 @@ import numpy as np
 
 from ..api import canonical_dtype, current_trace
 from .._cjit import Tracer
-from ._core import (_BOOL, _F64, _I64, _cast, _flat_seq, _is_float, _lift, _operand,
-                    _shape_arg, _shape_of, _stack_nested)
+from ._core import (_BOOL, _F64, _I64, _U64, _cast, _flat_seq, _is_float, _lift, _operand,
+                    _shape_arg, _shape_of, _stack_nested, _weak_int_dtype)
 from ._elementwise import astype
 
 __all__ = ["empty", "empty_like", "eye", "identity", "linspace", "logspace", "meshgrid",
@@ -35,7 +35,7 @@ def _fill_dtype(v):
     if isinstance(v, bool):
         return _BOOL
     if isinstance(v, int):
-        return _I64
+        return _weak_int_dtype(v)
     if isinstance(v, float):
         return _F64
     return np.asarray(v).dtype
@@ -44,7 +44,7 @@ def _fill_dtype(v):
 def _typed_scalar(v, dt):
     if dt == _BOOL:
         return builtins.bool(v)
-    if dt.kind == "i":
+    if dt.kind in "iu":
         return int(v)
     return float(v)
 
@@ -142,6 +142,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
         raise ZeroDivisionError("arange: step must not be zero")
     all_int = all(isinstance(v, int) for v in (start, stop, step))
     if dtype is None:
+        # NumPy's arange of an int past int64 (2**63) is a float64 one
+        all_int = all_int and all(-(1 << 63) <= v < (1 << 63) for v in (start, stop, step))
         dt = _I64 if all_int else _F64
     else:
         dt = canonical_dtype(dtype)
@@ -151,11 +153,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     n = builtins.max(int(math.ceil((stop - start) / step)), 0) if not all_int else \
         builtins.max(len(range(start, stop, step)), 0)
     if all_int:
-        work = _I64
-        if not _is_float(dt) and dt != _BOOL:
-            work = _I64
-        else:
-            work = _F64
+        work = _U64 if dt == _U64 else _F64 if _is_float(dt) or dt == _BOOL else _I64
     else:
         work = _F64
     r = trace.apply("iota", shape=(n,), axis=0, dtype=work.name)
@@ -165,6 +163,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
             r = trace.apply("mul", r, delta)
         if start != 0:
             r = trace.apply("add", r, float(start))
+    elif work == _U64 and step < 0:   # start - i * |step|: no negative uint64
+        r = trace.apply("sub", start, trace.apply("mul", r, -step))
     else:
         if step != 1:
             r = trace.apply("mul", r, step)
