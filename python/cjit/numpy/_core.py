@@ -47,6 +47,29 @@ def _has_tracer(args, kwargs):
     return False
 
 
+_INT_RANGES = {}
+
+
+def _unfit_ints(call, arrays):
+    """The names of Python int arguments (in array positions) that int64 or
+    an integer array among the arguments cannot hold.  The eager jit makes
+    them static, so that they are constants in its trace, where NumPy's
+    rules for them apply as in a jitted function: OverflowError, and
+    comparisons answered without converting (uint64 x > -1 is all true)."""
+    names = [n for n, v in call.items() if n in arrays and type(v) is int]
+    if not names:
+        return ()
+    ranges = []
+    for v in call.values():
+        if isinstance(v, (np.ndarray, np.generic)) and v.dtype.kind in "iu":
+            if v.dtype not in _INT_RANGES:
+                info = np.iinfo(v.dtype)
+                _INT_RANGES[v.dtype] = (int(info.min), int(info.max))
+            ranges.append(_INT_RANGES[v.dtype])
+    ranges.append((-(1 << 63), (1 << 63) - 1))
+    return tuple(n for n in names if any(not lo <= call[n] <= hi for lo, hi in ranges))
+
+
 def _eager_array(v):
     """An eager argument in an array position: sequences become arrays."""
     if type(v) is list or type(v) is tuple:
@@ -67,7 +90,7 @@ def _op(*array_params, seq=()):
         static = tuple(n for n in sig.parameters if n not in dynamic)
         seqs = frozenset(seq)
         arrays = frozenset(array_params)
-        holder = []
+        holder = {}   # the names made static for this call (_unfit_ints) -> its Jitted
 
         params = sig.parameters
         pos_names = [n for n, p in params.items()
@@ -99,11 +122,12 @@ def _op(*array_params, seq=()):
                 if name in call or name not in params:
                     sig.bind(*args, **kwargs)   # raises Python's own TypeError
                 call[name] = convert(name, v)
-            if not holder:
-                j = Jitted(impl, static_argnames=static, _internal=True)
+            extra = _unfit_ints(call, arrays)
+            j = holder.get(extra)
+            if j is None:
+                j = holder[extra] = Jitted(impl, static_argnames=static + extra, _internal=True)
                 j._name = f"cjit.numpy.{impl.__name__}"
-                holder.append(j)
-            return holder[0](**call)
+            return j(**call)
 
         @functools.wraps(impl)
         def wrapper(*args, **kwargs):
