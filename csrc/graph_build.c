@@ -145,7 +145,7 @@ int cj_build_cast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err)
 }
 
 /* Appends the bits of x read as dtype dt (lax.bitcast_convert_type for
- * equal widths): float32 <-> int32/uint32, float64 <-> int64.  The result
+ * equal widths): float32 <-> int32/uint32, float64 <-> int64/uint64.  The result
  * is strong; x itself when it already has dtype dt. */
 int cj_build_bitcast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err)
 {

@@ -289,8 +289,8 @@ def _bits_impl(data, shape):
 
 
 def bits(key, shape=(), dtype=None):
-    """Uniformly random uint32 values (JAX's `random.bits`; uint64 is not a
-    cjit dtype)."""
+    """Uniformly random uint32 values (JAX's `random.bits`; its uint64 bits,
+    drawn from two words each, are not offered yet)."""
     data, _ = _unwrap(key, "bits")
     if dtype is not None and np.dtype(dtype) != _U32:
         raise TypeError(f"cjit.random.bits: dtype must be uint32, got {np.dtype(dtype)}")
