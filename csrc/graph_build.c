@@ -184,7 +184,7 @@ static int compare_out_of_range(cj_graph *g, cj_op op, const cj_node *x, const c
     bool c_unsigned = c->dtype == CJ_UINT64;
     if (cj_dtype_int_fits(dt, c->attrs.ivalue, c_unsigned))
         return -2;
-    /* the constant lies above dt's range when it is 2**63 or more, or positive */
+    /* out of range: above it when non-negative (2**63 or more included), else below */
     bool above = c_unsigned || c->attrs.ivalue >= 0;
     bool x_less = x_const ? !above : above; /* x < y for every element */
     bool r = op == CJ_OP_NE || ((op == CJ_OP_LT || op == CJ_OP_LE) && x_less) ||
