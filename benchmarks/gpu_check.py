@@ -4,7 +4,11 @@
 
 1. The op matrix: every elementwise op over the dtypes, reductions over
    each axis, matmul, shape ops, run on the GPU and compared with NumPy.
-2. Timings on the same GPU: an elementwise chain, row softmax, matmul, and
+2. Control flow: cjit.lax programs (a scan with xs and ys, a reverse
+   scan, fori_loop, while_loop, cond and switch, nested scans, a scan's
+   gradient), run on the GPU (the host drives the loop) and compared with
+   the same programs on the CPU.
+3. Timings on the same GPU: an elementwise chain, row softmax, matmul, and
    an MLP train step when cjit.grad works, against jax.jit when JAX (with a
    GPU) is installed.  Each time is the median of several runs of a
    call followed by block_until_ready().
@@ -19,6 +23,7 @@ import numpy as np
 
 import cjit
 import cjit.numpy as cnp
+from cjit import lax
 
 BUDGET_S = 240
 T0 = time.perf_counter()
@@ -130,7 +135,69 @@ def op_matrix():
 
 
 # ---------------------------------------------------------------------------
-# 2. timings against JAX
+# 2. control flow against the CPU
+
+def loop_programs():
+    """name: (fn, args): each with a loop region, its bodies run by the host."""
+    def rnn(h, xs, w):
+        def body(h, x):
+            h = cnp.tanh(h @ w + x)
+            return h, h.sum()
+        return lax.scan(body, h, xs)
+
+    def reverse(h, xs, w):
+        return lax.scan(lambda c, x: (c * 0.5 + x, c @ w), h, xs, reverse=True)
+
+    def fori(h, xs, w):
+        return lax.fori_loop(0, 9, lambda i, c: cnp.tanh(c @ w) + xs[i % 5], h)
+
+    def newton(h, xs, w):
+        a = cnp.abs(h) + 1.0
+        return lax.while_loop(lambda s: cnp.abs(s * s - a).max() > 1e-5, lambda s: 0.5 * (s + a / s), a)
+
+    def branches(h, xs, w):
+        i = (cnp.abs(h).sum() * 7).astype(cnp.int32) % 3
+        a = lax.switch(i, [lambda v: v + 1, lambda v: v @ w, lambda v: cnp.sin(v)], h)
+        return lax.cond(a.sum() > 0, lambda v: v * 2, lambda v: v - xs.sum(axis=0), a)
+
+    def nested(h, xs, w):
+        def outer(c, x):
+            d, _ = lax.scan(lambda d, y: (cnp.tanh(d @ w + y * x), None), c, xs)
+            return d, d.max()
+        return lax.scan(outer, h, xs)
+
+    def grad(h, xs, w):
+        return cjit.grad(lambda h, w: rnn(h, xs, w)[1].sum(), argnums=(0, 1))(h, w)
+
+    r = np.random.default_rng(7)
+    args = (r.standard_normal((16, 32)).astype(np.float32), r.standard_normal((5, 16, 32)).astype(np.float32),
+            (r.standard_normal((32, 32)) * 0.2).astype(np.float32))
+    return {f.__name__: (f, args) for f in (rnn, reverse, fori, newton, branches, nested, grad)}
+
+
+def loop_checks():
+    bad = []
+    progs = loop_programs()
+    for name, (fn, args) in progs.items():
+        try:
+            want = cjit.jit(fn)(*args)
+            got = cjit.jit(fn, device=DEVICE)(*cjit.device_put(args, DEVICE))
+            leaves_w = want if isinstance(want, (tuple, list)) else [want]
+            leaves_g = got if isinstance(got, (tuple, list)) else [got]
+            why = next((w for w in (close(np.asarray(g), np.asarray(v)) for g, v in zip(leaves_g, leaves_w)) if w),
+                       None)
+        except Exception as e:  # noqa: BLE001 - every failure is listed
+            why = f"{type(e).__name__}: {e}"
+        if why:
+            bad.append((name, why))
+    print(f"\ncontrol flow: {len(progs) - len(bad)}/{len(progs)} match the CPU")
+    for name, why in bad:
+        print(f"  MISMATCH {name}: {why}")
+    return not bad
+
+
+# ---------------------------------------------------------------------------
+# 3. timings against JAX
 
 def median_time(fn, args, reps):
     out = fn(*args)
@@ -244,6 +311,7 @@ def timings():
 def main():
     no_gpu_exit()
     ok = op_matrix()
+    ok = loop_checks() and ok
     timings()
     print(f"\ngpu_check: done in {time.perf_counter() - T0:.0f} s")
     return 0 if ok else 1

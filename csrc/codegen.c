@@ -30,6 +30,7 @@
 #include "cmath.h"
 #include "codegen_priv.h"
 #include "gemm_small.h"
+#include "loops.h"
 #include "matvec.h"
 #include "mathlib.h"
 #include "rt.h"
@@ -264,11 +265,24 @@ static cj_status codegen_kernels(const cj_plan *plan, LLVMModuleRef mod, const c
 /* See codegen.h. */
 cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const char *prefix,
                                    cj_target target, cj_error *err) {
-    for (int k = 0; target == CJ_TARGET_NVPTX && k < plan->nkernels; k++)
-        if (plan->kernels[k].loop)
-            return cj_error_set(err, CJ_ERR_VALUE, "cuda: %s (cjit.lax control flow) runs on the CPU only for now",
-                                plan->kernels[k].label ? plan->kernels[k].label : "a loop");
-    return codegen_kernels(plan, mod, prefix, target, NULL, err);
+    if (target == CJ_TARGET_CPU) return codegen_kernels(plan, mod, prefix, target, NULL, err);
+    /* NVPTX: a loop kernel has no device code (the host runs the loop,
+     * cuda_loops.c); each body's kernels are emitted under
+     * "<prefix>_k<k>_b<j>", recursively for nested loops */
+    bool *only = malloc(sizeof(bool) * ((size_t)plan->nkernels + 1));
+    if (!only) return cj_error_set(err, CJ_ERR_MEMORY, "codegen: out of memory");
+    for (int k = 0; k < plan->nkernels; k++) only[k] = plan->kernels[k].loop == NULL;
+    cj_status st = codegen_kernels(plan, mod, prefix, target, only, err);
+    free(only);
+    for (int k = 0; st == CJ_OK && k < plan->nkernels; k++) {
+        const cj_loop_plan *L = plan->kernels[k].loop;
+        for (int j = 0; L && st == CJ_OK && j < L->body->ngraphs; j++) {
+            char inner[256];
+            snprintf(inner, sizeof inner, "%s_k%d_b%d", prefix, k, j);
+            st = cj_codegen_module_target(L->plans[j], mod, inner, target, err);
+        }
+    }
+    return st;
 }
 
 /* See codegen.h. */

@@ -31,7 +31,10 @@ typedef enum {
  * loops inside its thread, so no two threads touch one output element.
  * "<prefix>_k<i>_init" takes the output buffer only and fills all of it
  * with the identity (its points: the output's element count).  The module
- * defines every function it calls (no host helpers). */
+ * defines every function it calls (no host helpers).  A loop kernel k
+ * (scan, while, cond) has no function of its own: the kernels of its body
+ * j are added as "<prefix>_k<k>_b<j>_k<i>" (and so on, for loops nested
+ * in bodies), which the host launches around the loop (cuda_loops.c). */
 cj_status cj_codegen_module_target(const cj_plan *plan, LLVMModuleRef mod, const char *prefix,
                                    cj_target target, cj_error *err);
 

@@ -12,7 +12,8 @@
  * CUDA toolkit.  Every call's result is checked; a failure reports the
  * call's name and cuGetErrorName/cuGetErrorString.  Each device's primary
  * context is retained once and kept for the life of the process; every
- * entry point makes it current on the calling thread first. */
+ * entry point makes it current on the calling thread first, except the
+ * calls of a program's run (cuda_program.h), made once it is. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -28,7 +29,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen.h"
-#include "jit_cuda.h"
+#include "cuda_program.h"
 
 /* ---- PTX ------------------------------------------------------------------ */
 
@@ -163,6 +164,7 @@ enum {
     X(cuMemFree_v2, "cuMemFree_v2")                        \
     X(cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2")                  \
     X(cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2")                  \
+    X(cuMemcpyDtoD_v2, "cuMemcpyDtoD_v2")                  \
     X(cuModuleLoadDataEx, "cuModuleLoadDataEx")            \
     X(cuModuleUnload, "cuModuleUnload")                    \
     X(cuModuleGetFunction, "cuModuleGetFunction")          \
@@ -185,6 +187,7 @@ typedef struct {
     CUresult (*cuMemFree_v2)(CUdeviceptr);
     CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
     CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*cuModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
     CUresult (*cuModuleUnload)(CUmodule);
     CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
@@ -367,115 +370,50 @@ cj_status cj_cuda_synchronize(int dev, cj_error *err) {
     return CU(err, cuCtxSynchronize);
 }
 
-/* ---- programs ------------------------------------------------------------------ */
+/* ---- for the device runtime (cuda_program.h) ----------------------------------- */
 
-typedef struct {
-    CUfunction fn, init;   /* init: NULL unless the kernel accumulates */
-    int nbufs, *bufs;      /* parameters: plan buffer indices */
-    int64_t points;        /* threads' work (cj_codegen_gpu_points) */
-    bool serial;
-    int64_t init_points;   /* elements of the output */
-    int out_buffer;
-} cj_cuda_launch;
+/* See cuda_program.h. */
+cj_status cj_cuda_use(int dev, cj_error *err) { return use_device(dev, err); }
 
-struct cj_cuda_program {
-    int dev;
-    CUmodule module;
-    int nkernels;
-    cj_cuda_launch *launch;
-    int nbuffers;
-    cj_buffer *buffers;    /* copies (kind, slot, offset) */
-    int64_t arena_bytes;
-    int64_t ptx_bytes;
-};
+/* See cuda_program.h. */
+int cj_cuda_capability(int dev) { return drv.dev[dev].major * 10 + drv.dev[dev].minor; }
 
-#define CJ_CUDA_BLOCK 256
-
-/* See jit_cuda.h. */
-void cj_cuda_program_free(cj_cuda_program *p) {
-    if (!p) return;
-    cj_error err = {0};
-    if (p->module && use_device(p->dev, &err) == CJ_OK) (void)drv.api.cuModuleUnload(p->module);
-    for (int i = 0; p->launch && i < p->nkernels; i++) free(p->launch[i].bufs);
-    free(p->launch);
-    free(p->buffers);
-    free(p);
-}
-
-/* See jit_cuda.h. */
-cj_cuda_program *cj_cuda_program_new(const cj_plan *plan, int dev, cj_error *err) {
-    if (use_device(dev, err) != CJ_OK) return NULL;
-    char arch[32];
-    const char *forced = getenv("CJIT_CUDA_ARCH");
-    if (forced && *forced) {
-        snprintf(arch, sizeof arch, "%s", forced);
-    } else {
-        /* LLVM 19 knows up to sm_90; newer GPUs JIT sm_90 PTX themselves */
-        int cc = drv.dev[dev].major * 10 + drv.dev[dev].minor;
-        snprintf(arch, sizeof arch, "sm_%d", cc > 90 ? 90 : cc);
-    }
-    cj_cuda_program *p = calloc(1, sizeof *p);
-    char *ptx = NULL;
-    if (!p) return cj_error_set(err, CJ_ERR_MEMORY, "cuda: out of memory"), NULL;
-    p->dev = dev;
-    p->nkernels = plan->nkernels;
-    p->nbuffers = plan->nbuffers;
-    p->arena_bytes = plan->arena_bytes;
-    p->launch = calloc((size_t)plan->nkernels + 1, sizeof *p->launch);
-    p->buffers = calloc((size_t)plan->nbuffers + 1, sizeof *p->buffers);
-    if (!p->launch || !p->buffers) {
-        cj_error_set(err, CJ_ERR_MEMORY, "cuda: out of memory");
-        goto fail;
-    }
-    if (plan->nbuffers > 0) memcpy(p->buffers, plan->buffers, sizeof *p->buffers * (size_t)plan->nbuffers);
-    if (!(ptx = cj_cuda_ptx(plan, arch, "cj_cuda", err))) goto fail;
-    p->ptx_bytes = (int64_t)strlen(ptx);
-
+/* See cuda_program.h. */
+cj_status cj_cuda_module_load(const char *ptx, const char *arch, void **module, cj_error *err) {
     char log[4096] = "";
     int options[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *values[2] = {log, (void *)(uintptr_t)sizeof log};
-    CUresult r = drv.api.cuModuleLoadDataEx(&p->module, ptx, 2, options, values);
+    CUmodule m = NULL;
+    CUresult r = drv.api.cuModuleLoadDataEx(&m, ptx, 2, options, values);
     if (r != CUDA_SUCCESS) {
         char msg[512];
         describe(r, "cuModuleLoadDataEx", msg, sizeof msg);
-        cj_error_set(err, CJ_ERR_COMPILE, "cjit: CUDA: %s for %s: %s", msg, arch, log);
-        p->module = NULL;
-        goto fail;
+        *module = NULL;
+        return cj_error_set(err, CJ_ERR_COMPILE, "cjit: CUDA: %s for %s: %s", msg, arch, log);
     }
-    for (int i = 0; i < plan->nkernels; i++) {
-        const cj_kernel *k = &plan->kernels[i];
-        cj_cuda_launch *L = &p->launch[i];
-        char name[64];
-        if (!(L->bufs = calloc((size_t)k->nexprs + k->nalso + 2, sizeof(int)))) {
-            cj_error_set(err, CJ_ERR_MEMORY, "cuda: out of memory");
-            goto fail;
-        }
-        L->nbufs = cj_codegen_kernel_buffers(k, L->bufs);
-        L->points = cj_codegen_gpu_points(plan, i, &L->serial);
-        L->out_buffer = k->out_buffer;
-        L->init_points = cj_shape_numel(&plan->buffers[k->out_buffer].shape);
-        snprintf(name, sizeof name, "cj_cuda_k%d", i);
-        if (CU(err, cuModuleGetFunction, &L->fn, p->module, name) != CJ_OK) goto fail;
-        if (cj_kernel_needs_identity(k)) {
-            snprintf(name, sizeof name, "cj_cuda_k%d_init", i);
-            if (CU(err, cuModuleGetFunction, &L->init, p->module, name) != CJ_OK) goto fail;
-        }
-    }
-    free(ptx);
-    return p;
-fail:
-    free(ptx);
-    cj_cuda_program_free(p);
-    return NULL;
+    *module = m;
+    return CJ_OK;
 }
 
-int cj_cuda_program_device(const cj_cuda_program *p) { return p->dev; }
-int64_t cj_cuda_program_ptx_bytes(const cj_cuda_program *p) { return p->ptx_bytes; }
+/* See cuda_program.h. */
+void cj_cuda_module_unload(int dev, void *module) {
+    cj_error err = {0};
+    if (module && use_device(dev, &err) == CJ_OK) (void)drv.api.cuModuleUnload(module);
+}
 
-/* Launches fn over `points` points (one thread when serial) with the
- * addresses of buffers bufs[0..n) as its parameters. */
-static cj_status launch(cj_cuda_program *p, CUfunction fn, int64_t points, bool serial, const int *bufs, int n,
-                        const uint64_t *slots, cj_error *err) {
+/* See cuda_program.h. */
+cj_status cj_cuda_function(void *module, const char *name, void **fn, cj_error *err) {
+    CUfunction f = NULL;
+    if (CU(err, cuModuleGetFunction, &f, module, name) != CJ_OK) return err->status;
+    *fn = f;
+    return CJ_OK;
+}
+
+#define CJ_CUDA_BLOCK 256
+
+/* See cuda_program.h. */
+cj_status cj_cuda_launch(int dev, void *fn, int64_t points, bool serial, const int *bufs, int n,
+                         const uint64_t *slots, cj_error *err) {
     if (points <= 0) return CJ_OK;
     CUdeviceptr vals[64], *v = n <= 64 ? vals : malloc(sizeof(CUdeviceptr) * (size_t)n);
     void *args_stack[64], **args = n <= 64 ? args_stack : malloc(sizeof(void *) * (size_t)n);
@@ -490,7 +428,7 @@ static cj_status launch(cj_cuda_program *p, CUfunction fn, int64_t points, bool 
     }
     unsigned block = serial ? 1 : (unsigned)(points < CJ_CUDA_BLOCK ? points : CJ_CUDA_BLOCK);
     int64_t blocks = (points + block - 1) / block;
-    int64_t max_blocks = (int64_t)(drv.dev[p->dev].nsm > 0 ? drv.dev[p->dev].nsm : 1) * 32;
+    int64_t max_blocks = (int64_t)(drv.dev[dev].nsm > 0 ? drv.dev[dev].nsm : 1) * 32;
     if (blocks > max_blocks) blocks = max_blocks; /* the grid-stride loop covers the rest */
     cj_status st = CU(err, cuLaunchKernel, fn, (unsigned)blocks, 1, 1, block, 1, 1, 0, NULL, args, NULL);
     if (v != vals) free(v);
@@ -498,35 +436,14 @@ static cj_status launch(cj_cuda_program *p, CUfunction fn, int64_t points, bool 
     return st;
 }
 
-/* See jit_cuda.h. */
-cj_status cj_cuda_program_run(cj_cuda_program *p, const uint64_t *params, const uint64_t *arrays,
-                              const uint64_t *outputs, cj_error *err) {
-    uint64_t arena = 0;
-    uint64_t *slots = calloc((size_t)p->nbuffers + 1, sizeof(uint64_t));
-    if (!slots) return cj_error_set(err, CJ_ERR_MEMORY, "cuda: out of memory");
-    if (cj_cuda_alloc(p->dev, p->arena_bytes, &arena, err) != CJ_OK) goto done;
-    for (int b = 0; b < p->nbuffers; b++) {
-        const cj_buffer *buf = &p->buffers[b];
-        switch (buf->kind) {
-        case CJ_BUF_PARAM: slots[b] = params[buf->slot]; break;
-        case CJ_BUF_ARRAY: slots[b] = arrays[buf->slot]; break;
-        case CJ_BUF_OUTPUT: slots[b] = outputs[buf->slot]; break;
-        case CJ_BUF_TEMP: slots[b] = arena + (uint64_t)buf->offset; break;
-        }
-    }
-    /* in-place updates and temporaries in donated arguments (as runtime.c) */
-    for (int b = 0; b < p->nbuffers; b++)
-        if (p->buffers[b].alias_of >= 0) slots[b] = slots[p->buffers[b].alias_of] + (uint64_t)p->buffers[b].offset;
-    /* kernels run in order on the default stream: each sees its inputs done */
-    for (int k = 0; k < p->nkernels && err->status == CJ_OK; k++) {
-        const cj_cuda_launch *L = &p->launch[k];
-        if (L->init) launch(p, L->init, L->init_points, false, &L->out_buffer, 1, slots, err);
-        if (err->status == CJ_OK) launch(p, L->fn, L->points, L->serial, L->bufs, L->nbufs, slots, err);
-    }
-    /* waiting here keeps the arena alive exactly as long as the kernels use it */
-    if (err->status == CJ_OK) cj_cuda_synchronize(p->dev, err);
-done:
-    cj_cuda_free(p->dev, arena);
-    free(slots);
-    return err->status;
+/* See cuda_program.h. */
+cj_status cj_cuda_copy(uint64_t dst, uint64_t src, int64_t nbytes, cj_error *err) {
+    if (nbytes <= 0 || dst == src) return CJ_OK;
+    return CU(err, cuMemcpyDtoD_v2, dst, src, (size_t)nbytes);
+}
+
+/* See cuda_program.h. */
+cj_status cj_cuda_read(void *dst, uint64_t src, int64_t nbytes, cj_error *err) {
+    if (nbytes <= 0) return CJ_OK;
+    return CU(err, cuMemcpyDtoH_v2, dst, src, (size_t)nbytes);
 }

@@ -366,16 +366,16 @@ def test_unknown_device_is_a_value_error():
 
 # A stand-in for libcuda.so.1.  FAKE_MODE=nodevice: cuInit fails as on a
 # machine without a GPU.  FAKE_MODE=host: one "GPU" whose memory is host
-# memory; modules must be NUL-terminated PTX that declares each function
-# asked for; launches are checked (parameter count from the PTX) and
-# counted, not run.  The build without cuLaunchKernel is a driver too old.
+# memory (zeroed); modules must be NUL-terminated PTX that declares each
+# function asked for; launches are checked (parameter count from the PTX)
+# and counted, not run; downloads and device-to-device copies are counted.  The build without cuLaunchKernel is a driver too old.
 _FAKE_DRIVER = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 typedef unsigned long long CUdeviceptr;
 static int mode_host(void) { const char *m = getenv("FAKE_MODE"); return m && !strcmp(m, "host"); }
-static int launches, live;
+static int launches, live, reads, copies;
 int cuGetErrorName(int r, const char **s) { *s = r == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR_FAKE"; return 0; }
 int cuGetErrorString(int r, const char **s) { *s = r == 100 ? "no CUDA-capable device is detected" : "fake"; return 0; }
 int cuInit(unsigned f) { (void)f; return mode_host() ? 0 : 100; }
@@ -386,10 +386,11 @@ int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : a =
 int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)1; return 0; }
 int cuCtxSetCurrent(void *c) { return c ? 0 : 201; }
 int cuCtxSynchronize(void) { return 0; }
-int cuMemAlloc_v2(CUdeviceptr *p, size_t n) { if (!n) return 1; *p = (CUdeviceptr)malloc(n); live++; return 0; }
+int cuMemAlloc_v2(CUdeviceptr *p, size_t n) { if (!n) return 1; *p = (CUdeviceptr)calloc(1, n); live++; return 0; }
 int cuMemFree_v2(CUdeviceptr p) { free((void *)p); live--; return 0; }
 int cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { memcpy((void *)d, s, n); return 0; }
-int cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { memcpy(d, (void *)s, n); return 0; }
+int cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { memcpy(d, (void *)s, n); reads++; return 0; }
+int cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { memmove((void *)d, (void *)s, n); copies++; return 0; }
 typedef struct { char *ptx; } mod;
 typedef struct { int nparams; } fun;
 int cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void **v) {
@@ -417,6 +418,8 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
 }
 int fake_launches(void) { return launches; }
 int fake_live(void) { return live; }
+int fake_reads(void) { return reads; }
+int fake_copies(void) { return copies; }
 """
 
 
