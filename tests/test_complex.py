@@ -121,6 +121,21 @@ def test_reductions(dtype):
 
 
 @pytest.mark.parametrize("dtype", CDTYPES)
+def test_reductions_with_a_complex_dtype_keyword(dtype):
+    # the keyword applies to the parts; a real input gets a zero imaginary part
+    z = crandn(3, 4, dtype=dtype)
+    r = RNG.standard_normal((3, 4)).astype(np.float32)
+    for out_dt in CDTYPES:
+        got = cnp.sum(z, axis=0, dtype=out_dt)
+        assert got.dtype == out_dt
+        check(got, np.sum(z, axis=0, dtype=out_dt))
+        got = cjit.jit(lambda v: cnp.cumsum(v, axis=1, dtype=out_dt))(r)
+        assert got.dtype == out_dt
+        check(got, np.cumsum(r, axis=1, dtype=out_dt))
+        check(cnp.mean(z, dtype=out_dt), np.mean(z, dtype=out_dt))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
 def test_products(dtype):
     a, b = crandn(3, 4, dtype=dtype), crandn(4, 2, dtype=dtype)
     r = RNG.standard_normal((4, 2)).astype(np.float32)
@@ -495,3 +510,16 @@ def test_gradient_of_reductions_products_and_transforms(name, fn):
 
     g = cjit.grad(lambda v: loss(cnp, v))(z)
     np.testing.assert_allclose(g, fd_grad(lambda v: float(loss(np, v)), z), rtol=1e-6, atol=1e-8)
+
+
+def test_asarray_and_array_copy_a_complex_array_as_numpy_does():
+    z = crandn(3, dtype=np.complex64)
+    before = z.copy()
+    assert cnp.asarray(z) is z
+    c = cnp.asarray(z, copy=True)
+    assert c is not z and not np.shares_memory(c, z)
+    c /= np.complex64(1 + 1j)           # in place on the copy only
+    assert np.array_equal(z, before)
+    assert not np.shares_memory(cnp.array(z), z)
+    with pytest.raises(ValueError):
+        cnp.asarray(z, dtype=np.complex128, copy=False)

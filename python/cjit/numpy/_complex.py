@@ -336,8 +336,16 @@ def bilinear(f, a, b):
 
 def linear(f, x, *args, **kwargs):
     """f applied to both parts, for f linear with real coefficients (sums,
-    reshapes, slices, ...)."""
+    reshapes, slices, ...).  A complex `dtype=` keyword applies to the parts
+    as their real dtype (a sum of reals into complex128 has a zero imaginary
+    part)."""
     xr, xi = parts(x)
+    dt = kwargs.get("dtype")
+    if dt is not None and is_complex_dtype(dt):
+        kwargs = dict(kwargs, dtype=part_dtype(dt))
+        if xi is None:
+            re = f(xr, *args, **kwargs)
+            return make(re, _cnp().zeros_like(re))
     if xi is None:
         return f(xr, *args, **kwargs)
     return make(f(xr, *args, **kwargs), f(xi, *args, **kwargs))

@@ -658,19 +658,32 @@ for _n, _p in (("zeros", 1), ("ones", 1), ("empty", 1), ("full", 2), ("zeros_lik
     impl(_n, eager_jit=False)(_creation(_n, _p))
 
 
-@impl("asarray", "array", eager_jit=False)
-def _asarray(a, dtype=None, *args, **kwargs):
+@impl("asarray", eager_jit=False)
+def _asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    return _complex_array(a, dtype, copy)
+
+
+@impl("array", eager_jit=False)
+def _array(object, dtype=None, copy=True, order="K", ndmin=0):
+    return _complex_array(object, dtype, copy)
+
+
+def _complex_array(a, dtype, copy):
+    """asarray/array where a complex value is involved; copy as NumPy's
+    outside a trace (a traced value is immutable: a trace ignores it)."""
     c = _cnp()
     if isinstance(a, ComplexTracer):
         return a if dtype is None else _astype(a, dtype)
     if isinstance(a, Tracer):
         return _astype(a, dtype)
     if type(a) in (list, tuple) and _has_traced([a], {}):
-        zs = [as_complex(z) if not isinstance(z, (list, tuple)) else _asarray(z) for z in a]
+        zs = [as_complex(z) if not isinstance(z, (list, tuple)) else _complex_array(z, None, None)
+              for z in a]
         r = make(c.stack([z.re for z in zs]), c.stack([z.im for z in zs]))
         return r if dtype is None else _astype(r, dtype)
-    arr = np.asarray(a, dtype=dtype)
-    if current_trace() is None:
+    outside = current_trace() is None
+    arr = np.asarray(a, dtype=dtype, copy=copy if outside else None)
+    if outside:
         return arr
     if arr.dtype.kind != "c":
         return c.asarray(arr)
