@@ -523,3 +523,20 @@ def test_asarray_and_array_copy_a_complex_array_as_numpy_does():
     assert not np.shares_memory(cnp.array(z), z)
     with pytest.raises(ValueError):
         cnp.asarray(z, dtype=np.complex128, copy=False)
+
+
+def test_unique_and_nonzero_of_complex_arrays_outside_jit_and_their_error_inside():
+    z = np.array([1 + 1j, 0, 1 + 1j, 2j, 0], dtype=np.complex64)
+    v, c = cnp.unique_counts(z)
+    ref_v, ref_c = np.unique(z, return_counts=True)
+    assert np.array_equal(v, ref_v) and np.array_equal(c, ref_c)
+    assert sorted(cnp.unique_values(z).tolist(), key=lambda q: (q.real, q.imag)) == ref_v.tolist()
+    assert np.array_equal(cnp.nonzero(z)[0], [0, 2, 3])
+    with pytest.raises(NotImplementedError, match="unique_values cannot be traced"):
+        cjit.jit(cnp.unique_values)(z)
+
+
+def test_linalg_cross_of_complex_vectors():
+    a, b = crandn(4, 3, dtype=np.complex128), crandn(4, 3, dtype=np.complex128)
+    check(cnp.linalg.cross(a, b), np.cross(a, b))
+    check(cjit.jit(lambda u, v: cnp.linalg.cross(u, v, axis=0))(a.T, b.T), np.cross(a.T, b.T, axis=0))

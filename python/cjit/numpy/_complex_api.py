@@ -152,8 +152,12 @@ def _has_traced(args, kwargs):
     return False
 
 
-# Functions that take complex arguments as they are (they ask for a dtype)
-_AS_THEY_ARE = frozenset({"finfo", "iinfo", "can_cast", "isdtype", "issubdtype", "dtype"})
+# Functions that take complex arguments as they are: those that ask for a
+# dtype, and those that answer outside jit only, with NumPy's own result
+# (_eager_only.py), which holds for complex arrays as well
+_AS_THEY_ARE = frozenset({"finfo", "iinfo", "can_cast", "isdtype", "issubdtype", "dtype",
+                          "nonzero", "argwhere", "flatnonzero", "unique", "unique_all",
+                          "unique_counts", "unique_inverse", "unique_values"})
 
 
 def install(namespace, names):

@@ -87,6 +87,8 @@ impl("linalg.matmul")(lambda x1, x2, /: complex_matmul(x1, x2))
 impl("linalg.outer")(lambda x1, x2, /: bilinear(lambda p, q: _cnp().outer(p, q), x1, x2))
 impl("linalg.tensordot")(lambda x1, x2, /, *, axes=2: bilinear(
     lambda p, q: _cnp().tensordot(p, q, axes=axes), x1, x2))
+impl("linalg.cross")(lambda x1, x2, /, *, axis=-1: bilinear(
+    lambda p, q: _cnp().linalg.cross(p, q, axis=axis), x1, x2))
 impl("linalg.vecdot")(lambda x1, x2, /, *, axis=-1: bilinear(
     lambda p, q: _cnp().linalg.vecdot(p, q, axis=axis), as_complex(x1).conj(), x2))
 impl("linalg.matrix_transpose")(lambda x, /: linear(lambda v: _cnp().matrix_transpose(v), x))

@@ -19,7 +19,8 @@ def _concrete(who, why, *xs):
     out = []
     for x in xs:
         a = np.asarray(x)
-        canonical_dtype(a.dtype, f"cjit.numpy.{who}: dtype")
+        if a.dtype not in (np.complex64, np.complex128):
+            canonical_dtype(a.dtype, f"cjit.numpy.{who}: dtype")
         out.append(a)
     return out
 
