@@ -18,9 +18,11 @@
  * cond:  the branch index is downloaded (one wait), clamped, and that
  *        branch's kernels are launched.
  *
- * loops_rt.c is not shared: its speed comes from host-side things a GPU
- * run has no use for (slot arrays bound once, a body's one function,
- * polls of the clock), while a GPU iteration costs its launches. */
+ * Every iteration of a scan or while asks the run's poll whether to stop
+ * (Ctrl-C), as loops_rt.c does every few.  loops_rt.c is not shared: its
+ * speed comes from host-side things a GPU run has no use for (slot arrays
+ * bound once, a body's one function), while a GPU iteration costs its
+ * launches. */
 #include <stdlib.h>
 
 #include "cuda_program.h"
@@ -44,7 +46,7 @@ static uint64_t *lists(const cj_cuda_loop *L, int nparams, int noutputs, uint64_
 }
 
 static cj_status run_scan(int dev, const cj_cuda_loop *L, const uint64_t *slots, cj_cuda_body_runner *run_body,
-                          cj_error *err) {
+                          const cj_run_poll *poll, cj_error *err) {
     int nc = L->ncarry, nx = L->nxs, nk = L->nconsts, ny = L->nys;
     int64_t n = L->length;
     uint64_t work = slots[L->work_buf], *outputs, *body_slots;
@@ -52,6 +54,7 @@ static cj_status run_scan(int dev, const cj_cuda_loop *L, const uint64_t *slots,
     if (!params) return cj_error_set(err, CJ_ERR_MEMORY, "scan: out of memory");
     for (int j = 0; j < nk; j++) params[1 + nc + nx + j] = slots[L->in_buf[nc + nx + j]];
     cj_status st = CJ_OK;
+    int64_t next_poll = 0;
     for (int c = 0; n == 0 && c < nc && st == CJ_OK; c++) /* the carries come out as they went in */
         st = cj_cuda_copy(result_at(L, slots, c), slots[L->in_buf[c]], L->result_bytes[c], err);
     for (int64_t it = 0; it < n && st == CJ_OK; it++) {
@@ -65,14 +68,16 @@ static cj_status run_scan(int dev, const cj_cuda_loop *L, const uint64_t *slots,
         for (int x = 0; x < nx; x++) params[1 + nc + x] = slots[L->in_buf[nc + x]] + (uint64_t)(i * L->xs_row[x]);
         for (int y = 0; y < ny; y++)
             outputs[nc + y] = result_at(L, slots, nc + y) + (uint64_t)(i * (L->result_bytes[nc + y] / n));
-        st = run_body(dev, &L->bodies[0], body_slots, params, outputs, work, err);
+        st = run_body(dev, &L->bodies[0], body_slots, params, outputs, work, poll, err);
+        if (st == CJ_OK && cj_runtime_poll(poll, &next_poll))
+            st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a scan on the GPU");
     }
     free(params);
     return st;
 }
 
 static cj_status run_while(int dev, const cj_cuda_loop *L, const uint64_t *slots, cj_cuda_body_runner *run_body,
-                           cj_error *err) {
+                           const cj_run_poll *poll, cj_error *err) {
     int nc = L->ncarry, nk = L->nconsts;
     uint64_t work = slots[L->work_buf], pred = work + (uint64_t)L->pred_offset, *outputs, *body_slots;
     uint64_t *params = lists(L, nc + nk, nc, &outputs, &body_slots);
@@ -81,17 +86,22 @@ static cj_status run_while(int dev, const cj_cuda_loop *L, const uint64_t *slots
     for (int c = 0; c < nc; c++) params[c] = slots[L->in_buf[c]];
     int where = 0; /* the carries are in: 0 the inputs, 1 the results, 2 the spares */
     cj_status st;
+    int64_t next_poll = 0;
     for (;;) {
         uint8_t go = 0;
-        if ((st = run_body(dev, &L->bodies[0], body_slots, params, &pred, work, err)) != CJ_OK ||
+        if ((st = run_body(dev, &L->bodies[0], body_slots, params, &pred, work, poll, err)) != CJ_OK ||
             (st = cj_cuda_read(&go, pred, 1, err)) != CJ_OK || !go)
             break;
         int to = where == 1 ? 2 : 1;
         for (int c = 0; c < nc; c++)
             outputs[c] = to == 1 ? result_at(L, slots, c) : work + (uint64_t)L->spare_offset[c];
-        if ((st = run_body(dev, &L->bodies[1], body_slots, params, outputs, work, err)) != CJ_OK) break;
+        if ((st = run_body(dev, &L->bodies[1], body_slots, params, outputs, work, poll, err)) != CJ_OK) break;
         for (int c = 0; c < nc; c++) params[c] = outputs[c];
         where = to;
+        if (cj_runtime_poll(poll, &next_poll)) {
+            st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a while loop on the GPU");
+            break;
+        }
     }
     for (int c = 0; st == CJ_OK && where != 1 && c < nc; c++)
         st = cj_cuda_copy(result_at(L, slots, c), params[c], L->result_bytes[c], err);
@@ -100,7 +110,7 @@ static cj_status run_while(int dev, const cj_cuda_loop *L, const uint64_t *slots
 }
 
 static cj_status run_cond(int dev, const cj_cuda_loop *L, const uint64_t *slots, cj_cuda_body_runner *run_body,
-                          cj_error *err) {
+                          const cj_run_poll *poll, cj_error *err) {
     int no = L->ncarry, nk = L->nconsts, nr = L->nresults;
     int32_t index = 0;
     if (cj_cuda_read(&index, slots[L->in_buf[0]], sizeof index, err) != CJ_OK) return err->status;
@@ -110,16 +120,16 @@ static cj_status run_cond(int dev, const cj_cuda_loop *L, const uint64_t *slots,
     if (!params) return cj_error_set(err, CJ_ERR_MEMORY, "cond: out of memory");
     for (int j = 0; j < no + nk; j++) params[j] = slots[L->in_buf[1 + j]];
     for (int r = 0; r < nr; r++) outputs[r] = result_at(L, slots, r);
-    cj_status st = run_body(dev, &L->bodies[branch], body_slots, params, outputs, slots[L->work_buf], err);
+    cj_status st = run_body(dev, &L->bodies[branch], body_slots, params, outputs, slots[L->work_buf], poll, err);
     free(params);
     return st;
 }
 
 /* See cuda_program.h. */
 cj_status cj_cuda_loop_run(int dev, const cj_cuda_loop *L, const uint64_t *slots, cj_cuda_body_runner *run_body,
-                           cj_error *err) {
-    if (L->op == CJ_OP_SCAN) return run_scan(dev, L, slots, run_body, err);
-    if (L->op == CJ_OP_WHILE) return run_while(dev, L, slots, run_body, err);
-    if (L->op == CJ_OP_COND) return run_cond(dev, L, slots, run_body, err);
+                           const cj_run_poll *poll, cj_error *err) {
+    if (L->op == CJ_OP_SCAN) return run_scan(dev, L, slots, run_body, poll, err);
+    if (L->op == CJ_OP_WHILE) return run_while(dev, L, slots, run_body, poll, err);
+    if (L->op == CJ_OP_COND) return run_cond(dev, L, slots, run_body, poll, err);
     return cj_error_set(err, CJ_ERR_INTERNAL, "cuda: %s is not a loop", cj_op_name(L->op));
 }

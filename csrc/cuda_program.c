@@ -244,20 +244,22 @@ static void bind(const cj_cuda_plan *p, uint64_t *slots, const uint64_t *params,
 
 /* Launches the kernels of p in order on its bound slots; a loop kernel's
  * bodies are launched by the host's loop (cuda_loops.c). */
-static cj_status plan_launch(int dev, const cj_cuda_plan *p, const uint64_t *slots, cj_error *err);
+static cj_status plan_launch(int dev, const cj_cuda_plan *p, const uint64_t *slots, const cj_run_poll *poll,
+                             cj_error *err);
 
 /* See cj_cuda_body_runner (cuda_program.h). */
 static cj_status run_body(int dev, const cj_cuda_plan *body, uint64_t *slots, const uint64_t *params,
-                          const uint64_t *outputs, uint64_t work, cj_error *err) {
+                          const uint64_t *outputs, uint64_t work, const cj_run_poll *poll, cj_error *err) {
     bind(body, slots, params, NULL, outputs, work);
-    return plan_launch(dev, body, slots, err);
+    return plan_launch(dev, body, slots, poll, err);
 }
 
-static cj_status plan_launch(int dev, const cj_cuda_plan *p, const uint64_t *slots, cj_error *err) {
+static cj_status plan_launch(int dev, const cj_cuda_plan *p, const uint64_t *slots, const cj_run_poll *poll,
+                             cj_error *err) {
     for (int k = 0; k < p->nkernels; k++) {
         const cj_cuda_kernel *L = &p->kernels[k];
         if (L->loop) {
-            if (cj_cuda_loop_run(dev, L->loop, slots, run_body, err) != CJ_OK) return err->status;
+            if (cj_cuda_loop_run(dev, L->loop, slots, run_body, poll, err) != CJ_OK) return err->status;
             continue;
         }
         if (L->init && cj_cuda_launch(dev, L->init, L->init_points, false, &L->out_buffer, 1, slots, err) != CJ_OK)
@@ -269,15 +271,19 @@ static cj_status plan_launch(int dev, const cj_cuda_plan *p, const uint64_t *slo
 
 /* See jit_cuda.h. */
 cj_status cj_cuda_program_run(cj_cuda_program *p, const uint64_t *params, const uint64_t *arrays,
-                              const uint64_t *outputs, cj_error *err) {
+                              const uint64_t *outputs, const cj_run_poll *poll, cj_error *err) {
     uint64_t arena = 0;
     uint64_t *slots = calloc((size_t)p->plan.nbuffers + 1, sizeof(uint64_t));
     if (!slots) return cj_error_set(err, CJ_ERR_MEMORY, "cuda: out of memory");
     if (cj_cuda_alloc(p->dev, p->plan.arena_bytes, &arena, err) == CJ_OK) { /* makes the device current */
         bind(&p->plan, slots, params, arrays, outputs, arena);
         /* kernels run in order on the default stream: each sees its inputs done */
-        if (plan_launch(p->dev, &p->plan, slots, err) == CJ_OK)
-            cj_cuda_synchronize(p->dev, err); /* keeps the arena alive exactly as long as the kernels use it */
+        cj_status st = plan_launch(p->dev, &p->plan, slots, poll, err);
+        /* keeps the arena alive exactly as long as the kernels use it (a
+         * stopped loop's queued launches included) */
+        cj_error sync_err = {0};
+        if (st == CJ_OK) cj_cuda_synchronize(p->dev, err);
+        else if (st == CJ_ERR_CANCELLED) cj_cuda_synchronize(p->dev, &sync_err);
     }
     cj_cuda_free(p->dev, arena);
     free(slots);

@@ -83,10 +83,11 @@ typedef struct cj_cuda_loop {
  * given, and launches its kernels (cuda_program.c passes its runner in, so
  * that cuda_loops.c stays below it). */
 typedef cj_status cj_cuda_body_runner(int dev, const cj_cuda_plan *body, uint64_t *slots, const uint64_t *params,
-                                      const uint64_t *outputs, uint64_t work, cj_error *err);
+                                      const uint64_t *outputs, uint64_t work, const cj_run_poll *poll,
+                                      cj_error *err);
 
 /* Runs loop L on the outer plan's bound slots. */
 cj_status cj_cuda_loop_run(int dev, const cj_cuda_loop *L, const uint64_t *slots, cj_cuda_body_runner *run_body,
-                           cj_error *err);
+                           const cj_run_poll *poll, cj_error *err);
 
 #endif

@@ -41,21 +41,6 @@ cj_status cj_runtime_run_in(cj_executable *x, void **slots, bool bound, void *co
  * compiles); without memory it leaves them NULL, and every iteration
  * works everything out again. */
 void cj_runtime_prepare_body(cj_executable *x);
-/* Has poll asked to stop?  poll may be NULL.  The clock is read at every
- * question; poll->stop runs once CJ_RUN_POLL_NS have passed since the first
- * question or the last time it ran.  Shared by the runtime's group loop and
- * the loops' iterations (loops_rt.c), so it lives here, below both. */
-static inline bool cj_runtime_poll(const cj_run_poll *poll, int64_t *next_ns) {
-    if (!poll) return false;
-    int64_t now = cj_clock_ns();
-    if (*next_ns == 0) {
-        *next_ns = now + CJ_RUN_POLL_NS;
-        return false;
-    }
-    if (now < *next_ns) return false;
-    *next_ns = now + CJ_RUN_POLL_NS;
-    return poll->stop(poll->ctx);
-}
 /* How a loop runs one of its bodies: cj_runtime_run_in. */
 typedef cj_status cj_body_runner(cj_executable *x, void **slots, bool bound, void *const *params,
                                  void *const *outputs, char *arena, const cj_run_poll *poll, cj_error *err);

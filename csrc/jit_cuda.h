@@ -9,7 +9,7 @@
 #ifndef CJ_JIT_CUDA_H
 #define CJ_JIT_CUDA_H
 
-#include "kernel.h"
+#include "pipeline.h"
 
 /* ---- PTX ------------------------------------------------------------------ */
 
@@ -57,8 +57,10 @@ int64_t cj_cuda_program_ptx_bytes(const cj_cuda_program *p);
 /* Runs the kernels in order on device addresses: params[i], arrays[i] and
  * outputs[i] as in cj_executable_run.  Allocates the arena for the call,
  * and returns once the device has finished (errors of the kernels are
- * reported here). */
+ * reported here).  A loop asks poll (may be NULL) whether to stop at each
+ * iteration, as on the CPU (cj_runtime_poll); a stop is CJ_ERR_CANCELLED,
+ * after the launches already queued have finished. */
 cj_status cj_cuda_program_run(cj_cuda_program *p, const uint64_t *params, const uint64_t *arrays,
-                              const uint64_t *outputs, cj_error *err);
+                              const uint64_t *outputs, const cj_run_poll *poll, cj_error *err);
 
 #endif

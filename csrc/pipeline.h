@@ -67,6 +67,22 @@ typedef struct {
 } cj_run_poll;
 #define CJ_RUN_POLL_NS 20000000 /* 20 ms */
 
+/* Has poll asked to stop?  poll may be NULL.  The clock is read at every
+ * question; poll->stop runs once CJ_RUN_POLL_NS have passed since the first
+ * question or the last time it ran.  Shared by the runtime's group loop and
+ * the loops' iterations on the CPU (loops_rt.c) and the GPU (cuda_loops.c). */
+static inline bool cj_runtime_poll(const cj_run_poll *poll, int64_t *next_ns) {
+    if (!poll) return false;
+    int64_t now = cj_clock_ns();
+    if (*next_ns == 0) {
+        *next_ns = now + CJ_RUN_POLL_NS;
+        return false;
+    }
+    if (now < *next_ns) return false;
+    *next_ns = now + CJ_RUN_POLL_NS;
+    return poll->stop(poll->ctx);
+}
+
 /* Runs the plan.  params[i], arrays[i] point to C-contiguous data of the
  * graph's PARAM/ARRAY shapes and dtypes; outputs[i] to C-contiguous storage
  * for output i.  Touches no Python object, so the GIL can be released.

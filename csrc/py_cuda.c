@@ -384,16 +384,18 @@ static PyObject *program_call(cj_py_program *p, PyObject *args, PyObject *kwds)
     cj_status st;
     cj_cuda_program *prog = p->prog;
     p->running++;   /* release() now leaves prog to the last running call */
-    Py_BEGIN_ALLOW_THREADS
-    st = cj_cuda_program_run(prog, params, arrays, outputs, &err);
-    Py_END_ALLOW_THREADS
+    PyThreadState *ts = PyEval_SaveThread();
+    cj_run_poll poll = {.stop = run_interrupted, .ctx = &ts};   /* Ctrl-C in a loop's iterations */
+    st = cj_cuda_program_run(prog, params, arrays, outputs, &poll, &err);
+    PyEval_RestoreThread(ts);
     if (--p->running == 0 && p->release_pending) {
         cj_cuda_program_free(p->prog);
         p->prog = NULL;
         p->release_pending = false;
     }
     if (st != CJ_OK) {
-        cj_py_raise(&err);
+        if (st != CJ_ERR_CANCELLED || !PyErr_Occurred())   /* else: the handler's exception */
+            cj_py_raise(&err);
         goto fail;
     }
     PyMem_Free(addr);

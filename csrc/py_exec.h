@@ -45,7 +45,6 @@ typedef struct {
 extern Py_ssize_t live_executables;
 cj_executable *compile_with_gil_released(const cj_graph *g, const bool *donated, int ndonated,
                                          bool keep_objects);
-bool run_interrupted(void *ctx);
 void free_executable_gil_released(cj_executable *x);
 /* py_exec.c */
 PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *arrays);

@@ -53,6 +53,11 @@ int cj_py_import_numpy(void);
  * with err->message.  Always returns NULL so callers can `return` it. */
 PyObject *cj_py_raise(const cj_error *err);
 
+/* A cj_run_poll's question for a run with the GIL released, ctx the
+ * PyThreadState * that PyEval_SaveThread gave: runs the signal handlers
+ * (py_nogil.c); true when one raised (Ctrl-C). */
+bool run_interrupted(void *ctx);
+
 /* A new str from a malloc'd C string, which this frees (NULL: MemoryError). */
 PyObject *str_from_owned(char *s);
 

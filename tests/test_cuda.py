@@ -366,7 +366,8 @@ def test_unknown_device_is_a_value_error():
 
 # A stand-in for libcuda.so.1.  FAKE_MODE=nodevice: cuInit fails as on a
 # machine without a GPU.  FAKE_MODE=host: one "GPU" whose memory is host
-# memory (zeroed); modules must be NUL-terminated PTX that declares each
+# memory (zeroed; with FAKE_FILL=1 every byte 1, so that a while loop's
+# downloaded condition is true forever); modules must be NUL-terminated PTX that declares each
 # function asked for; launches are checked (parameter count from the PTX)
 # and counted, not run; downloads and device-to-device copies are counted.  The build without cuLaunchKernel is a driver too old.
 _FAKE_DRIVER = r"""
@@ -386,7 +387,13 @@ int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : a =
 int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)1; return 0; }
 int cuCtxSetCurrent(void *c) { return c ? 0 : 201; }
 int cuCtxSynchronize(void) { return 0; }
-int cuMemAlloc_v2(CUdeviceptr *p, size_t n) { if (!n) return 1; *p = (CUdeviceptr)calloc(1, n); live++; return 0; }
+int cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+    if (!n) return 1;
+    *p = (CUdeviceptr)calloc(1, n);
+    if (getenv("FAKE_FILL")) memset((void *)*p, 1, n);
+    live++;
+    return 0;
+}
 int cuMemFree_v2(CUdeviceptr p) { free((void *)p); live--; return 0; }
 int cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { memcpy((void *)d, s, n); return 0; }
 int cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { memcpy(d, (void *)s, n); reads++; return 0; }
