@@ -497,6 +497,7 @@ def test_gradient_of_every_elementwise_function(name):
     ("outer", lambda xp, v: xp.outer(v[0], v[1])),
     ("solve", lambda xp, v: xp.linalg.solve(v + 3 * np.eye(2), v[:, 0])),
     ("inv", lambda xp, v: xp.linalg.inv(v + 3 * np.eye(2))),
+    ("cholesky", lambda xp, v: xp.linalg.cholesky(v @ xp.conj(v).T + 3 * np.eye(2))),
     ("fft", lambda xp, v: xp.fft.fft(v, axis=1)),
     ("ifft2", lambda xp, v: xp.fft.ifft2(v)),
     ("where", lambda xp, v: xp.where(xp.real(v) > 0, v * v, v)),
@@ -540,3 +541,28 @@ def test_linalg_cross_of_complex_vectors():
     a, b = crandn(4, 3, dtype=np.complex128), crandn(4, 3, dtype=np.complex128)
     check(cnp.linalg.cross(a, b), np.cross(a, b))
     check(cjit.jit(lambda u, v: cnp.linalg.cross(u, v, axis=0))(a.T, b.T), np.cross(a.T, b.T, axis=0))
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_cholesky_of_hermitian_matrices_against_numpy(dtype):
+    a = crandn(3, 5, 5, dtype=dtype)
+    h = (a @ np.conj(np.swapaxes(a, -1, -2)) + np.eye(5)).astype(dtype)
+    want = np.linalg.cholesky(h)
+    check(cnp.linalg.cholesky(h), want, rtol=30 * tol(dtype))
+    upper = cjit.jit(lambda v: cnp.linalg.cholesky(v, upper=True))(h)
+    check(upper, np.conj(np.swapaxes(want, -1, -2)), rtol=30 * tol(dtype))
+    # the lower triangle is what is read
+    check(cnp.linalg.cholesky(np.tril(h)), want, rtol=30 * tol(dtype))
+    # not positive definite: nan everywhere, as the real cholesky
+    bad = cnp.linalg.cholesky(np.array([[1, 2], [2, 1]], dtype=dtype))
+    assert np.isnan(bad.real).all() and np.isnan(bad.imag).all()
+    empty = cnp.linalg.cholesky(np.zeros((2, 0, 0), dtype))
+    assert empty.shape == (2, 0, 0) and empty.dtype == dtype
+
+
+def test_cumulative_sum_of_complex_arrays():
+    z = crandn(3, 4)
+    check(cnp.cumulative_sum(z, axis=1), np.cumulative_sum(z, axis=1))
+    check(cnp.cumulative_sum(z, axis=0, include_initial=True), np.cumulative_sum(z, axis=0, include_initial=True))
+    e = cnp.cumulative_sum(np.zeros(0, np.complex64), include_initial=True)
+    assert e.shape == (1,) and e.dtype == np.complex64 and e[0] == 0

@@ -383,7 +383,7 @@ astype = _astype
 
 
 # sums, means, reshapes, slices: the same on both parts
-_LINEAR = ("sum", "mean", "cumsum", "reshape", "transpose", "permute_dims", "swapaxes",
+_LINEAR = ("sum", "mean", "cumsum", "cumulative_sum", "reshape", "transpose", "permute_dims", "swapaxes",
            "moveaxis", "expand_dims", "squeeze", "broadcast_to", "ravel", "flip", "fliplr",
            "flipud", "roll", "rot90", "diagonal", "diag", "tril", "triu", "repeat", "tile",
            "matrix_transpose", "trace", "diff", "copy", "take", "take_along_axis")

@@ -5,7 +5,8 @@ The norms are the same norms of |x|; products go through the interleaved
 pairs; a complex system or inverse is the real one of twice the size (the
 embedding [[re, -im], [im, re]], whose LU solves it); eigenvalues of a
 Hermitian matrix and singular values are those of the embedding, each of
-which comes twice.  Factorizations with complex results need LAPACK's
+which comes twice.  Cholesky is written column by column with real ops on
+the parts; the other factorizations with complex results need LAPACK's
 complex routines and are not here."""
 from __future__ import annotations
 
@@ -143,6 +144,40 @@ def _matrix_power(x, n):
         eye = c.broadcast_to(c.eye(z.shape[-1], dtype=z.re.dtype), z.shape)
         result = make(eye, eye * 0)
     return result
+
+
+@impl("linalg.cholesky")
+def _cholesky(x, /, *, upper=False):
+    """L with x = L L^H, one column at a time: column j is s / sqrt(s[j]),
+    s = x[:, j] - L[:, :j] conj(L[j, :j]), from row j down.  The lower
+    triangle of x is read (the diagonal's imaginary part is not); a matrix
+    that is not positive definite gives nan everywhere, as the real cholesky.  Written
+    with real ops on the parts, so autodiff and vmap apply; its graph grows
+    with n (one column step each)."""
+    c = _cnp()
+    z = as_complex(x)
+    if len(z.shape) < 2 or z.shape[-1] != z.shape[-2]:
+        raise np.linalg.LinAlgError(f"cjit.numpy.linalg.cholesky: needs square matrices in the last "
+                                    f"two dims, got shape {tuple(z.shape)}")
+    n = z.shape[-1]
+    if n == 0:
+        return z
+    rows = c.arange(n)
+    cols_re, cols_im, diag = [], [], []
+    for j in range(n):
+        s = make(z.re[..., :, j], z.im[..., :, j])
+        if j:
+            done = make(c.stack(cols_re, axis=-1), c.stack(cols_im, axis=-1))     # L[:, :j]
+            row_j = make(done.re[..., j, :, None], -done.im[..., j, :, None])    # conj(L[j, :j])
+            prod = C.binop("matmul", done, row_j)
+            s = C.binop("sub", s, make(prod.re[..., 0], prod.im[..., 0]))
+        d = c.sqrt(s.re[..., j:j + 1])
+        diag.append(d)
+        cols_re.append(c.where(rows >= j, s.re / d, 0.0))
+        cols_im.append(c.where(rows > j, s.im / d, 0.0))
+    ok = c.all(c.concatenate(diag, axis=-1) > 0, axis=-1)[..., None, None]
+    L = make(c.where(ok, c.stack(cols_re, axis=-1), np.nan), c.where(ok, c.stack(cols_im, axis=-1), np.nan))
+    return C.linear(lambda v: c.matrix_transpose(v), L).conj() if upper else L
 
 
 @impl("linalg.inv")
