@@ -31,7 +31,14 @@
  * memplan.c (widen_gemm_blocks) doubles it (gemm_scale, per group) as long
  * as the plan's peak does not grow, so the blocks are only as small as the
  * peak needs.  The gradient of a weight becomes group-local when its update
- * joins the gemm's group (group.c, cj_group_join_updates). */
+ * joins the gemm's group (group.c, cj_group_join_updates).
+ *
+ * Small blocks go on the stack: a block of at most CJ_BLOCK_STACK_MAX bytes
+ * lives in the driver's frame (an alloca of the running thread's own), so it
+ * takes no arena bytes at all, as XLA keeps small thread-local temporaries
+ * on the stack.  The plan still says which buffers these are (block_on_stack)
+ * and how large a block is; memory_analysis counts heap bytes, which is
+ * what the arena and the outputs are. */
 #include <stdlib.h>
 
 #include "blockmem.h"
@@ -57,7 +64,10 @@ int64_t cj_group_points(const cj_plan *p, const cj_group *g) {
 
 /* See blockmem.h. */
 void cj_block_storage_clear(cj_plan *p) {
-    for (int b = 0; b < p->nbuffers; b++) p->buffers[b].block_storage = 0;
+    for (int b = 0; b < p->nbuffers; b++) {
+        p->buffers[b].block_storage = 0;
+        p->buffers[b].block_on_stack = false;
+    }
     for (int g = 0; g < p->ngroups; g++) {
         p->groups[g].local_block = 0;
         p->groups[g].local_copies = 0;
@@ -163,6 +173,18 @@ int cj_block_storage_mark(cj_plan *p, const int64_t *gemm_scale) {
         int64_t storage = copies * cj_block_stride(p, g, buf);
         if (storage < buf->nbytes) buf->block_storage = storage;
     }
+    /* small blocks on the stack, while the group's frame stays small (no
+     * memory for the count: every block stays in the arena) */
+    int64_t *on_stack = calloc((size_t)p->ngroups + 1, sizeof(int64_t));
+    for (int b = 0; on_stack && b < p->nbuffers; b++) {
+        cj_buffer *buf = &p->buffers[b];
+        if (buf->block_storage <= 0) continue;
+        int64_t stride = cj_block_stride(p, &p->groups[buf->first_use], buf);
+        if (stride > CJ_BLOCK_STACK_MAX || on_stack[buf->first_use] + stride > CJ_BLOCK_STACK_GROUP) continue;
+        buf->block_on_stack = true;
+        on_stack[buf->first_use] += stride;
+    }
+    free(on_stack);
     /* a group none of whose buffers took block storage runs as before */
     for (int g = 0; g < p->ngroups; g++) {
         bool any = false;

@@ -25,6 +25,12 @@ void cj_block_storage_clear(cj_plan *p);
  * block storage. */
 int cj_block_storage_mark(cj_plan *p, const int64_t *gemm_scale);
 
+/* A block of at most this many bytes (one thread's) lives in the frame of
+ * the group's driver, on the running thread's stack, while the blocks of a
+ * group's buffers there add up to at most CJ_BLOCK_STACK_GROUP. */
+#define CJ_BLOCK_STACK_MAX 4096
+#define CJ_BLOCK_STACK_GROUP 16384
+
 /* Bytes from one thread's block of buffer b (in group g) to the next. */
 int64_t cj_block_stride(const cj_plan *p, const cj_group *g, const cj_buffer *b);
 

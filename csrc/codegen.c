@@ -212,6 +212,7 @@ static bool emit_kernel(cg *c, int ki, const char *prefix) {
     /* the register accumulator lives in a stack slot that mem2reg promotes */
     c->buf_ptr[c->plan->nbuffers] =
         LLVMBuildAlloca(c->b, reg_type(c, c->plan->buffers[k->out_buffer].dtype), "acc.slot");
+    emit_invariants(c);
     if (!emit_loops(c, 0, start, end)) return false;
     LLVMBuildRetVoid(c->b);
 
@@ -251,10 +252,14 @@ static cj_status codegen_kernels(const cj_plan *plan, LLVMModuleRef mod, const c
         return cj_error_set(err, CJ_ERR_MEMORY, "codegen: out of memory");
     }
     c.b = LLVMCreateBuilderInContext(c.ctx);
-    for (int i = 0; i < plan->nkernels && err->status == CJ_OK; i++)
+    for (int i = 0; i < plan->nkernels && err->status == CJ_OK; i++) {
+        free(c.hoisted); /* one kernel's values are no other's */
+        c.hoisted = NULL;
         if ((!only || only[i]) && !(target == CJ_TARGET_NVPTX ? emit_kernel_nvptx(&c, i, prefix) : emit_kernel(&c, i, prefix)) &&
             err->status == CJ_OK)
             cj_error_set(err, CJ_ERR_INTERNAL, "codegen: kernel %d failed", i);
+    }
+    free(c.hoisted);
     LLVMDisposeBuilder(c.b);
     free(c.buf_ptr);
     free(c.scope);

@@ -488,6 +488,44 @@ LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, 
     return NULL;
 }
 
+/* Computes, where the builder is (before the loop nest), the expressions
+ * that are the same at every point: loads through an index no loop moves
+ * (a broadcast scalar), and ops of those and constants, such as Adam's bias
+ * correction recomputed in each update.  LLVM's LICM would hoist them only
+ * where it proves the loads unaliased by the loop's stores.  A kernel with
+ * an empty dim runs no point, and reads nothing: none then. */
+void emit_invariants(cg *c) {
+    const cj_kernel *k = c->k;
+    free(c->hoisted);
+    c->hoisted = NULL;
+    for (int d = 0; d < k->rank; d++)
+        if (k->dims[d] <= 0) return;
+    LLVMValueRef *val = calloc((size_t)k->nexprs + 1, sizeof(LLVMValueRef));
+    if (!val) return; /* every value is computed in the loop, as without this */
+    bool any_op = false;
+    for (int i = 0; i < k->nexprs && c->err->status == CJ_OK; i++) {
+        const cj_expr *e = &k->exprs[i];
+        if (e->kind == CJ_EX_CONST) {
+            val[i] = const_of(c, e->dtype, e->fvalue, e->ivalue);
+        } else if (e->kind == CJ_EX_LOAD) {
+            bool fixed = true;
+            for (int d = 0; d < k->rank; d++) fixed &= e->index.stride[d] == 0;
+            if (fixed) val[i] = load_value(c, e->buffer, &e->index);
+        } else if (e->kind == CJ_EX_OP) {
+            LLVMValueRef args[3] = {NULL, NULL, NULL};
+            bool fixed = true;
+            for (int a = 0; a < e->nargs && a < 3; a++) fixed &= (args[a] = val[e->args[a]]) != NULL;
+            if (fixed) val[i] = emit_op(c, e->op, args, k->exprs[e->args[0]].dtype, e->dtype);
+            any_op |= fixed;
+        }
+    }
+    if (!any_op || c->err->status != CJ_OK) {
+        free(val);
+        return;
+    }
+    c->hoisted = val;
+}
+
 /* The value of every expression at the current loop indices, in an array
  * the caller frees; NULL on failure. */
 static LLVMValueRef *emit_values(cg *c) {
@@ -497,6 +535,10 @@ static LLVMValueRef *emit_values(cg *c) {
     for (int i = 0; i < k->nexprs; i++) {
         const cj_expr *e = &k->exprs[i];
         LLVMValueRef v = NULL;
+        if (c->hoisted && c->hoisted[i]) {
+            val[i] = c->hoisted[i];
+            continue;
+        }
         switch (e->kind) {
         case CJ_EX_LOAD: v = load_value(c, e->buffer, &e->index); break;
         case CJ_EX_CONST: v = const_of(c, e->dtype, e->fvalue, e->ivalue); break;

@@ -23,6 +23,8 @@ typedef struct {
     LLVMValueRef fn;
     LLVMValueRef *buf_ptr;              /* per plan buffer, loaded in the entry block */
     LLVMValueRef *scope, *noalias;      /* per plan buffer: alias metadata for its accesses (CPU) */
+    LLVMValueRef *hoisted;              /* per expression of k: its value from before the loop
+                                         * nest (emit_invariants), or NULL */
     LLVMValueRef idx[CJ_MAX_RANK];      /* loop counters */
     int unroll_dim, unroll;             /* reduced loop evaluated `unroll` points at a time */
     bool call_math;                     /* elementary functions as calls into mathlib.c, not inline */
@@ -52,6 +54,7 @@ typedef struct {
 LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMTypeRef type, LLVMValueRef *args, unsigned nargs, const char *label);
 LLVMValueRef const_of(cg *c, cj_dtype dt, double f, int64_t i);
 LLVMValueRef emit_exprs(cg *c);
+void emit_invariants(cg *c);
 LLVMValueRef emit_minmax(cg *c, bool is_max, LLVMValueRef x, LLVMValueRef y, cj_dtype dt);
 LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, cj_dtype out_dt);
 bool emit_stores(cg *c);

@@ -3,7 +3,7 @@
  * with block storage (blockmem.c) hands its stages a copy of the slots in
  * which each such buffer points at this thread's block, shifted back by the
  * block's first row, so that the stages' absolute row addressing lands in
- * the block. */
+ * the block.  A block on the stack is an alloca of this frame. */
 #include <stdio.h>
 
 #include "blockmem.h"
@@ -54,6 +54,19 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
             LLVMValueRef copies = LLVMConstInt(i64, (unsigned long long)g->local_copies, 0);
             tid = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, tid, copies, ""), tid, LLVMConstInt(i64, 0, 0), "tid");
         }
+        /* blocks on the stack: this frame's, 64-byte aligned as the arena's
+         * (a group's add up to CJ_BLOCK_STACK_GROUP bytes, so there are at
+         * most that / 64 of them) */
+        LLVMValueRef frame[CJ_BLOCK_STACK_GROUP / 64];
+        int framed[CJ_BLOCK_STACK_GROUP / 64], nframed = 0;
+        for (int bi = 0; tid && bi < p->nbuffers; bi++) {
+            const cj_buffer *buf = &p->buffers[bi];
+            if (!buf->block_on_stack || buf->first_use != gi) continue;
+            LLVMTypeRef bytes = LLVMArrayType2(LLVMInt8TypeInContext(ctx), (uint64_t)cj_block_stride(p, g, buf));
+            frame[nframed] = LLVMBuildAlloca(b, bytes, "block");
+            LLVMSetAlignment(frame[nframed], 64);
+            framed[nframed++] = bi;
+        }
         LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, start, end, "any"), body, done);
         /* for (r0 = start; r0 < end; r0 += block) run every stage on [r0, r1) */
         LLVMPositionBuilderAtEnd(b, body);
@@ -66,8 +79,13 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
              * pointer itself may lie before the block; stages address only
              * rows [r0, r1) through it) */
             LLVMValueRef at = LLVMConstInt(i64, (unsigned long long)bi, 0);
-            LLVMValueRef base = LLVMBuildLoad2(b, ptr, LLVMBuildInBoundsGEP2(b, ptr, bufs, &at, 1, ""), "storage");
-            LLVMValueRef mine = LLVMBuildMul(b, tid, LLVMConstInt(i64, (unsigned long long)cj_block_stride(p, g, buf), 0), "");
+            LLVMValueRef base = NULL, mine = LLVMConstInt(i64, 0, 0);
+            for (int f = 0; f < nframed; f++)
+                if (framed[f] == bi) base = frame[f];
+            if (!base) {
+                base = LLVMBuildLoad2(b, ptr, LLVMBuildInBoundsGEP2(b, ptr, bufs, &at, 1, ""), "storage");
+                mine = LLVMBuildMul(b, tid, LLVMConstInt(i64, (unsigned long long)cj_block_stride(p, g, buf), 0), "");
+            }
             LLVMValueRef back = LLVMBuildMul(b, r0, LLVMConstInt(i64, (unsigned long long)(buf->nbytes / g->rows), 0), "");
             LLVMValueRef off = LLVMBuildSub(b, mine, back, "off");
             LLVMValueRef shifted = LLVMBuildGEP2(b, LLVMInt8TypeInContext(ctx), base, &off, 1, "shifted");

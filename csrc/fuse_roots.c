@@ -338,8 +338,13 @@ void fuse_choose_roots(fuser *f, const bool *live, bool enabled) {
         int ns = consumer_sets(f, i, &cs, sets, -1);
         if (ns > 1 && (owner[i] = set_merge(f, sets, ns, &cs)) >= 0) continue;
         owner[i] = -1;
-        /* else recompute a short chain in each, store a long one */
-        if (users[i] > CJ_RECOMPUTE_MAX_USERS || cost[i] * (users[i] - 1) > CJ_RECOMPUTE_MAX_COST) {
+        /* else recompute a short chain in each, store a long one; a chain
+         * of one element is recomputed however many read it (Adam's bias
+         * correction, read by every update): each consumer computes it once,
+         * before its loop (codegen_expr.c, emit_invariants) */
+        bool one_element = cj_shape_numel(&nd->shape) == 1 && cost[i] <= CJ_RECOMPUTE_MAX_COST * 2;
+        if (!one_element &&
+            (users[i] > CJ_RECOMPUTE_MAX_USERS || cost[i] * (users[i] - 1) > CJ_RECOMPUTE_MAX_COST)) {
             f->root[i] = true;
             owner[i] = i;
         }

@@ -131,10 +131,16 @@ typedef struct {
     int first_use, last_use;/* group indices (liveness) */
     int64_t block_storage;  /* > 0: a group-local temporary that holds one block of rows per
                              * thread, this many bytes in all, instead of nbytes (blockmem.c) */
+    bool block_on_stack;    /* block storage small enough for the group driver's stack frame:
+                             * no bytes in the arena (blockmem.c) */
 } cj_buffer;
 
-/* The bytes buffer b takes where it lives: its block storage, or all of it. */
-static inline int64_t cj_buffer_bytes(const cj_buffer *b) { return b->block_storage > 0 ? b->block_storage : b->nbytes; }
+/* The bytes buffer b takes where it lives (the arena, or a buffer it
+ * reuses): its block storage, none for blocks on the stack, or all of it. */
+static inline int64_t cj_buffer_bytes(const cj_buffer *b) {
+    if (b->block_on_stack) return 0;
+    return b->block_storage > 0 ? b->block_storage : b->nbytes;
+}
 
 /* Consecutive kernels (stages) run together block of rows by block of rows
  * (group.c).  A group of one kernel is just that kernel. */

@@ -520,8 +520,11 @@ static cj_status plan_memory(cj_plan *p, bool enabled, const int64_t *gemm_scale
         ndonors += donor_end[b] >= -1;
     }
     facts_free(&facts);
-    for (int b = 0; b < p->nbuffers; b++)
-        if (p->buffers[b].kind == CJ_BUF_TEMP && p->buffers[b].alias_of < 0) order[n++] = b;
+    for (int b = 0; b < p->nbuffers; b++) {
+        cj_buffer *buf = &p->buffers[b];
+        if (buf->block_on_stack) buf->offset = 0; /* in the driver's frame, not the arena */
+        else if (buf->kind == CJ_BUF_TEMP && buf->alias_of < 0) order[n++] = b;
+    }
     qsort_r(order, (size_t)n, sizeof(int), by_size_desc, p->buffers);
 
     /* temporaries in donated arguments first; the rest in the arena */

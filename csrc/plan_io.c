@@ -628,6 +628,7 @@ void cj_plan_write(cj_wbuf *w, const cj_plan *p) {
         cj_put_int(w, b->first_use);
         cj_put_int(w, b->last_use);
         cj_put_int(w, b->block_storage);
+        cj_put_int(w, b->block_on_stack);
     }
     cj_put_int(w, p->nkernels);
     for (int i = 0; i < p->nkernels; i++) put_kernel(w, &p->kernels[i]);
@@ -685,6 +686,7 @@ cj_status cj_plan_read(cj_rbuf *r, const cj_graph *g, cj_plan *p, cj_error *err)
         b->first_use = (int)cj_get_int(r, INT_MIN, INT_MAX);
         b->last_use = (int)cj_get_int(r, INT_MIN, INT_MAX);
         b->block_storage = cj_get_int(r, 0, b->nbytes);
+        b->block_on_stack = cj_get_int(r, 0, b->block_storage > 0);
         if (!r->bad && !slot_ok(g, b)) r->bad = true;
     }
     int nkernels = get_count(r);
@@ -733,7 +735,8 @@ cj_status cj_plan_read(cj_rbuf *r, const cj_graph *g, cj_plan *p, cj_error *err)
         if (b->block_storage > 0 && !r->bad) {
             const cj_group *grp = b->first_use >= 0 && b->first_use < p->ngroups ? &p->groups[b->first_use] : NULL;
             if (!grp || grp->local_block < 1 || grp->local_copies < 1 || grp->rows < 1 ||
-                b->block_storage != grp->local_copies * cj_block_stride(p, grp, b))
+                b->block_storage != grp->local_copies * cj_block_stride(p, grp, b) ||
+                (b->block_on_stack && cj_block_stride(p, grp, b) > CJ_BLOCK_STACK_MAX))
                 r->bad = true;
         }
     }

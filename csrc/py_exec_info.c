@@ -2,6 +2,7 @@
  * memory_analysis(), memory_plan() and cost_analysis(), for an Executable
  * and (through the cj_py_plan_* functions) for a CudaProgram. */
 #include "py_exec.h"
+#include "blockmem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -156,7 +157,10 @@ static PyObject *plan_buffer_dict(const cj_plan *p, int i)
         /* block storage: rows per block of its group, and the array's bytes */
         || dict_set_steal(d, "block_rows", b->block_storage > 0 ? PyLong_FromLongLong(p->groups[b->first_use].local_block)
                                                                  : Py_NewRef(Py_None)) < 0
-        || dict_set_steal(d, "array_bytes", PyLong_FromLongLong(b->nbytes)) < 0) {
+        || dict_set_steal(d, "array_bytes", PyLong_FromLongLong(b->nbytes)) < 0
+        /* a block on the stack: its bytes in each running thread's frame */
+        || dict_set_steal(d, "stack_bytes", PyLong_FromLongLong(b->block_on_stack ? cj_block_stride(p, &p->groups[b->first_use], b)
+                                                                                 : 0)) < 0) {
         Py_DECREF(d);
         return NULL;
     }

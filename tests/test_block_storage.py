@@ -2,11 +2,13 @@
 
 A temporary that one kernel group writes and reads, and nothing else
 touches, takes one block of rows per thread instead of the whole array
-when the plan has donated arguments.  Checked here: the planned bytes
-(threads x one aligned block), the arena and the measured peak equal to the
-plan, results equal to the unblocked plan (CJIT_PASSES=-blocks, -group)
-bit for bit and close to NumPy, a plan from the disk cache made for fewer
-threads than the pool has, and CJIT_PASSES with passes off."""
+when the plan has donated arguments; a block of at most 4 KiB lives in the
+group driver's stack frame instead of the arena.  Checked here: the planned
+bytes (threads x one aligned block, or none and the block's stack bytes),
+the arena and the measured peak equal to the plan, results equal to the
+unblocked plan (CJIT_PASSES=-blocks, -group) bit for bit and close to
+NumPy, a plan from the disk cache made for fewer threads than the pool has,
+and CJIT_PASSES with passes off."""
 import os
 import subprocess
 import sys
@@ -52,10 +54,11 @@ def sgd(w, a, d):
     return w - 0.125 * (a.T @ d)
 
 
-def sgd_args():
-    return (rng.standard_normal((256, 192)).astype(np.float32),
+def sgd_args(n=1024):
+    # n = 1024: a gradient row of 4 KiB, so a block (two rows) lives in the arena
+    return (rng.standard_normal((256, n)).astype(np.float32),
             rng.standard_normal((64, 256)).astype(np.float32),
-            rng.standard_normal((64, 192)).astype(np.float32))
+            rng.standard_normal((64, n)).astype(np.float32))
 
 
 def test_gemm_gradient_in_blocks_of_two_rows():
@@ -63,10 +66,10 @@ def test_gemm_gradient_in_blocks_of_two_rows():
     plain, ma, got = check_against_plain(sgd, (w, a, d), 0, {0: 0})
     c, plan = plan_of(sgd, (w, a, d), 0)
     (g,) = blocked(plan)
-    # the gradient [256, 192] float32: two rows per thread, not 196,608 bytes
-    assert g["shape"] == (256, 192) and g["array_bytes"] == 256 * 192 * 4
-    assert g["block_rows"] == 2
-    assert g["size"] == THREADS * aligned(2 * 192 * 4)
+    # the gradient [256, 1024] float32: two rows per thread, not 1 MiB
+    assert g["shape"] == (256, 1024) and g["array_bytes"] == 256 * 1024 * 4
+    assert g["block_rows"] == 2 and g["stack_bytes"] == 0
+    assert g["size"] == THREADS * aligned(2 * 1024 * 4)
     # it is the arena; the output lives in w; nothing else is held
     assert ma.temp_size_in_bytes == g["size"]
     assert ma.output_size_in_bytes == 0
@@ -77,6 +80,28 @@ def test_gemm_gradient_in_blocks_of_two_rows():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_small_gemm_blocks_on_the_stack():
+    # a gradient row of 768 bytes: blocks of two rows (1,536 bytes) and then
+    # four (3,072) fit the 4 KiB a block may take on the stack, eight do not
+    # (the arena's peak would grow), so the block is four rows in the
+    # driver's frame and the plan holds nothing but the arguments
+    w, a, d = sgd_args(192)
+    plain, ma, got = check_against_plain(sgd, (w, a, d), 0, {0: 0})
+    c, plan = plan_of(sgd, (w, a, d), 0)
+    (g,) = blocked(plan)
+    assert g["shape"] == (256, 192) and g["block_rows"] == 4
+    assert g["size"] == 0 and g["stack_bytes"] == aligned(4 * 192 * 4)
+    assert ma.temp_size_in_bytes == 0 and ma.output_size_in_bytes == 0
+    assert ma.peak_memory_in_bytes == w.nbytes + a.nbytes + d.nbytes
+    unblocked = run_with_passes("-blocks", """
+        import numpy as np, cjit, test_block_storage as t
+        w, a, d = (np.load(f) for f in %r)
+        print(cjit.jit(t.sgd, donate_argnums=0)(w.copy(), a, d).tobytes().hex())
+    """ % (save((w, a, d)),))
+    assert got.tobytes().hex() == unblocked.strip()
+    np.testing.assert_allclose(got, w - 0.125 * (a.T.astype(np.float64) @ d), rtol=1e-5, atol=1e-5)
+
+
 def test_gemm_blocks_equal_the_unblocked_plan_bit_for_bit():
     w, a, d = sgd_args()
     out = run_with_passes("-blocks", """
@@ -84,7 +109,7 @@ def test_gemm_blocks_equal_the_unblocked_plan_bit_for_bit():
         w, a, d = (np.load(f) for f in %r)
         c, plan = t.plan_of(t.sgd, (w, a, d), 0)
         assert not t.blocked(plan)
-        assert c.memory_analysis().temp_size_in_bytes == 256 * 192 * 4
+        assert c.memory_analysis().temp_size_in_bytes == 256 * 1024 * 4
         np.save(%r, cjit.jit(t.sgd, donate_argnums=0)(w.copy(), a, d))
     """ % (save((w, a, d)), os.path.join(tmpdir(), "unblocked.npy")))
     assert out == ""
@@ -122,7 +147,7 @@ def test_loop_nest_matmul_group_without_blas():
         del os.environ["CJIT_PASSES"]
         c, plan = t.plan_of(t.sgd, (w, a, d), 0)
         (g,) = t.blocked(plan)
-        assert (g["block_rows"], g["size"]) == (32, 2 * 32 * 192 * 4), g
+        assert (g["block_rows"], g["size"]) == (32, 2 * 32 * 1024 * 4), g
         assert c.memory_analysis().temp_size_in_bytes == g["size"]
         f = cjit.jit(t.sgd, donate_argnums=0)
         f(w.copy(), a, d)
@@ -151,11 +176,11 @@ def test_row_temporaries_in_blocks():
     bufs = blocked(plan)
     assert bufs, plan["buffers"]
     for b in bufs:
-        # a (4096,) row maximum or sum: one block of the group's rows per thread
+        # a (4096,) row maximum or sum: one block of the group's rows, small
+        # enough for the driver's stack frame
         assert b["shape"] == (4096,) and b["block_rows"] < 4096
-        assert b["size"] == THREADS * aligned(b["block_rows"] * 4)
-    assert ma.temp_size_in_bytes <= sum(aligned(b["size"]) for b in bufs)
-    assert ma.temp_size_in_bytes < plain.temp_size_in_bytes
+        assert b["size"] == 0 and b["stack_bytes"] == aligned(b["block_rows"] * 4)
+    assert ma.temp_size_in_bytes == 0 < plain.temp_size_in_bytes
     want = np.exp(x - x.max(axis=1, keepdims=True))
     want /= want.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
@@ -217,8 +242,8 @@ def test_cached_plan_for_one_thread_runs_on_more(tmp_path):
         assert r.returncode == 0, r.stderr
         outs.append(r.stdout.split())
     # the second process used the first one's plan: one block, on 2 threads
-    assert outs[0] == [str(aligned(2 * 192 * 4)), "1", "True"]
-    assert outs[1] == [str(aligned(2 * 192 * 4)), "2", "True"]
+    assert outs[0] == [str(aligned(2 * 1024 * 4)), "1", "True"]
+    assert outs[1] == [str(aligned(2 * 1024 * 4)), "2", "True"]
 
 
 # ---- helpers ------------------------------------------------------------------
