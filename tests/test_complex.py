@@ -377,8 +377,8 @@ def test_linalg_on_complex_matrices():
     g = cjit.grad(lambda m: cnp.abs(cnp.linalg.solve(m, b)).sum())(a)
     want = fd_grad(lambda m: float(np.abs(np.linalg.solve(m, b)).sum()), a)
     np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-8)
-    with pytest.raises(NotImplementedError, match="linalg.det: complex arguments"):
-        cnp.linalg.det(a)
+    with pytest.raises(NotImplementedError, match="linalg.qr: complex arguments"):
+        cnp.linalg.qr(a)
 
 
 def test_lax_complex_real_imag_conj():
@@ -498,6 +498,9 @@ def test_gradient_of_every_elementwise_function(name):
     ("solve", lambda xp, v: xp.linalg.solve(v + 3 * np.eye(2), v[:, 0])),
     ("inv", lambda xp, v: xp.linalg.inv(v + 3 * np.eye(2))),
     ("cholesky", lambda xp, v: xp.linalg.cholesky(v @ xp.conj(v).T + 3 * np.eye(2))),
+    ("det", lambda xp, v: xp.linalg.det(v + 3 * np.eye(2))),
+    ("slogdet", lambda xp, v: xp.linalg.slogdet(v + 2 * np.eye(2))[1] + 0j),
+    ("slogdet_sign", lambda xp, v: xp.linalg.slogdet(v + 2 * np.eye(2))[0]),
     ("fft", lambda xp, v: xp.fft.fft(v, axis=1)),
     ("ifft2", lambda xp, v: xp.fft.ifft2(v)),
     ("where", lambda xp, v: xp.where(xp.real(v) > 0, v * v, v)),
@@ -566,3 +569,35 @@ def test_cumulative_sum_of_complex_arrays():
     check(cnp.cumulative_sum(z, axis=0, include_initial=True), np.cumulative_sum(z, axis=0, include_initial=True))
     e = cnp.cumulative_sum(np.zeros(0, np.complex64), include_initial=True)
     assert e.shape == (1,) and e.dtype == np.complex64 and e[0] == 0
+
+
+@pytest.mark.parametrize("dtype", CDTYPES)
+def test_det_and_slogdet_against_numpy(dtype):
+    a = crandn(3, 5, 5, dtype=dtype)
+    check(cnp.linalg.det(a), np.linalg.det(a), rtol=30 * tol(dtype))
+    sign, logabs = cjit.jit(lambda v: cnp.linalg.slogdet(v))(a)
+    want = np.linalg.slogdet(a)
+    check(sign, want.sign, rtol=30 * tol(dtype))
+    check(logabs, want.logabsdet, rtol=30 * tol(dtype))
+    # a row swap is the pivot: -1; a singular matrix: 0, sign 0 and -inf
+    swap = np.array([[0, 1], [1, 0]], dtype=dtype)
+    assert cnp.linalg.det(swap) == -1
+    singular = np.array([[1 + 1j, 2 + 2j], [1, 2]], dtype=dtype)
+    assert cnp.linalg.det(singular) == 0
+    s = cnp.linalg.slogdet(singular)
+    assert s.sign == 0 and s.logabsdet == -np.inf
+    empty = cnp.linalg.slogdet(np.zeros((2, 0, 0), dtype))
+    assert np.array_equal(empty.sign, [1, 1]) and np.array_equal(empty.logabsdet, [0, 0])
+
+
+def test_named_linalg_results_are_returned_from_jit():
+    a = RNG.standard_normal((4, 4))
+    s = cjit.jit(lambda v: cnp.linalg.slogdet(v))(a)
+    assert type(s).__name__ == "SlogdetResult"
+    np.testing.assert_allclose(s.logabsdet, np.linalg.slogdet(a).logabsdet, rtol=1e-12)
+    q = cjit.jit(lambda v: cnp.linalg.qr(v))(a)
+    np.testing.assert_allclose(q.Q @ q.R, a, atol=1e-12)
+    e = cjit.jit(lambda v: cnp.linalg.eigh(v))(a + a.T)
+    np.testing.assert_allclose(e.eigenvalues, np.linalg.eigvalsh(a + a.T), atol=1e-12)
+    u = cjit.jit(lambda v: cnp.linalg.svd(v))(a)
+    np.testing.assert_allclose(u.S, np.linalg.svd(a).S, atol=1e-12)

@@ -5,16 +5,18 @@ The norms are the same norms of |x|; products go through the interleaved
 pairs; a complex system or inverse is the real one of twice the size (the
 embedding [[re, -im], [im, re]], whose LU solves it); eigenvalues of a
 Hermitian matrix and singular values are those of the embedding, each of
-which comes twice.  Cholesky is written column by column with real ops on
-the parts; the other factorizations with complex results need LAPACK's
-complex routines and are not here."""
+which comes twice.  Cholesky, and the LU elimination behind det and
+slogdet, are written column by column with real ops on the parts; the
+other factorizations with complex results (qr, svd, eigh's vectors) need
+LAPACK's complex routines and are not here."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import _complex as C
 from ._complex import as_complex, bilinear, linear, make
-from ._complex_api import _cnp, _wrap, complex_matmul, impl
+from ..api import current_trace
+from ._complex_api import _cnp, _eager, _has_traced, _wrap, complex_matmul, impl
 
 
 def _abs_first(fn_name):
@@ -178,6 +180,94 @@ def _cholesky(x, /, *, upper=False):
     ok = c.all(c.concatenate(diag, axis=-1) > 0, axis=-1)[..., None, None]
     L = make(c.where(ok, c.stack(cols_re, axis=-1), np.nan), c.where(ok, c.stack(cols_im, axis=-1), np.nan))
     return C.linear(lambda v: c.matrix_transpose(v), L).conj() if upper else L
+
+
+def _lu_diagonal(x, who):
+    """U's diagonal (re, im: (..., n) each) and the row permutation's sign
+    ((...,) of +-1) of complex x = P L U, by Gaussian elimination with
+    partial pivoting written with real ops on the parts, one column step
+    after another: the pivot is the row, from k down, of the largest |x|
+    in column k (an argmax; the swap is a select of rows).  A zero pivot
+    (the rest of the column is zero) gives a zero on U's diagonal, with
+    nothing eliminated."""
+    c = _cnp()
+    z = as_complex(x)
+    if len(z.shape) < 2 or z.shape[-1] != z.shape[-2]:
+        raise np.linalg.LinAlgError(f"cjit.numpy.linalg.{who}: needs square matrices in the last two "
+                                    f"dims, got shape {tuple(z.shape)}")
+    n = z.shape[-1]
+    rows = c.arange(n)
+    ar, ai = z.re, z.im
+    sign = c.ones(tuple(z.shape[:-2]), dtype=ar.dtype)
+    d_re, d_im = [], []
+    for k in range(n):
+        mag = c.where(rows >= k, ar[..., :, k] ** 2 + ai[..., :, k] ** 2, -1.0)
+        p = c.argmax(mag, axis=-1)[..., None]                  # (..., 1)
+        at_p = (rows == p)[..., None]                          # (..., n, 1)
+        at_k = (rows == k)[..., None]
+        # row p of each part, then rows k and p swapped
+        pr, pi = c.sum(c.where(at_p, ar, 0.0), axis=-2, keepdims=True), c.sum(c.where(at_p, ai, 0.0), axis=-2, keepdims=True)
+        kr, ki = ar[..., k:k + 1, :], ai[..., k:k + 1, :]
+        ar = c.where(at_k, pr, c.where(at_p, kr, ar))
+        ai = c.where(at_k, pi, c.where(at_p, ki, ai))
+        sign = c.where(p[..., 0] == k, sign, -sign)
+        vr, vi = ar[..., k, k], ai[..., k, k]                  # the pivot
+        d_re.append(vr)
+        d_im.append(vi)
+        # l = column k below the pivot / pivot (a zero pivot divides by 1: its column is zero)
+        zero = (vr == 0) & (vi == 0)
+        den = c.where(zero, 1.0, vr * vr + vi * vi)
+        sr, si = c.where(zero, 1.0, vr), c.where(zero, 0.0, vi)
+        below = (rows > k)[..., None]
+        cr, ci = ar[..., :, k:k + 1], ai[..., :, k:k + 1]      # (..., n, 1)
+        lr = c.where(below, (cr * sr[..., None, None] + ci * si[..., None, None]) / den[..., None, None], 0.0)
+        li = c.where(below, (ci * sr[..., None, None] - cr * si[..., None, None]) / den[..., None, None], 0.0)
+        ur, ui = ar[..., k:k + 1, :], ai[..., k:k + 1, :]      # the pivot row
+        ar = ar - (lr * ur - li * ui)
+        ai = ai - (lr * ui + li * ur)
+    if n == 0:
+        empty = c.zeros(tuple(z.shape[:-2]) + (0,), dtype=ar.dtype)
+        return empty, empty, sign
+    return c.stack(d_re, axis=-1), c.stack(d_im, axis=-1), sign
+
+
+@impl("linalg.det")
+def _det(x):
+    """sign x the product of U's diagonal (complex products, in order)."""
+    c = _cnp()
+    dr, di, sign = _lu_diagonal(x, "det")
+    if dr.shape[-1] == 0:
+        return make(sign, sign * 0.0)
+    r = make(dr[..., 0], di[..., 0])
+    for k in range(1, dr.shape[-1]):
+        r = C.binop("mul", r, make(dr[..., k], di[..., k]))
+    return make(r.re * sign, r.im * sign)
+
+
+@impl("linalg.slogdet", eager_jit=False)
+def _slogdet(x):
+    """(sign, log|det|) as a named pair; outside a trace the pair is
+    computed by one compiled call, as the other functions' eager calls."""
+    from .linalg import SlogdetResult
+    if current_trace() is None and not _has_traced((x,), {}):
+        return SlogdetResult(*_eager("linalg.slogdet", _slogdet_pair, (x,), {}))
+    return SlogdetResult(*_slogdet_pair(x))
+
+
+def _slogdet_pair(x):
+    """sign: the product of the diagonal's phases (0 when a pivot is 0, with
+    log|det| = -inf), as NumPy's for complex input."""
+    c = _cnp()
+    dr, di, sign = _lu_diagonal(x, "slogdet")
+    mag = c.hypot(dr, di)
+    logabs = c.sum(c.log(mag), axis=-1)
+    zero = mag == 0
+    safe = c.where(zero, 1.0, mag)
+    phase = make(c.where(zero, 0.0, dr / safe), c.where(zero, 0.0, di / safe))
+    s = make(sign, sign * 0.0)
+    for k in range(dr.shape[-1]):
+        s = C.binop("mul", s, make(phase.re[..., k], phase.im[..., k]))
+    return s, logabs
 
 
 @impl("linalg.inv")

@@ -5,6 +5,7 @@ matrix_rank and lstsq are compositions of cjit's ops."""
 from __future__ import annotations
 
 import operator
+from collections import namedtuple
 
 import numpy as np
 
@@ -178,14 +179,9 @@ def _matrices(x, who, square=False):
     return a
 
 
-class QRResult(tuple):
-    """(Q, R), with those names."""
-
-    def __new__(cls, Q, R):
-        return super().__new__(cls, (Q, R))
-
-    Q = property(lambda self: self[0])
-    R = property(lambda self: self[1])
+# The named results are namedtuples, as NumPy's and JAX's: a jitted
+# function can return them (pytrees), and they unpack as tuples.
+QRResult = namedtuple("QRResult", ["Q", "R"])
 
 
 @_op("x")
@@ -206,14 +202,7 @@ def qr(x, mode="reduced"):
     return r if mode == "r" else QRResult(*r)
 
 
-class EighResult(tuple):
-    """(eigenvalues, eigenvectors), with those names."""
-
-    def __new__(cls, eigenvalues, eigenvectors):
-        return super().__new__(cls, (eigenvalues, eigenvectors))
-
-    eigenvalues = property(lambda self: self[0])
-    eigenvectors = property(lambda self: self[1])
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
 
 @_op("x")
@@ -238,15 +227,7 @@ def eigvalsh(x, UPLO="L"):
     return a.trace.apply("eigh", a, mode=0)
 
 
-class SVDResult(tuple):
-    """(U, S, Vh), with those names."""
-
-    def __new__(cls, U, S, Vh):
-        return super().__new__(cls, (U, S, Vh))
-
-    U = property(lambda self: self[0])
-    S = property(lambda self: self[1])
-    Vh = property(lambda self: self[2])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 
 @_op("x")
@@ -490,14 +471,7 @@ def det(x):
     return prod(diagonal(lu), axis=-1) * _parity(perm).astype(a.dtype)
 
 
-class SlogdetResult(tuple):
-    """(sign, logabsdet), with those names."""
-
-    def __new__(cls, sign, logabsdet):
-        return super().__new__(cls, (sign, logabsdet))
-
-    sign = property(lambda self: self[0])
-    logabsdet = property(lambda self: self[1])
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
 
 @_op("x")
