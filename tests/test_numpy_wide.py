@@ -572,3 +572,14 @@ def test_eager_only_functions():
             cjit.jit(lambda a: getattr(cnp, name)(a))(x)
     assert cnp.reshape(x, (3, 2), copy=False).shape == (3, 2)
     assert cnp.astype(x, "float32", device="cpu").dtype == np.float32
+
+
+def test_linalg_cross_along_an_axis_from_the_end_with_broadcasting():
+    # the array API's axis counts from the end of the broadcast shape
+    a = np.arange(18.0).reshape(2, 3, 3)
+    b = np.arange(9.0).reshape(3, 3) + 1
+    np.testing.assert_allclose(cnp.linalg.cross(a, b, axis=-2), np.linalg.cross(a, b, axis=-2))
+    np.testing.assert_allclose(cjit.jit(lambda u, v: cnp.linalg.cross(u, v, axis=-2))(b, a),
+                               np.linalg.cross(b, a, axis=-2))
+    e = cnp.linalg.cross(np.zeros((0, 3, 0), np.uint8), np.zeros((3, 0), np.uint8), axis=-2)
+    assert e.shape == (0, 3, 0) and e.dtype == np.uint8

@@ -5,10 +5,10 @@ The norms are the same norms of |x|; products go through the interleaved
 pairs; a complex system or inverse is the real one of twice the size (the
 embedding [[re, -im], [im, re]], whose LU solves it); eigenvalues of a
 Hermitian matrix and singular values are those of the embedding, each of
-which comes twice.  Cholesky, and the LU elimination behind det and
-slogdet, are written column by column with real ops on the parts; the
-other factorizations with complex results (qr, svd, eigh's vectors) need
-LAPACK's complex routines and are not here."""
+which comes twice.  Cholesky, the LU elimination behind det and slogdet,
+and Householder QR are written column by column with real ops on the
+parts; the factorizations that iterate (svd, eigh's vectors) need LAPACK's
+complex routines and are not here."""
 from __future__ import annotations
 
 import numpy as np
@@ -268,6 +268,74 @@ def _slogdet_pair(x):
     for k in range(dr.shape[-1]):
         s = C.binop("mul", s, make(phase.re[..., k], phase.im[..., k]))
     return s, logabs
+
+
+def _qr_pair(x, mode):
+    """Householder QR as LAPACK's geqr2 and ung2r do it, with real ops on
+    the parts, one column after another: reflector j is H = I - tau v v^H
+    with v[j] = 1, R's diagonal entry beta real, -sign(Re a_jj) times the
+    column's norm (zlarfg), so Q and R are NumPy's up to rounding."""
+    c = _cnp()
+    z = as_complex(x)
+    if len(z.shape) < 2:
+        raise np.linalg.LinAlgError(f"cjit.numpy.linalg.qr: needs matrices in the last two dims, got "
+                                    f"shape {tuple(z.shape)}")
+    m, n = z.shape[-2], z.shape[-1]
+    k = min(m, n)
+    rows = c.arange(m)[:, None]
+    conj_t = lambda w: make(c.matrix_transpose(w.re), -c.matrix_transpose(w.im))
+    a = z
+    vs, taus = [], []
+    for j in range(k):
+        ar, ai = a.re[..., :, j:j + 1], a.im[..., :, j:j + 1]          # column j, (..., m, 1)
+        alr, ali = a.re[..., j:j + 1, j:j + 1], a.im[..., j:j + 1, j:j + 1]
+        below = rows > j
+        xnorm2 = c.sum(c.where(below, ar * ar + ai * ai, 0.0), axis=-2, keepdims=True)
+        beta = -c.where(alr < 0, -1.0, 1.0) * c.sqrt(alr * alr + ali * ali + xnorm2)
+        keep = (xnorm2 == 0) & (ali == 0)                              # H = I, beta = alpha
+        safe = c.where(keep, 1.0, beta)
+        tau = make(c.where(keep, 0.0, (beta - alr) / safe), c.where(keep, 0.0, -ali / safe))
+        beta = c.where(keep, alr, beta)
+        # v below j: column / (alpha - beta)
+        dr, di = c.where(keep, 1.0, alr - beta), c.where(keep, 0.0, ali)
+        den = dr * dr + di * di
+        v = make(c.where(below, (ar * dr + ai * di) / den, c.where(rows == j, 1.0, 0.0)),
+                 c.where(below, (ai * dr - ar * di) / den, 0.0))
+        # A := H^H A = A - conj(tau) v (v^H A); column j becomes beta e_j exactly
+        w = C.binop("matmul", conj_t(v), a)                            # (..., 1, n)
+        upd = C.binop("mul", tau.conj(), C.binop("matmul", v, w))
+        a = C.binop("sub", a, upd)
+        col = c.arange(n) == j
+        a = make(c.where(col, c.where(rows == j, beta, c.where(below, 0.0, a.re)), a.re),
+                 c.where(col, c.where(rows >= j, 0.0, a.im), a.im))
+        vs.append(v)
+        taus.append(tau)
+    r_rows = m if mode == "complete" else k
+    upper = c.arange(n)[None, :] >= c.arange(r_rows)[:, None]
+    r = make(c.where(upper, a.re[..., :r_rows, :], 0.0), c.where(upper, a.im[..., :r_rows, :], 0.0))
+    if mode == "r":
+        return (r,)
+    q_cols = m if mode == "complete" else k
+    eye = c.broadcast_to(c.eye(m, q_cols, dtype=z.re.dtype), tuple(z.shape[:-2]) + (m, q_cols))
+    q = make(eye, eye * 0.0)
+    for j in reversed(range(k)):                                       # Q = H_0 H_1 ... H_{k-1} I
+        upd = C.binop("mul", taus[j], C.binop("matmul", vs[j], C.binop("matmul", conj_t(vs[j]), q)))
+        q = C.binop("sub", q, upd)
+    return q, r
+
+
+@impl("linalg.qr", eager_jit=False)
+def _qr(x, mode="reduced"):
+    """a = Q R (modes 'reduced', 'complete', 'r' as the real qr), a named
+    pair; outside a trace one compiled call, as other eager calls."""
+    from .linalg import QRResult
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"cjit.numpy.linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
+    if current_trace() is None and not _has_traced((x,), {}):
+        out = _eager("linalg.qr", _qr_pair, (x, mode), {})
+    else:
+        out = _qr_pair(x, mode)
+    return out[0] if mode == "r" else QRResult(*out)
 
 
 @impl("linalg.inv")

@@ -252,6 +252,10 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
         axisa = axisb = axisc = axis
     x, y = _common([_operand(a, "cross"), _operand(b, "cross")], "cross")
+    if x.ndim != y.ndim and axisa == axisb == axisc and axisa < 0:
+        # one axis counted from the end: the same axis of the broadcast shape
+        from ._manipulation import broadcast_arrays
+        x, y = broadcast_arrays(x, y)
     if (axisa, axisb, axisc) != (-1, -1, -1) and not (x.ndim == y.ndim and
                                                       axisa == axisb == axisc):
         raise NotImplementedError("cjit.numpy.cross: different axisa/axisb/axisc")
