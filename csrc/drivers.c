@@ -59,7 +59,7 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
          * most that / 64 of them) */
         LLVMValueRef frame[CJ_BLOCK_STACK_GROUP / 64];
         int framed[CJ_BLOCK_STACK_GROUP / 64], nframed = 0;
-        for (int bi = 0; tid && bi < p->nbuffers; bi++) {
+        for (int bi = 0; tid && bi < p->nbuffers && nframed < CJ_BLOCK_STACK_GROUP / 64; bi++) {
             const cj_buffer *buf = &p->buffers[bi];
             if (!buf->block_on_stack || buf->first_use != gi) continue;
             LLVMTypeRef bytes = LLVMArrayType2(LLVMInt8TypeInContext(ctx), (uint64_t)cj_block_stride(p, g, buf));

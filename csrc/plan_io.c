@@ -740,6 +740,21 @@ cj_status cj_plan_read(cj_rbuf *r, const cj_graph *g, cj_plan *p, cj_error *err)
                 r->bad = true;
         }
     }
+    /* a group's blocks on the stack fit its driver's frame (drivers.c sizes
+     * its table of them by CJ_BLOCK_STACK_GROUP); out of memory: unread */
+    int64_t *framed = r->bad ? NULL : calloc((size_t)p->ngroups + 1, sizeof(int64_t));
+    if (!framed) r->bad = true;
+    for (int i = 0; i < p->nbuffers && !r->bad; i++) {
+        const cj_buffer *b = &p->buffers[i];
+        if (!b->block_on_stack) continue;
+        if (b->kind != CJ_BUF_TEMP || b->first_use < 0 || b->first_use >= p->ngroups) {
+            r->bad = true;
+            break;
+        }
+        framed[b->first_use] += cj_block_stride(p, &p->groups[b->first_use], b);
+        if (framed[b->first_use] > CJ_BLOCK_STACK_GROUP) r->bad = true;
+    }
+    free(framed);
     if (r->bad) {
         cj_plan_free(p);
         return cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad plan");
