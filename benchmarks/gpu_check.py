@@ -110,6 +110,14 @@ def close(got, want):
     return None if ok else f"max abs diff {np.max(np.abs(got.astype(float) - want.astype(float)))}"
 
 
+def report(title, total, bad, against):
+    """Prints how many of `total` checks matched and each mismatch; True when all did."""
+    print(f"\n{title}: {total - len(bad)}/{total} match {against}")
+    for label, why in bad:
+        print(f"  MISMATCH {label}: {why}")
+    return not bad
+
+
 def op_matrix():
     rows, bad = 0, []
     for label, fn, ref, args in cases():
@@ -128,10 +136,7 @@ def op_matrix():
             why = f"{type(e).__name__}: {e}"
         if why:
             bad.append((label, why))
-    print(f"\nop matrix: {rows - len(bad)}/{rows} match NumPy")
-    for label, why in bad:
-        print(f"  MISMATCH {label}: {why}")
-    return not bad
+    return report("op matrix", rows, bad, "NumPy")
 
 
 # ---------------------------------------------------------------------------
@@ -190,10 +195,7 @@ def loop_checks():
             why = f"{type(e).__name__}: {e}"
         if why:
             bad.append((name, why))
-    print(f"\ncontrol flow: {len(progs) - len(bad)}/{len(progs)} match the CPU")
-    for name, why in bad:
-        print(f"  MISMATCH {name}: {why}")
-    return not bad
+    return report("control flow", len(progs), bad, "the CPU")
 
 
 # ---------------------------------------------------------------------------

@@ -71,6 +71,7 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
         /* for (r0 = start; r0 < end; r0 += block) run every stage on [r0, r1) */
         LLVMPositionBuilderAtEnd(b, body);
         LLVMValueRef r0 = LLVMBuildPhi(b, i64, "r0");
+        int next_framed = 0; /* framed[] lists its buffers in this loop's order */
         for (int bi = 0; tid && bi < p->nbuffers; bi++) {
             const cj_buffer *buf = &p->buffers[bi];
             if (buf->block_storage <= 0 || buf->first_use != gi) continue;
@@ -80,8 +81,7 @@ void cj_group_emit_drivers(const cj_plan *p, LLVMModuleRef mod, const char *pref
              * rows [r0, r1) through it) */
             LLVMValueRef at = LLVMConstInt(i64, (unsigned long long)bi, 0);
             LLVMValueRef base = NULL, mine = LLVMConstInt(i64, 0, 0);
-            for (int f = 0; f < nframed; f++)
-                if (framed[f] == bi) base = frame[f];
+            if (next_framed < nframed && framed[next_framed] == bi) base = frame[next_framed++];
             if (!base) {
                 base = LLVMBuildLoad2(b, ptr, LLVMBuildInBoundsGEP2(b, ptr, bufs, &at, 1, ""), "storage");
                 mine = LLVMBuildMul(b, tid, LLVMConstInt(i64, (unsigned long long)cj_block_stride(p, g, buf), 0), "");

@@ -13,6 +13,9 @@
  * (cost 12, extra work 24) is stored once. */
 #define CJ_RECOMPUTE_MAX_COST 16
 #define CJ_RECOMPUTE_MAX_USERS 4
+/* A chain of one element of at most this cost is recomputed however many
+ * consumers read it: each computes it once, before its loop. */
+#define CJ_RECOMPUTE_SCALAR_MAX_COST 32
 
 /* See fuse.h. */
 int fuse_region_operand(const cj_graph *g, int x) {
@@ -339,10 +342,10 @@ void fuse_choose_roots(fuser *f, const bool *live, bool enabled) {
         if (ns > 1 && (owner[i] = set_merge(f, sets, ns, &cs)) >= 0) continue;
         owner[i] = -1;
         /* else recompute a short chain in each, store a long one; a chain
-         * of one element is recomputed however many read it (Adam's bias
-         * correction, read by every update): each consumer computes it once,
-         * before its loop (codegen_expr.c, emit_invariants) */
-        bool one_element = cj_shape_numel(&nd->shape) == 1 && cost[i] <= CJ_RECOMPUTE_MAX_COST * 2;
+         * of one element (Adam's bias correction, read by every update) is
+         * computed before each consumer's loop (codegen_expr.c,
+         * emit_invariants) */
+        bool one_element = cj_shape_numel(&nd->shape) == 1 && cost[i] <= CJ_RECOMPUTE_SCALAR_MAX_COST;
         if (!one_element &&
             (users[i] > CJ_RECOMPUTE_MAX_USERS || cost[i] * (users[i] - 1) > CJ_RECOMPUTE_MAX_COST)) {
             f->root[i] = true;
