@@ -621,3 +621,15 @@ def test_qr_against_numpy(dtype, shape):
     if z.shape[-1]:
         z[..., 0] = 0
         check(cnp.linalg.qr(z).R, np.linalg.qr(z).R, rtol=30 * tol(dtype))
+
+
+@pytest.mark.parametrize("name", ["cholesky", "det", "qr"])
+def test_complex_factorizations_compile_to_the_same_plan_for_any_size(name):
+    # a fori_loop over the columns: the plan's kernels do not grow with n
+    fn = {"cholesky": lambda v: cnp.linalg.cholesky(v), "det": lambda v: cnp.linalg.det(v),
+          "qr": lambda v: cnp.linalg.qr(v).R}[name]
+
+    def kernels(n):
+        a = crandn(n, n)
+        return cjit.jit(fn).lower(a @ a.conj().T + n * np.eye(n)).compile().as_text().count("kernel ")
+    assert kernels(4) == kernels(32) > 0

@@ -6,7 +6,7 @@ pairs; a complex system or inverse is the real one of twice the size (the
 embedding [[re, -im], [im, re]], whose LU solves it); eigenvalues of a
 Hermitian matrix and singular values are those of the embedding, each of
 which comes twice.  Cholesky, the LU elimination behind det and slogdet,
-and Householder QR are written column by column with real ops on the
+and Householder QR are fori_loops over the columns, with real ops on the
 parts; the factorizations that iterate (svd, eigh's vectors) need LAPACK's
 complex routines and are not here."""
 from __future__ import annotations
@@ -49,18 +49,58 @@ def _pair_means(v):
     return (v[..., 0::2] + v[..., 1::2]) * 0.5
 
 
+def _conj_transpose(z):
+    """z^H over the last two dims."""
+    c = _cnp()
+    return make(c.matrix_transpose(z.re), -c.matrix_transpose(z.im))
+
+
+def _square(x, who):
+    """x as a complex value of square matrices in its last two dims."""
+    z = as_complex(x)
+    if len(z.shape) < 2 or z.shape[-1] != z.shape[-2]:
+        raise np.linalg.LinAlgError(f"cjit.numpy.linalg.{who}: needs square matrices in the last two "
+                                    f"dims, got shape {tuple(z.shape)}")
+    return z
+
+
+def _traced_once(name, fn, *args):
+    """fn(*args) in a trace; outside one, one compiled call of it, as the
+    other eager calls (used where the caller wraps fn's tuple in a named
+    result, which a compiled function cannot return)."""
+    if current_trace() is None and not _has_traced(args, {}):
+        return _eager(name, fn, args, {})
+    return fn(*args)
+
+
+def _product(first, re, im):
+    """first times the complex values re + i im along the last axis, in
+    order (a fori_loop: the plan does not grow with the axis)."""
+    from .. import lax
+    c = _cnp()
+    n = re.shape[-1]
+    if n == 0:
+        return first
+    at = c.arange(n)
+
+    def step(k, acc):
+        term = make(c.sum(c.where(at == k, re, 0.0), axis=-1), c.sum(c.where(at == k, im, 0.0), axis=-1))
+        r = C.binop("mul", make(*acc), term)
+        return r.re, r.im
+    return make(*lax.fori_loop(0, n, step, (first.re, first.im)))
+
+
 @impl("linalg.eigvalsh")
 def _eigvalsh(x, UPLO="L"):
     """The eigenvalues of a Hermitian matrix: each eigenvalue of its real
     embedding [[re, -im], [im, re]] (symmetric) twice."""
     z = as_complex(x)
     if UPLO == "U":
-        z = C.linear(lambda v: _cnp().matrix_transpose(v), z).conj()
+        z = _conj_transpose(z)
     tri = lambda v, k: _cnp().tril(v, k)
     # the Hermitian matrix the lower triangle names (the diagonal's imaginary part is dropped)
     low = make(tri(z.re, 0), tri(z.im, -1))
-    h = C.binop("add", low, C.linear(lambda v: _cnp().matrix_transpose(v), make(
-        tri(z.re, -1), tri(z.im, -1))).conj())
+    h = C.binop("add", low, _conj_transpose(make(tri(z.re, -1), tri(z.im, -1))))
     return _pair_means(_cnp().linalg.eigvalsh(_embed(h)))
 
 
@@ -150,98 +190,90 @@ def _matrix_power(x, n):
 
 @impl("linalg.cholesky")
 def _cholesky(x, /, *, upper=False):
-    """L with x = L L^H, one column at a time: column j is s / sqrt(s[j]),
-    s = x[:, j] - L[:, :j] conj(L[j, :j]), from row j down.  The lower
-    triangle of x is read (the diagonal's imaginary part is not); a matrix
-    that is not positive definite gives nan everywhere, as the real cholesky.  Written
-    with real ops on the parts, so autodiff and vmap apply; its graph grows
-    with n (one column step each)."""
+    """L with x = L L^H, one column j at a time in a fori_loop (its compile
+    does not grow with n): column j is s / sqrt(s[j]) from row j down,
+    s = x[:, j] - L conj(L[j, :]) (L's columns from j on are still zero).
+    The lower triangle of x is read (the diagonal's imaginary part is not);
+    a matrix that is not positive definite gives nan everywhere, as the real
+    cholesky.  Written with real ops on the parts, so autodiff and vmap
+    apply."""
+    from .. import lax
     c = _cnp()
-    z = as_complex(x)
-    if len(z.shape) < 2 or z.shape[-1] != z.shape[-2]:
-        raise np.linalg.LinAlgError(f"cjit.numpy.linalg.cholesky: needs square matrices in the last "
-                                    f"two dims, got shape {tuple(z.shape)}")
+    z = _square(x, "cholesky")
     n = z.shape[-1]
     if n == 0:
         return z
-    rows = c.arange(n)
-    cols_re, cols_im, diag = [], [], []
-    for j in range(n):
-        s = make(z.re[..., :, j], z.im[..., :, j])
-        if j:
-            done = make(c.stack(cols_re, axis=-1), c.stack(cols_im, axis=-1))     # L[:, :j]
-            row_j = make(done.re[..., j, :, None], -done.im[..., j, :, None])    # conj(L[j, :j])
-            prod = C.binop("matmul", done, row_j)
-            s = C.binop("sub", s, make(prod.re[..., 0], prod.im[..., 0]))
-        d = c.sqrt(s.re[..., j:j + 1])
-        diag.append(d)
-        cols_re.append(c.where(rows >= j, s.re / d, 0.0))
-        cols_im.append(c.where(rows > j, s.im / d, 0.0))
-    ok = c.all(c.concatenate(diag, axis=-1) > 0, axis=-1)[..., None, None]
-    L = make(c.where(ok, c.stack(cols_re, axis=-1), np.nan), c.where(ok, c.stack(cols_im, axis=-1), np.nan))
-    return C.linear(lambda v: c.matrix_transpose(v), L).conj() if upper else L
+    rows, cols = c.arange(n)[:, None], c.arange(n)
+
+    def step(j, carry):
+        lr, li = carry
+        col = lambda a: c.sum(c.where(cols == j, a, 0.0), axis=-1)[..., :, None]      # (..., n, 1)
+        row = lambda a: c.sum(c.where(rows == j, a, 0.0), axis=-2, keepdims=True)    # (..., 1, n)
+        row_j = make(c.matrix_transpose(row(lr)), -c.matrix_transpose(row(li)))      # conj(L[j, :]) as a column
+        prod = C.binop("matmul", make(lr, li), row_j)
+        sr, si = col(z.re) - prod.re, col(z.im) - prod.im
+        d = c.sqrt(row(sr))                                                          # (..., 1, 1)
+        return (c.where(cols == j, c.where(rows >= j, sr / d, 0.0), lr),
+                c.where(cols == j, c.where(rows > j, si / d, 0.0), li))
+
+    lr, li = lax.fori_loop(0, n, step, (c.zeros_like(z.re), c.zeros_like(z.im)))
+    ok = c.all(c.linalg.diagonal(lr) > 0, axis=-1)[..., None, None]
+    L = make(c.where(ok, lr, np.nan), c.where(ok, li, np.nan))
+    return _conj_transpose(L) if upper else L
 
 
 def _lu_diagonal(x, who):
     """U's diagonal (re, im: (..., n) each) and the row permutation's sign
     ((...,) of +-1) of complex x = P L U, by Gaussian elimination with
-    partial pivoting written with real ops on the parts, one column step
-    after another: the pivot is the row, from k down, of the largest |x|
-    in column k (an argmax; the swap is a select of rows).  A zero pivot
-    (the rest of the column is zero) gives a zero on U's diagonal, with
-    nothing eliminated."""
+    partial pivoting written with real ops on the parts, in a fori_loop
+    over the columns (its compile does not grow with n): the pivot is the
+    row, from k down, of the largest |x| in column k (an argmax; the swap is
+    a select of rows); rows, columns and the pivot are read through masks
+    of the traced k.  A zero pivot (the rest of the column is zero) gives a
+    zero on U's diagonal, with nothing eliminated."""
+    from .. import lax
     c = _cnp()
-    z = as_complex(x)
-    if len(z.shape) < 2 or z.shape[-1] != z.shape[-2]:
-        raise np.linalg.LinAlgError(f"cjit.numpy.linalg.{who}: needs square matrices in the last two "
-                                    f"dims, got shape {tuple(z.shape)}")
+    z = _square(x, who)
     n = z.shape[-1]
-    rows = c.arange(n)
-    ar, ai = z.re, z.im
-    sign = c.ones(tuple(z.shape[:-2]), dtype=ar.dtype)
-    d_re, d_im = [], []
-    for k in range(n):
-        mag = c.where(rows >= k, ar[..., :, k] ** 2 + ai[..., :, k] ** 2, -1.0)
-        p = c.argmax(mag, axis=-1)[..., None]                  # (..., 1)
-        at_p = (rows == p)[..., None]                          # (..., n, 1)
-        at_k = (rows == k)[..., None]
-        # row p of each part, then rows k and p swapped
-        pr, pi = c.sum(c.where(at_p, ar, 0.0), axis=-2, keepdims=True), c.sum(c.where(at_p, ai, 0.0), axis=-2, keepdims=True)
-        kr, ki = ar[..., k:k + 1, :], ai[..., k:k + 1, :]
+    rows, cols = c.arange(n)[:, None], c.arange(n)
+
+    def step(k, carry):
+        ar, ai, sign = carry
+        col = lambda a: c.sum(c.where(cols == k, a, 0.0), axis=-1)[..., :, None]      # (..., n, 1)
+        row = lambda a, at: c.sum(c.where(at, a, 0.0), axis=-2, keepdims=True)       # (..., 1, n)
+        mag = c.where(rows >= k, col(ar) ** 2 + col(ai) ** 2, -1.0)[..., 0]
+        p = c.argmax(mag, axis=-1)[..., None, None]                                   # (..., 1, 1)
+        at_p, at_k = rows == p, rows == k
+        # rows k and p swapped
+        pr, pi, kr, ki = row(ar, at_p), row(ai, at_p), row(ar, at_k), row(ai, at_k)
         ar = c.where(at_k, pr, c.where(at_p, kr, ar))
         ai = c.where(at_k, pi, c.where(at_p, ki, ai))
-        sign = c.where(p[..., 0] == k, sign, -sign)
-        vr, vi = ar[..., k, k], ai[..., k, k]                  # the pivot
-        d_re.append(vr)
-        d_im.append(vi)
+        sign = c.where(p[..., 0, 0] == k, sign, -sign)
+        cr, ci = col(ar), col(ai)
+        vr, vi = row(cr, at_k), row(ci, at_k)                                         # the pivot, (..., 1, 1)
         # l = column k below the pivot / pivot (a zero pivot divides by 1: its column is zero)
         zero = (vr == 0) & (vi == 0)
         den = c.where(zero, 1.0, vr * vr + vi * vi)
         sr, si = c.where(zero, 1.0, vr), c.where(zero, 0.0, vi)
-        below = (rows > k)[..., None]
-        cr, ci = ar[..., :, k:k + 1], ai[..., :, k:k + 1]      # (..., n, 1)
-        lr = c.where(below, (cr * sr[..., None, None] + ci * si[..., None, None]) / den[..., None, None], 0.0)
-        li = c.where(below, (ci * sr[..., None, None] - cr * si[..., None, None]) / den[..., None, None], 0.0)
-        ur, ui = ar[..., k:k + 1, :], ai[..., k:k + 1, :]      # the pivot row
-        ar = ar - (lr * ur - li * ui)
-        ai = ai - (lr * ui + li * ur)
-    if n == 0:
-        empty = c.zeros(tuple(z.shape[:-2]) + (0,), dtype=ar.dtype)
-        return empty, empty, sign
-    return c.stack(d_re, axis=-1), c.stack(d_im, axis=-1), sign
+        below = rows > k
+        lr = c.where(below, (cr * sr + ci * si) / den, 0.0)
+        li = c.where(below, (ci * sr - cr * si) / den, 0.0)
+        ur, ui = row(ar, at_k), row(ai, at_k)                                         # the pivot row
+        return ar - (lr * ur - li * ui), ai - (lr * ui + li * ur), sign
+
+    sign = c.ones(tuple(z.shape[:-2]), dtype=z.re.dtype)
+    ar, ai = z.re, z.im
+    if n:                                   # (a body over no rows would not trace)
+        ar, ai, sign = lax.fori_loop(0, n, step, (ar, ai, sign))
+    # later steps change only the rows below their pivot: the diagonal is U's
+    return c.linalg.diagonal(ar), c.linalg.diagonal(ai), sign
 
 
 @impl("linalg.det")
 def _det(x):
     """sign x the product of U's diagonal (complex products, in order)."""
-    c = _cnp()
     dr, di, sign = _lu_diagonal(x, "det")
-    if dr.shape[-1] == 0:
-        return make(sign, sign * 0.0)
-    r = make(dr[..., 0], di[..., 0])
-    for k in range(1, dr.shape[-1]):
-        r = C.binop("mul", r, make(dr[..., k], di[..., k]))
-    return make(r.re * sign, r.im * sign)
+    return _product(make(sign, _cnp().zeros_like(sign)), dr, di)
 
 
 @impl("linalg.slogdet", eager_jit=False)
@@ -249,9 +281,7 @@ def _slogdet(x):
     """(sign, log|det|) as a named pair; outside a trace the pair is
     computed by one compiled call, as the other functions' eager calls."""
     from .linalg import SlogdetResult
-    if current_trace() is None and not _has_traced((x,), {}):
-        return SlogdetResult(*_eager("linalg.slogdet", _slogdet_pair, (x,), {}))
-    return SlogdetResult(*_slogdet_pair(x))
+    return SlogdetResult(*_traced_once("linalg.slogdet", _slogdet_pair, x))
 
 
 def _slogdet_pair(x):
@@ -264,17 +294,18 @@ def _slogdet_pair(x):
     zero = mag == 0
     safe = c.where(zero, 1.0, mag)
     phase = make(c.where(zero, 0.0, dr / safe), c.where(zero, 0.0, di / safe))
-    s = make(sign, sign * 0.0)
-    for k in range(dr.shape[-1]):
-        s = C.binop("mul", s, make(phase.re[..., k], phase.im[..., k]))
-    return s, logabs
+    return _product(make(sign, c.zeros_like(sign)), phase.re, phase.im), logabs
 
 
 def _qr_pair(x, mode):
     """Householder QR as LAPACK's geqr2 and ung2r do it, with real ops on
-    the parts, one column after another: reflector j is H = I - tau v v^H
-    with v[j] = 1, R's diagonal entry beta real, -sign(Re a_jj) times the
-    column's norm (zlarfg), so Q and R are NumPy's up to rounding."""
+    the parts, one column j after another in a fori_loop (its compile does
+    not grow with the size): reflector j is H = I - tau v v^H with v[j] = 1,
+    R's diagonal entry beta real, -sign(Re a_jj) times the column's norm
+    (zlarfg), so Q and R are NumPy's up to rounding.  The reflectors are
+    kept as the columns of V and the entries of tau; Q = H_0 ... H_{k-1} I
+    is a second loop, last reflector first."""
+    from .. import lax
     c = _cnp()
     z = as_complex(x)
     if len(z.shape) < 2:
@@ -282,46 +313,59 @@ def _qr_pair(x, mode):
                                     f"shape {tuple(z.shape)}")
     m, n = z.shape[-2], z.shape[-1]
     k = min(m, n)
-    rows = c.arange(m)[:, None]
-    conj_t = lambda w: make(c.matrix_transpose(w.re), -c.matrix_transpose(w.im))
-    a = z
-    vs, taus = [], []
-    for j in range(k):
-        ar, ai = a.re[..., :, j:j + 1], a.im[..., :, j:j + 1]          # column j, (..., m, 1)
-        alr, ali = a.re[..., j:j + 1, j:j + 1], a.im[..., j:j + 1, j:j + 1]
+    batch = tuple(z.shape[:-2])
+    rows, cols, refl = c.arange(m)[:, None], c.arange(n), c.arange(k)
+    pick = lambda a, at, axis: c.sum(c.where(at, a, 0.0), axis=axis, keepdims=True)
+
+    def reflect(j, carry):
+        ar, ai, vr, vi, tr, ti = carry
+        cr, ci = pick(ar, cols == j, -1), pick(ai, cols == j, -1)                   # column j, (..., m, 1)
+        alr, ali = pick(cr, rows == j, -2), pick(ci, rows == j, -2)                 # a_jj, (..., 1, 1)
         below = rows > j
-        xnorm2 = c.sum(c.where(below, ar * ar + ai * ai, 0.0), axis=-2, keepdims=True)
+        xnorm2 = c.sum(c.where(below, cr * cr + ci * ci, 0.0), axis=-2, keepdims=True)
         beta = -c.where(alr < 0, -1.0, 1.0) * c.sqrt(alr * alr + ali * ali + xnorm2)
-        keep = (xnorm2 == 0) & (ali == 0)                              # H = I, beta = alpha
+        keep = (xnorm2 == 0) & (ali == 0)                                            # H = I, beta = alpha
         safe = c.where(keep, 1.0, beta)
         tau = make(c.where(keep, 0.0, (beta - alr) / safe), c.where(keep, 0.0, -ali / safe))
         beta = c.where(keep, alr, beta)
         # v below j: column / (alpha - beta)
         dr, di = c.where(keep, 1.0, alr - beta), c.where(keep, 0.0, ali)
         den = dr * dr + di * di
-        v = make(c.where(below, (ar * dr + ai * di) / den, c.where(rows == j, 1.0, 0.0)),
-                 c.where(below, (ai * dr - ar * di) / den, 0.0))
+        v = make(c.where(below, (cr * dr + ci * di) / den, c.where(rows == j, 1.0, 0.0)),
+                 c.where(below, (ci * dr - cr * di) / den, 0.0))
         # A := H^H A = A - conj(tau) v (v^H A); column j becomes beta e_j exactly
-        w = C.binop("matmul", conj_t(v), a)                            # (..., 1, n)
-        upd = C.binop("mul", tau.conj(), C.binop("matmul", v, w))
-        a = C.binop("sub", a, upd)
-        col = c.arange(n) == j
-        a = make(c.where(col, c.where(rows == j, beta, c.where(below, 0.0, a.re)), a.re),
-                 c.where(col, c.where(rows >= j, 0.0, a.im), a.im))
-        vs.append(v)
-        taus.append(tau)
+        a = make(ar, ai)
+        a = C.binop("sub", a, C.binop("mul", tau.conj(), C.binop("matmul", v, C.binop("matmul", _conj_transpose(v), a))))
+        at_j = cols == j
+        ar = c.where(at_j, c.where(rows == j, beta, c.where(below, 0.0, a.re)), a.re)
+        ai = c.where(at_j, c.where(rows >= j, 0.0, a.im), a.im)
+        return (ar, ai, c.where(refl == j, v.re, vr), c.where(refl == j, v.im, vi),
+                c.where(refl == j, tau.re, tr), c.where(refl == j, tau.im, ti))
+
+    zeros_v, zeros_t = c.zeros(batch + (m, k), dtype=z.re.dtype), c.zeros(batch + (1, k), dtype=z.re.dtype)
+    ar, ai, vr, vi, tr, ti = z.re, z.im, zeros_v, zeros_v, zeros_t, zeros_t
+    if k:                                   # (a body over no columns would not trace)
+        ar, ai, vr, vi, tr, ti = lax.fori_loop(0, k, reflect, (ar, ai, vr, vi, tr, ti))
     r_rows = m if mode == "complete" else k
-    upper = c.arange(n)[None, :] >= c.arange(r_rows)[:, None]
-    r = make(c.where(upper, a.re[..., :r_rows, :], 0.0), c.where(upper, a.im[..., :r_rows, :], 0.0))
+    upper = cols[None, :] >= c.arange(r_rows)[:, None]
+    r = make(c.where(upper, ar[..., :r_rows, :], 0.0), c.where(upper, ai[..., :r_rows, :], 0.0))
     if mode == "r":
         return (r,)
     q_cols = m if mode == "complete" else k
-    eye = c.broadcast_to(c.eye(m, q_cols, dtype=z.re.dtype), tuple(z.shape[:-2]) + (m, q_cols))
-    q = make(eye, eye * 0.0)
-    for j in reversed(range(k)):                                       # Q = H_0 H_1 ... H_{k-1} I
-        upd = C.binop("mul", taus[j], C.binop("matmul", vs[j], C.binop("matmul", conj_t(vs[j]), q)))
-        q = C.binop("sub", q, upd)
-    return q, r
+    eye = c.broadcast_to(c.eye(m, q_cols, dtype=z.re.dtype), batch + (m, q_cols))
+
+    def apply(i, carry):                    # Q := H_j Q, j = k - 1 - i
+        j = k - 1 - i
+        v = make(pick(vr, refl == j, -1), pick(vi, refl == j, -1))                  # (..., m, 1)
+        tau = make(pick(tr, refl == j, -1), pick(ti, refl == j, -1))                # (..., 1, 1)
+        q = make(*carry)
+        q = C.binop("sub", q, C.binop("mul", tau, C.binop("matmul", v, C.binop("matmul", _conj_transpose(v), q))))
+        return q.re, q.im
+
+    qr_, qi = eye, eye * 0.0
+    if k:
+        qr_, qi = lax.fori_loop(0, k, apply, (qr_, qi))
+    return make(qr_, qi), r
 
 
 @impl("linalg.qr", eager_jit=False)
@@ -331,10 +375,7 @@ def _qr(x, mode="reduced"):
     from .linalg import QRResult
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"cjit.numpy.linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    if current_trace() is None and not _has_traced((x,), {}):
-        out = _eager("linalg.qr", _qr_pair, (x, mode), {})
-    else:
-        out = _qr_pair(x, mode)
+    out = _traced_once("linalg.qr", _qr_pair, x, mode)
     return out[0] if mode == "r" else QRResult(*out)
 
 
