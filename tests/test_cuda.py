@@ -367,9 +367,10 @@ def test_unknown_device_is_a_value_error():
 # A stand-in for libcuda.so.1.  FAKE_MODE=nodevice: cuInit fails as on a
 # machine without a GPU.  FAKE_MODE=host: one "GPU" whose memory is host
 # memory (zeroed; with FAKE_FILL=1 every byte 1, so that a while loop's
-# downloaded condition is true forever); modules must be NUL-terminated PTX that declares each
-# function asked for; launches are checked (parameter count from the PTX)
-# and counted, not run; downloads and device-to-device copies are counted.  The build without cuLaunchKernel is a driver too old.
+# downloaded condition is true forever); modules must be NUL-terminated PTX
+# that declares each function asked for; launches are checked (parameter
+# count from the PTX) and counted, not run; downloads and device-to-device
+# copies are counted.  The build without cuLaunchKernel is a driver too old.
 _FAKE_DRIVER = r"""
 #include <stdio.h>
 #include <stdlib.h>
