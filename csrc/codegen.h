@@ -62,6 +62,12 @@ typedef struct cj_jit_code cj_jit_code;
 cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
                          const cj_cancel *cancel, cj_error *err);
 void cj_jit_code_free(cj_jit_code *code);
+/* For tests of Ctrl-C during a compile (jit_cpu.c): while compiles are
+ * held, each compile waits before its first LLVM piece until it is
+ * cancelled or the hold is lifted.  Returns the previous setting. */
+bool cj_jit_hold_compiles(bool on);
+/* How many of a compile's module jobs wait at the hold now. */
+int cj_jit_compiles_held(void);
 int64_t cj_jit_code_bytes(const cj_jit_code *code);
 
 /* What a later process needs to add an executable's code to its JIT

@@ -25,6 +25,7 @@
 
 #include "executable.h"
 #include "loops.h"
+#include "stats.h"
 
 #define MAX_ARGS 256 /* on the stack; more go to the heap */
 
@@ -169,6 +170,7 @@ static cj_status run_scan(const cj_plan *p, const cj_loop_plan *L, void *const *
                 break;
         }
         if (poll_due(&until_poll, stride) && cj_runtime_poll(poll, &next_poll)) {
+            cj_stats_cancelled();
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a scan");
             break;
         }
@@ -230,6 +232,7 @@ static cj_status run_while(const cj_loop_plan *L, void *const *slots, const cj_r
         for (int c = 0; c < nc; c++) a.params[c] = a.outputs[c];
         where = to;
         if (poll_due(&until_poll, stride) && cj_runtime_poll(poll, &next_poll)) {
+            cj_stats_cancelled();
             st = cj_error_set(err, CJ_ERR_CANCELLED, "run: stopped in a while loop");
             break;
         }

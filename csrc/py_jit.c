@@ -19,6 +19,8 @@
  * cache_info(). */
 #include "py_glue.h"
 
+#include "codegen.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -622,7 +624,30 @@ static PyObject *mod_enable_vectorcall(PyObject *m, PyObject *arg)
     Py_RETURN_FALSE;
 }
 
+/* _hold_compiles(on): for tests of Ctrl-C during a compile (jit_cpu.c);
+ * returns the previous setting. */
+static PyObject *mod_hold_compiles(PyObject *m, PyObject *flag)
+{
+    (void)m;
+    int on = PyObject_IsTrue(flag);
+    if (on < 0)
+        return NULL;
+    return PyBool_FromLong(cj_jit_hold_compiles(on != 0));
+}
+
+static PyObject *mod_compiles_held(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return PyLong_FromLong(cj_jit_compiles_held());
+}
+
 static PyMethodDef jit_functions[] = {
+    {"_hold_compiles", mod_hold_compiles, METH_O,
+     "_hold_compiles($module, on, /)\n--\n\nWhile on, each compile waits before LLVM's phase until it "
+     "is cancelled (Ctrl-C) or the hold is lifted, at most 120 s; returns the previous setting (for tests)."},
+    {"_compiles_held", mod_compiles_held, METH_NOARGS,
+     "_compiles_held($module, /)\n--\n\nHow many compile threads wait at the hold now."},
     {"_trace_depth", mod_trace_depth, METH_O,
      "_trace_depth($module, delta, /)\n--\n\nAdds delta to the count of traces in progress "
      "(the fast path stands aside while any runs); returns it."},

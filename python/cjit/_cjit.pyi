@@ -135,6 +135,8 @@ def _env_warnings() -> list[str]:  # what is wrong with CJIT_NUM_THREADS (import
 def blas_library() -> str:         # OpenBLAS's config (names the core) and [file], or 'none (why)'
     ...
 def _set_blas_enabled(on: bool) -> bool: ...   # new compiles use BLAS or not; the previous setting
+def _hold_compiles(on: bool) -> bool: ...   # tests of Ctrl-C in a compile: compiles wait before LLVM until cancelled or released
+def _compiles_held() -> int: ...   # compile threads waiting at that hold now
 def _set_small_gemm_enabled(on: bool) -> bool: ...   # new compiles run matmuls with few rows with cjit's own kernel or not; the previous setting
 def _set_blas_path(path: str) -> bool:         # the library after CJIT_BLAS (False once loaded)
     ...
