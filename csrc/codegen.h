@@ -68,6 +68,8 @@ void cj_jit_code_free(cj_jit_code *code);
 bool cj_jit_hold_compiles(bool on);
 /* How many of a compile's module jobs wait at the hold now. */
 int cj_jit_compiles_held(void);
+/* A module job's wait at the hold (compile_hold.c), if compiles are held. */
+void cj_jit_wait_while_held(const cj_cancel *cancel);
 int64_t cj_jit_code_bytes(const cj_jit_code *code);
 
 /* What a later process needs to add an executable's code to its JIT

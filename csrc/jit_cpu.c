@@ -10,13 +10,11 @@
  * Adding modules to one LLJIT from two threads at once is not safe, so
  * every compile holds `jit_lock`. */
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <llvm-c/Analysis.h>
@@ -260,29 +258,6 @@ typedef struct {
     cj_error err;
 } module_job;
 
-/* ---- the hold tests put on compiles ----------------------------------------
- * A test of Ctrl-C during a compile needs the compile to be in LLVM's phase
- * when the signal arrives, on any machine and under any load: a thread that
- * sends SIGINT after "LLVM has started" races the compile, and on busy cores
- * it can lose.  While compiles are held (cj_jit_hold_compiles), each module
- * job waits before its first piece until its compile is cancelled or the
- * hold is lifted, at most CJ_HOLD_MAX_NS, and counts itself as held. */
-#define CJ_HOLD_MAX_NS (120LL * 1000 * 1000 * 1000)
-static _Atomic bool hold_compiles;
-static _Atomic int compiles_held;
-
-bool cj_jit_hold_compiles(bool on) { return atomic_exchange(&hold_compiles, on); }
-int cj_jit_compiles_held(void) { return atomic_load(&compiles_held); }
-
-static void wait_while_held(const cj_cancel *cancel) {
-    if (!atomic_load(&hold_compiles)) return;
-    atomic_fetch_add(&compiles_held, 1);
-    int64_t t0 = cj_clock_ns();
-    while (atomic_load(&hold_compiles) && !cj_cancelled(cancel) && cj_clock_ns() - t0 < CJ_HOLD_MAX_NS)
-        nanosleep(&(struct timespec){.tv_nsec = 1000 * 1000}, NULL);
-    atomic_fetch_sub(&compiles_held, 1);
-}
-
 /* Has the compile been cancelled?  Then the job's error says so. */
 static bool job_cancelled(module_job *j) {
     if (!cj_cancelled(j->cancel)) return false;
@@ -432,7 +407,7 @@ static void *compile_module(void *arg) {
         goto out;
     }
     for (int g = 0; g < p->ngroups; g++) leads[p->groups[g].first] = j->groups[g] && p->groups[g].count > 1;
-    wait_while_held(j->cancel);
+    cj_jit_wait_while_held(j->cancel);
     /* the vectorized kernels' pieces, then the small kernels' (the short pass list) */
     for (int small = 0; small < 2; small++) {
         int k = 0;
