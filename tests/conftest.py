@@ -174,3 +174,4 @@ def _quiet_numpy():
     # The NumPy references compute log(0), 0/0 and friends on purpose.
     with np.errstate(all="ignore"):
         yield
+

@@ -6,9 +6,13 @@ when the plan has donated arguments; a block of at most 4 KiB lives in the
 group driver's stack frame instead of the arena.  Checked here: the planned
 bytes (threads x one aligned block, or none and the block's stack bytes),
 the arena and the measured peak equal to the plan, results equal to the
-unblocked plan (CJIT_PASSES=-blocks, -group) bit for bit and close to
-NumPy, a plan from the disk cache made for fewer threads than the pool has,
-and CJIT_PASSES with passes off."""
+unblocked plan (CJIT_PASSES=-blocks, -group) and close to NumPy, a plan
+from the disk cache made for fewer threads than the pool has, and
+CJIT_PASSES with passes off.  Equal means bit for bit, except where a BLAS
+gemm runs on blocks of rows: a BLAS kernel may add a block's products in
+another order than the whole matrix's (decision 155), so there the results
+are held to the bound of a reordered sum, and bit for bit with the BLAS
+off."""
 import os
 import subprocess
 import sys
@@ -23,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from test_donation_outputs import check_against_plain, copies, measured_peak  # noqa: E402
+from gemm_order import blas_off, gemm_reorder_bound  # noqa: E402
 
 rng = np.random.default_rng(147)
 THREADS = cjit._cjit.num_threads()
@@ -52,6 +57,15 @@ def run_with_passes(passes, code):
 
 def sgd(w, a, d):
     return w - 0.125 * (a.T @ d)
+
+
+def sgd_within_gemm_rounding(got, ref, w, a, d):
+    """Whether two results of sgd differ by no more than their gemms'
+    reordered sums allow: 0.125 times the gemm's bound, and the final
+    subtraction's rounding (half a unit in the last place each)."""
+    got, ref = got.astype(np.float64), ref.astype(np.float64)
+    bound = 0.125 * gemm_reorder_bound(a.T, d) + np.spacing(np.maximum(np.abs(got), np.abs(ref)).astype(np.float32))
+    return bool(np.all(np.abs(got - ref) <= bound))
 
 
 def sgd_args(n=1024):
@@ -93,29 +107,48 @@ def test_small_gemm_blocks_on_the_stack():
     assert g["size"] == 0 and g["stack_bytes"] == aligned(4 * 192 * 4)
     assert ma.temp_size_in_bytes == 0 and ma.output_size_in_bytes == 0
     assert ma.peak_memory_in_bytes == w.nbytes + a.nbytes + d.nbytes
-    unblocked = run_with_passes("-blocks", """
-        import numpy as np, cjit, test_block_storage as t
-        w, a, d = (np.load(f) for f in %r)
-        print(cjit.jit(t.sgd, donate_argnums=0)(w.copy(), a, d).tobytes().hex())
-    """ % (save((w, a, d)),))
-    assert got.tobytes().hex() == unblocked.strip()
+    unblocked = unblocked_sgd(w, a, d)
+    assert sgd_within_gemm_rounding(got, unblocked, w, a, d)
     np.testing.assert_allclose(got, w - 0.125 * (a.T.astype(np.float64) @ d), rtol=1e-5, atol=1e-5)
 
 
-def test_gemm_blocks_equal_the_unblocked_plan_bit_for_bit():
-    w, a, d = sgd_args()
-    out = run_with_passes("-blocks", """
+def unblocked_sgd(w, a, d, blas=True):
+    """sgd with donation in a process with block storage off."""
+    out = os.path.join(tmpdir(), "unblocked.npy")
+    code = """
         import numpy as np, cjit, test_block_storage as t
         w, a, d = (np.load(f) for f in %r)
         c, plan = t.plan_of(t.sgd, (w, a, d), 0)
         assert not t.blocked(plan)
-        assert c.memory_analysis().temp_size_in_bytes == 256 * 1024 * 4
         np.save(%r, cjit.jit(t.sgd, donate_argnums=0)(w.copy(), a, d))
-    """ % (save((w, a, d)), os.path.join(tmpdir(), "unblocked.npy")))
-    assert out == ""
-    unblocked = np.load(os.path.join(tmpdir(), "unblocked.npy"))
+    """ % (save((w, a, d)), out)
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, CJIT_PASSES="-blocks", PYTHONPATH=HERE, **({} if blas else {"CJIT_BLAS": "0"})))
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    return np.load(out)
+
+
+def test_gemm_blocks_equal_the_unblocked_plan():
+    # with the BLAS, to the rounding of the gemm's reordered sums
+    w, a, d = sgd_args()
     got = cjit.jit(sgd, donate_argnums=0)(w.copy(), a, d)
-    assert got.tobytes() == unblocked.tobytes()
+    assert sgd_within_gemm_rounding(got, unblocked_sgd(w, a, d), w, a, d)
+    # with cjit's own matmul (a loop nest in blocks of rows), bit for bit
+    with blas_off():
+        c, plan = plan_of(sgd, (w, a, d), 0)
+        assert blocked(plan)
+        got = cjit.jit(sgd, donate_argnums=0)(w.copy(), a, d)
+    assert got.tobytes() == unblocked_sgd(w, a, d, blas=False).tobytes()
+
+
+def test_the_bound_catches_a_wrong_sum():
+    # the comparison above can fail: one product dropped from one element
+    w, a, d = sgd_args()
+    got = cjit.jit(sgd, donate_argnums=0)(w.copy(), a, d)
+    wrong = got.copy()
+    wrong[7, 9] += np.float32(0.125) * a[3, 7] * d[3, 9]
+    assert sgd_within_gemm_rounding(got, got, w, a, d)
+    assert not sgd_within_gemm_rounding(wrong, got, w, a, d)
 
 
 def test_no_joined_groups_without_the_group_pass():
@@ -210,12 +243,11 @@ def test_measured_peak_equals_plan_for_repeated_calls():
     f = cjit.jit(sgd, donate_argnums=0)
     ma = f.lower(w, a, d).compile().memory_analysis()
     cur = w.copy()
-    want = w.copy()
     for _ in range(3):
+        before = cur.copy()
         peak, cur = measured_peak(f, cur, a, d)
-        want = cjit.jit(sgd)(want, a, d)
         assert peak == ma.peak_memory_in_bytes
-        assert cur.tobytes() == want.tobytes()
+        assert sgd_within_gemm_rounding(cur, cjit.jit(sgd)(before, a, d), before, a, d)
 
 
 # ---- the disk cache: a plan made for fewer threads than the pool has ------------
@@ -232,7 +264,8 @@ def test_cached_plan_for_one_thread_runs_on_more(tmp_path):
         f(w.copy(), a, d)
         peak, out = measured_peak(f, w.copy(), a, d)
         assert peak == ma.peak_memory_in_bytes, (peak, ma)
-        print(ma.temp_size_in_bytes, cjit._cjit.num_threads(), out.tobytes() == cjit.jit(t.sgd)(w, a, d).tobytes())
+        print(ma.temp_size_in_bytes, cjit._cjit.num_threads(),
+              t.sgd_within_gemm_rounding(out, cjit.jit(t.sgd)(w, a, d), w, a, d))
     """ % (files,)
     env = dict(os.environ, CJIT_CACHE="1", CJIT_CACHE_DIR=str(tmp_path), PYTHONPATH=HERE)
     outs = []
