@@ -11,7 +11,7 @@ LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/
 # The most lines one of these files may have (DESIGN.md: one job per file).
 LINE_LIMIT  := 900
 
-.PHONY: all setup test fuzz demo bench sanitize lines structure clean distclean array-api
+.PHONY: all setup test test-portability fuzz demo bench sanitize lines structure clean distclean array-api
 
 all: test
 
@@ -23,9 +23,17 @@ setup:
 test:
 	CJIT_WERROR=1 $(SETUP) $(PYTHON_VENV)
 	$(MAKE) -C tests/c check
-	$(PYTHON_VENV)/bin/python -m pytest -q tests
+	$(PYTHON_VENV)/bin/python -m pytest -q --durations=15 tests
 	@echo "== the op tests again with every optional pass off (results must not change) =="
 	CJIT_PASSES=-cse,-fuse,-group,-memplan $(PYTHON_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_ops.py
+
+# The suite once per family of OpenBLAS kernels this processor can run
+# (OPENBLAS_CORETYPE: SkylakeX, Haswell, Sandybridge, Nehalem) and once with
+# every core kept busy: no test may depend on the BLAS kernel or on an idle
+# machine.  Not in CI (it runs the suite about five times); logs in build/.
+test-portability:
+	$(SETUP) $(PYTHON_VENV)
+	bash scripts/test_portability.sh
 
 # Long differential fuzzing against NumPy (tests/test_fuzz.py, thousands of
 # random programs, random seeds) and the growth tests at 4x their CI size.
