@@ -60,6 +60,30 @@ def test_elementary_functions_over_the_whole_plane(name, dtype):
     assert (err <= ELEMENTARY_ULPS).all(), _worst(name, z, got, want, err, ELEMENTARY_ULPS)
 
 
+def test_square_over_the_whole_plane_complex64():
+    """4000 more generated cases.  complex64 only: its reference is NumPy's
+    complex128 square, exact for float32 parts; NumPy's complex128 square
+    itself forms x*x - y*y, which overflows to nan where the result does not."""
+    rng = np.random.default_rng(173)
+    z = points(rng, N_POINTS, np.complex64)
+    got = np.asarray(cjit.jit(cnp.square)(z))
+    want = reference(np.square, z)
+    err = ulps(got, want)
+    assert (err <= 2).all(), _worst("square", z, got, want, err, 2)
+
+
+def test_square_of_large_complex128_values():
+    from fractions import Fraction
+    for x, y in ((1.5e154, 1.4e154), (3e200, 3e200), (1e-200, 3e-200), (1e8 + 1, 1e8)):
+        got = complex(np.asarray(cjit.jit(cnp.square)(np.array([complex(x, y)])))[0])
+        fx, fy = Fraction(x), Fraction(y)
+        re, im = (fx * fx - fy * fy), 2 * fx * fy
+        want_re = float(re) if abs(re) < Fraction(np.finfo(np.float64).max) else np.copysign(np.inf, float(re > 0) - 0.5)
+        want_im = float(im) if abs(im) < Fraction(np.finfo(np.float64).max) else np.inf
+        assert got.real == want_re or abs(got.real - want_re) <= 2 * np.spacing(abs(want_re)), (x, y, got)
+        assert got.imag == want_im or abs(got.imag - want_im) <= 2 * np.spacing(abs(want_im)), (x, y, got)
+
+
 def test_sqrt_special_values():
     inf, nan = np.inf, np.nan
     for dt in (np.complex64, np.complex128):

@@ -566,7 +566,15 @@ def reciprocal(z):
 
 
 def square(z):
-    return binop("mul", z, z)
+    """(x - y)(x + y) + 2xy i: no cancellation of x^2 - y^2, and no
+    inf - inf where both squares overflow."""
+    zr, zi = parts(z)
+    if zi is None:
+        return zr * zr
+    re = (zr - zi) * (zr + zi)
+    c = _cnp()
+    # a zero real part: +0 where |x| = |y| (as NumPy), the true sign where x^2 - y^2 underflows
+    return make(c.where(re == 0, c.copysign(0.0, c.abs(zr) - c.abs(zi)), re), 2.0 * zr * zi)
 
 
 def isnan(z):
