@@ -312,3 +312,79 @@ def test_choice_same_bits_as_jax():
             assert np.array_equal(got, jr.choice(jk, m, (5,), p=q, axis=1))
     finally:
         jax.config.update("jax_enable_x64", before)
+
+
+# ---------------------------------------------------------------------------
+# gumbel's bits, without JAX: the logs must be XLA's (float32: its
+# polynomial; float64: the C library's), not cjit's own log, which is within
+# 1 ulp but differed on 192 of these 1001 float32 draws (120 float64)
+
+# jax.random.gumbel(jax.random.key(0), (1001,), dtype) from JAX 0.10.2 (CPU,
+# jax_enable_x64=True; the float32 draws are the same without x64), at these
+# indices, as the bits of the values
+GUMBEL_KEY0_1001 = {
+    "float32": ([0, 1, 2, 7, 8, 11, 44], np.uint32,
+                [0x403b1889, 0x4075499c, 0xbdc66ff7, 0x3f7d464f, 0x3f9d912a, 0xbfa6b0cf, 0x3ed501d2]),
+    "float64": ([0, 8, 27, 39, 44, 69, 70], np.uint64,
+                [0x3fc1a6e485559698, 0x3fddcd073b56c6a1, 0xbff781117168bcd7, 0x3feaf57114f2cac1,
+                 0x3fcfc69ef8da2fd3, 0x3ffda99167a7cedd, 0x3ff3cda7e4650285]),
+}
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64"])
+def test_gumbel_draws_are_jax_bits(dt):
+    idx, it, want = GUMBEL_KEY0_1001[dt]
+    g = np.asarray(cr.gumbel(cr.key(0), (1001,), dt))
+    assert g.dtype == dt
+    assert [hex(v) for v in g[idx].view(it)] == [hex(v) for v in want]
+    # inside jit (and so categorical, which adds the logits to these draws)
+    gj = np.asarray(cjit.jit(lambda k: cr.gumbel(k, (1001,), dt))(cr.key(0)))
+    assert np.array_equal(gj.view(it), g.view(it))
+
+
+LARGE = 100_000
+
+
+@pytest.mark.parametrize("x64", [True, False])
+def test_large_draws_are_jax_bits(x64):
+    """100k draws of every distribution the docs call bit-equal, against
+    JAX with x64 (float64 draws) and without (float32 draws; seeds below
+    2**32, as JAX without x64 takes 32-bit seeds)."""
+    jax = pytest.importorskip("jax")
+    jr = jax.random
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", x64)
+    dt = "float64" if x64 else "float32"
+    n = LARGE
+    try:
+        for seed in (3, 2 ** 31 + 11):
+            k, jk = cr.key(seed), jr.key(seed)
+
+            def same(name, got, want):
+                got, want = np.asarray(got), np.asarray(want)
+                if want.dtype.kind in "iu":        # JAX's default int depends on x64
+                    got, want = got.astype(np.int64), want.astype(np.int64)
+                assert got.shape == want.shape and got.dtype == want.dtype, (name, got.dtype, want.dtype)
+                bad = ~((got == want) | (np.isnan(got) & np.isnan(want)) if got.dtype.kind == "f"
+                        else got == want)
+                assert not bad.any(), f"{name} {dt} seed {seed}: {bad.sum()} of {bad.size} differ"
+
+            same("bits", cr.bits(k, (n,)), jr.bits(jk, (n,), dtype=np.uint32))
+            same("uniform", cr.uniform(k, (n,), dt), jr.uniform(jk, (n,), dtype=dt))
+            same("uniform(-3, 5)", cr.uniform(k, (n,), dt, -3.0, 5.0),
+                 jr.uniform(jk, (n,), dtype=dt, minval=-3.0, maxval=5.0))
+            same("normal", cr.normal(k, (n,), dt), jr.normal(jk, (n,), dtype=dt))
+            same("truncated_normal", cr.truncated_normal(k, -1.5, 2.0, (n,), dt),
+                 jr.truncated_normal(jk, -1.5, 2.0, (n,), dtype=dt))
+            same("bernoulli", cr.bernoulli(k, np.asarray(0.3, dt), (n,)),
+                 jr.bernoulli(jk, np.asarray(0.3, dt), (n,)))
+            same("randint", cr.randint(k, (n,), -5, 1000), jr.randint(jk, (n,), -5, 1000, dtype=np.int32))
+            same("gumbel", cr.gumbel(k, (n,), dt), jr.gumbel(jk, (n,), dtype=dt))
+            logits = np.log(np.linspace(0.1, 1.0, 10)).astype(dt)
+            same("categorical", cr.categorical(k, logits, shape=(n // 10,)),
+                 jr.categorical(jk, logits, shape=(n // 10,)))
+            same("permutation", cr.permutation(k, 1000), jr.permutation(jk, 1000))
+            p = (np.arange(1.0, 11.0) / 55.0).astype(dt)
+            same("choice p", cr.choice(k, 10, (1000,), p=p), jr.choice(jk, 10, (1000,), p=p))
+    finally:
+        jax.config.update("jax_enable_x64", before)

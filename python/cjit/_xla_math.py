@@ -81,6 +81,12 @@ def _log32(v):
     return cnp.where((v > np.float32(0.0)) | (v == np.float32(np.inf)), r, np.float32(np.nan))
 
 
+def xla_log(v):
+    """log as XLA's CPU backend computes it: float32 by its polynomial
+    (_log32), float64 by the C library's log (the log_libc op)."""
+    return _log32(v) if v.dtype == np.float32 else v.trace.apply("log_libc", v)
+
+
 def _log1p32(z):
     """float32 log1p as XLA computes it: a rational function near 0, the
     log of 1 + z elsewhere."""

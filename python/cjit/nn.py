@@ -40,12 +40,17 @@ def sigmoid(x):
     return cnp.where(cnp.greater_equal(x, 0), cnp.divide(1.0, d), cnp.divide(e, d))
 
 
-def _stable_max(x, axes):
+def _stable_max(x, axes, keep_inf=False):
     """The max over axes (kept as size-1 dims), with infinities replaced by 0
-    so that x - max never computes inf - inf."""
+    so that x - max never computes inf - inf.  keep_inf keeps a max of +inf:
+    softmax and log_softmax of a row holding +inf are nan everywhere in the
+    row (as JAX's and SciPy's softmax), and x - inf makes them so."""
     m = cnp.max(x, axis=axes, keepdims=True)
+    finite = cnp.isfinite(m)
+    if keep_inf:
+        finite = finite | cnp.greater(m, 0.0)
     # the shift cancels out of every result, so its gradient is not needed
-    return cnp.stop_gradient(cnp.where(cnp.isfinite(m), m, 0.0))
+    return cnp.stop_gradient(cnp.where(finite, m, 0.0))
 
 
 def _float(x, who):
@@ -61,7 +66,7 @@ def softmax(x, axis=-1):
     subtracted first."""
     x = _float(x, "softmax")
     axes = _norm_axes(axis, x.ndim)
-    e = cnp.exp(cnp.subtract(x, _stable_max(x, axes)))
+    e = cnp.exp(cnp.subtract(x, _stable_max(x, axes, keep_inf=True)))
     return cnp.divide(e, cnp.sum(e, axis=axes, keepdims=True))
 
 
@@ -70,7 +75,7 @@ def log_softmax(x, axis=-1):
     """x - logsumexp(x) along axis, computed stably."""
     x = _float(x, "log_softmax")
     axes = _norm_axes(axis, x.ndim)
-    s = cnp.subtract(x, _stable_max(x, axes))
+    s = cnp.subtract(x, _stable_max(x, axes, keep_inf=True))
     return cnp.subtract(s, cnp.log(cnp.sum(cnp.exp(s), axis=axes, keepdims=True)))
 
 

@@ -9,9 +9,10 @@ element depends on its index alone, and the hash is composed here from
 cjit's integer ops (add, xor, rotate, shifts, bit casts): it is evaluated
 inside the fused kernel that consumes it, and a dropout mask never goes
 through memory.  For the same key, shape and dtype, `bits`, `uniform`,
-`randint`, `bernoulli`, `normal` and `truncated_normal` give JAX's bits
-exactly (the last two through cjit/_xla_math.py, XLA's erfinv rounded as
-XLA's CPU backend rounds it).
+`randint`, `bernoulli`, `normal`, `truncated_normal`, `gumbel`,
+`categorical`, `permutation` and `choice` give JAX's bits exactly (normal
+and truncated_normal through cjit/_xla_math.py, XLA's erfinv rounded as
+XLA's CPU backend rounds it; gumbel through XLA's log from there too).
 
 Keys come in JAX's two forms: `key(seed)` returns a typed key (a
 `PRNGKeyArray`, a registered pytree holding the uint32 words), and
@@ -28,7 +29,7 @@ import numpy as np
 
 from . import numpy as cnp
 from ._cjit import Tracer
-from ._xla_math import erf32, erfinv32, erfinv64, fma
+from ._xla_math import erf32, erfinv32, erfinv64, fma, xla_log
 from .numpy._core import _lift, _op
 from .tree_util import register_pytree_node_class
 
@@ -474,11 +475,14 @@ def _int_arg(v, name):
 def _gumbel_impl(data, shape, dtype):
     tiny = np.finfo(dtype).tiny
     u = _scale(_unit(data, shape, dtype), np.array(tiny, dtype), np.array(1.0, dtype), dtype)
-    return -cnp.log(-cnp.log(u))
+    # the logs as XLA's CPU backend computes them (cjit's own log is within
+    # 1 ulp of them, but not bit-equal on about a sixth of the draws)
+    return -xla_log(-xla_log(u))
 
 
 def gumbel(key, shape=(), dtype=None):
-    """Standard Gumbel values, -log(-log(u)) of u uniform in [tiny, 1)."""
+    """Standard Gumbel values, -log(-log(u)) of u uniform in [tiny, 1), with
+    XLA's log (cjit/_xla_math.py), so the draws have jax.random's bits."""
     data, _ = _unwrap(key, "gumbel")
     return _gumbel_impl(data, _shape(shape, "gumbel"), _float_dtype(dtype, "gumbel"))
 

@@ -380,11 +380,15 @@ def exp(z):
     c = _cnp()
     a, b = parts(z)
     scale = c.exp(a)
-    re = c.where(b == 0, scale, scale * c.cos(b))
-    im = c.where(b == 0, b, scale * c.sin(b))
+    # past a = 80 (700) the products are formed without overflowing e^a
+    big, re_big = _exp_times(c.cos(b), a, False)
+    _, im_big = _exp_times(c.sin(b), a, False)
+    big = big & (a > 0)
+    re = c.where(b == 0, scale, c.where(big, re_big, scale * c.cos(b)))
+    im = c.where(b == 0, b, c.where(big, im_big, scale * c.sin(b)))
     odd = c.isinf(a) & ~c.isfinite(b)
     re = c.where(odd, c.where(a > 0, a, 0.0), re)
-    im = c.where(odd, c.where(a > 0, np.nan, 0.0), im)
+    im = c.where(odd, c.where(a > 0, np.nan, c.copysign(0.0, b)), im)
     return make(re, im)
 
 
@@ -395,27 +399,63 @@ def log(z):
 
 
 def sqrt(z):
-    """The principal square root (Kahan's formulation: no cancellation)."""
+    """The principal square root (Kahan's formulation: no cancellation),
+    with z scaled by 1/4 near overflow (hypot + |x| would overflow) and by
+    4^k for tiny parts (so that (hypot + |x|) / 2 keeps its bits), and
+    C99's special values: sqrt(x +- inf i) = inf +- inf i for every x,
+    sqrt(-inf + yi) = 0 + inf i, sqrt(inf + yi) = inf + 0i."""
     c = _cnp()
     zr, zi = parts(z)
-    t = c.sqrt((c.hypot(zr, zi) + c.abs(zr)) * 0.5)
+    zr, zi = _lift_part(zr), _lift_part(zi)
+    f32 = zr.dtype == _F32
+    big_at = 1e37 if f32 else 1e307
+    small_at = 1e-30 if f32 else 1e-290
+    up, down = (2.0 ** 48, 2.0 ** -24) if f32 else (2.0 ** 108, 2.0 ** -54)
+    m = c.maximum(c.abs(zr), c.abs(zi))
+    scale = c.where(m > big_at, 0.25, c.where(m < small_at, up, 1.0))
+    back = c.where(m > big_at, 2.0, c.where(m < small_at, down, 1.0))
+    xr, xi = zr * scale, zi * scale
+    t = c.sqrt((c.hypot(xr, xi) + c.abs(xr)) * 0.5)
     safe_t = c.where(t == 0, 1.0, t)
-    half = zi / (2.0 * safe_t)
-    re = c.where(zr >= 0, t, c.abs(half))
-    im = c.where(zr >= 0, half, c.copysign(t, zi))
-    return make(c.where(t == 0, 0.0, re), c.where(t == 0, zi, im))
+    half = xi / (2.0 * safe_t)
+    re = c.where(xr >= 0, t, c.abs(half)) * back
+    im = c.where(xr >= 0, half, c.copysign(t, xi)) * back
+    re, im = c.where(t == 0, 0.0, re), c.where(t == 0, zi, im)
+    # C99: an infinite imaginary part wins over everything, nan included
+    inf_re, inf_im = c.isinf(zr), c.isinf(zi)
+    re = c.where(inf_re & (zr > 0), np.inf, c.where(inf_re, c.where(c.isnan(zi), np.nan, 0.0), re))
+    im = c.where(inf_re & (zr > 0), c.where(c.isnan(zi), zi, c.copysign(0.0, zi)),
+                 c.where(inf_re, c.where(c.isnan(zi), np.inf, c.copysign(np.inf, zi)), im))
+    re = c.where(inf_im, np.inf, re)
+    im = c.where(inf_im, zi, im)
+    return make(re, im)
+
+
+def _exp_times(s, t, half):
+    """s e^|t| (half: s e^|t| / 2, which is s cosh t, or s |sinh t|, past
+    |t| = 80), without overflowing e^|t| before the product: past the
+    overflow of exp the product is taken in two halves, (s e^(|t|/2)) e^(|t|/2)."""
+    c = _cnp()
+    s, t = _lift_part(s), _lift_part(t)
+    at = c.abs(t)
+    big = at > (80.0 if at.dtype == _F32 else 700.0)
+    h = c.exp(c.where(big, at * 0.5, 0.0))
+    scaled = (s * (0.5 if half else 1.0) * h) * h
+    return big, scaled
 
 
 def sin(z):
-    c = _cnp()
+    """sin z = -i sinh(iz), so that C99's values (which Annex G defines that
+    way) and the care against overflow come from sinh."""
     a, b = parts(z)
-    return make(c.sin(a) * c.cosh(b), c.cos(a) * c.sinh(b))
+    w = sinh(make(-b if b is not None else 0.0 * a, a))
+    return make(w.im, -w.re)
 
 
 def cos(z):
-    c = _cnp()
+    """cos z = cosh(iz)."""
     a, b = parts(z)
-    return make(c.cos(a) * c.cosh(b), -(c.sin(a) * c.sinh(b)))
+    return cosh(make(-b if b is not None else 0.0 * a, a))
 
 
 def _zero_keeping(b, value):
@@ -426,23 +466,34 @@ def _zero_keeping(b, value):
 
 
 def sinh(z):
-    """(sinh a cos b, cosh a sin b), with Annex G's values at infinities."""
+    """(sinh a cos b, cosh a sin b), with Annex G's values at infinities;
+    past |a| = 80 (float32; 700 float64) cosh a = |sinh a| = e^|a| / 2 and
+    the products are formed without overflowing it (_exp_times)."""
     c = _cnp()
     a, b = parts(z)
-    re = c.sinh(a) * c.cos(b)
-    im = _zero_keeping(b, c.cosh(a) * c.sin(b))
+    cb, sb = c.cos(b), c.sin(b)
+    big, re_big = _exp_times(cb, a, True)
+    _, im_big = _exp_times(sb, a, True)
+    re = c.where(big, c.copysign(1.0, a) * re_big, c.sinh(a) * cb)
+    im = _zero_keeping(b, c.where(big, im_big, c.cosh(a) * sb))
     re = c.where((a == 0) & ~c.isfinite(b), a, re)          # sinh(0 + inf i) = 0 + nan i
     re = c.where(c.isinf(a) & ~c.isfinite(b), a, re)        # sinh(inf + inf i) = inf + nan i
     return make(re, im)
 
 
 def cosh(z):
-    """(cosh a cos b, sinh a sin b), with Annex G's values at infinities."""
+    """(cosh a cos b, sinh a sin b), with Annex G's values at infinities
+    and sinh's care against overflow; cosh is even, so a zero imaginary
+    part takes the sign of a times b's."""
     c = _cnp()
     a, b = parts(z)
-    re = c.cosh(a) * c.cos(b)
-    im = _zero_keeping(b, c.sinh(a) * c.sin(b))
-    im = c.where((a == 0) & ~c.isfinite(b), 0.0 * a, im)    # cosh(0 + inf i) = nan + 0i
+    cb, sb = c.cos(b), c.sin(b)
+    big, re_big = _exp_times(cb, a, True)
+    _, im_big = _exp_times(sb, a, True)
+    re = c.where(big, re_big, c.cosh(a) * cb)
+    im = c.where(big, c.copysign(1.0, a) * im_big, c.sinh(a) * sb)
+    im = c.where(b == 0, b * c.copysign(1.0, a), im)
+    im = c.where((a == 0) & ~c.isfinite(b), 0.0, im)        # cosh(0 + inf i) = nan + 0i
     re = c.where(c.isinf(a) & ~c.isfinite(b), c.abs(a), re)  # cosh(inf + inf i) = inf + nan i
     return make(re, im)
 
@@ -515,7 +566,15 @@ def reciprocal(z):
 
 
 def square(z):
-    return binop("mul", z, z)
+    """(x - y)(x + y) + 2xy i: no cancellation of x^2 - y^2, and no
+    inf - inf where both squares overflow."""
+    zr, zi = parts(z)
+    if zi is None:
+        return zr * zr
+    re = (zr - zi) * (zr + zi)
+    c = _cnp()
+    # a zero real part: +0 where |x| = |y| (as NumPy), the true sign where x^2 - y^2 underflows
+    return make(c.where(re == 0, c.copysign(0.0, c.abs(zr) - c.abs(zi)), re), 2.0 * zr * zi)
 
 
 def isnan(z):

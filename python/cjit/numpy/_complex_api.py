@@ -472,84 +472,10 @@ def _count_nonzero(x, *a, **k):
     return _cnp().count_nonzero(C.binop("ne", x, 0.0), *a, **k)
 
 
-# The inverse functions, on their principal branches (NumPy's cuts).  Past
-# |z| = 1e8 the square roots would lose z's size or overflow, and the
-# asymptotic forms are exact to working precision: asinh z = log 2z,
-# acosh z = log 2z, atanh z = 1/z + i pi/2 sign(Im z) (atanh(1/z) = 1/z there).  At infinities these
-# give Annex G's values.
-_LARGE = 1e8
-
-
-def _asinh(z):
-    # log(z + sqrt(z^2 + 1)) on the half plane Re z >= 0 (no cancellation
-    # there), mirrored: asinh(-z) = -asinh(z)
-    c = _cnp()
-    z = as_complex(z)
-    flip = c.signbit(z.re)
-    w = make(c.where(flip, -z.re, z.re), c.where(flip, -z.im, z.im))
-    large = C.absolute(w) > _LARGE
-    safe = make(c.where(large, 1.0, w.re), c.where(large, 0.0, w.im))
-    near = C.log(C.binop("add", safe, C.sqrt(C.binop("add", C.binop("mul", safe, safe), 1.0))))
-    far = C.log(w)
-    re = c.where(large, far.re + math.log(2.0), near.re)
-    im = c.where(large, far.im, near.im)
-    re, im = c.where(flip, -re, re), c.where(flip, -im, im)
-    return make(re, c.where(z.im == 0, z.im, im))
-
-
-def _times_i(z):
-    return make(-z.im, z.re)
-
-
-def _times_minus_i(z):
-    return make(z.im, -z.re)
-
-
-def _asin(z):
-    return _times_minus_i(_asinh(_times_i(as_complex(z))))
-
-
-def _acos(z):
-    w = _asin(z)
-    return make(math.pi / 2 - w.re, -w.im)
-
-
-def _atanh(z):
-    c = _cnp()
-    z = as_complex(z)
-    a, b = z.re, z.im
-    large = C.absolute(z) > _LARGE
-    safe = make(c.where(large, 0.0, a), c.where(large, 0.0, b))
-    p = C.log(C.binop("add", 1.0, safe))
-    q = C.log(C.binop("sub", 1.0, safe))
-    inv = C.binop("div", 1.0, make(c.where(large, a, 1.0), c.where(large, b, 0.0)))
-    at_inf = c.isinf(a) | c.isinf(b)
-    far_re = c.where(at_inf, c.copysign(0.0, a), inv.re)
-    far_im = c.copysign(math.pi / 2, b) + c.where(at_inf, 0.0, inv.im)
-    re = c.where(large, far_re, (p.re - q.re) * 0.5)
-    im = c.where(large, c.where(c.isnan(b), b, far_im), (p.im - q.im) * 0.5)
-    re = c.where(a == 0, a, re)                  # atanh(i y) = i atan y
-    return make(re, im)
-
-
-def _atan(z):
-    return _times_minus_i(_atanh(_times_i(as_complex(z))))
-
-
-def _acosh(z):
-    c = _cnp()
-    z = as_complex(z)
-    a, b = z.re, z.im
-    large = C.absolute(z) > _LARGE
-    safe = make(c.where(large, 2.0, a), c.where(large, 0.0, b))
-    near = C.log(C.binop("add", safe, C.binop("mul", C.sqrt(C.binop("add", safe, 1.0)),
-                                               C.sqrt(C.binop("sub", safe, 1.0)))))
-    far = C.log(z)
-    re = c.where(large, far.re + math.log(2.0), near.re)
-    im = c.where(large, far.im, near.im)
-    zero_nan = (a == 0) & c.isnan(b)             # acosh(0 + nan i) = nan + i pi/2
-    return make(c.where(zero_nan, b, re), c.where(zero_nan, math.pi / 2, im))
-
+# The inverse functions, on their principal branches (NumPy's cuts):
+# _complex_inverse.py
+from ._complex_inverse import cacos as _acos, cacosh as _acosh, casin as _asin  # noqa: E402
+from ._complex_inverse import casinh as _asinh, catan as _atan, catanh as _atanh  # noqa: E402
 
 for _names, _f in ((("arcsinh", "asinh"), _asinh), (("arcsin", "asin"), _asin),
                    (("arccos", "acos"), _acos), (("arctanh", "atanh"), _atanh),
