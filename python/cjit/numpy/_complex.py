@@ -303,21 +303,8 @@ def _mul(ar, ai, br, bi):
 def _div(ar, ai, br, bi):
     if bi is None:                       # by a real: each part divided
         return make(ar / br, None if ai is None else ai / br)
-    c = _cnp()
-    if ai is None:
-        ai = 0.0
-    # Smith's algorithm: scale by the larger of |br|, |bi| so that no square
-    # of the divisor's parts is formed (it would overflow or underflow first).
-    big_re = c.abs(br) >= c.abs(bi)
-    safe_br = c.where(big_re, br, 1.0)
-    safe_bi = c.where(big_re, 1.0, bi)
-    r1 = bi / safe_br
-    d1 = br + bi * r1
-    r2 = br / safe_bi
-    d2 = bi + br * r2
-    re = c.where(big_re, (ar + ai * r1) / d1, (ar * r2 + ai) / d2)
-    im = c.where(big_re, (ai - ar * r1) / d1, (ai * r2 - ar) / d2)
-    return make(re, im)
+    from ._complex_elementary import cdiv
+    return cdiv(ar, 0.0 if ai is None else ai, br, bi)
 
 
 def bilinear(f, a, b):

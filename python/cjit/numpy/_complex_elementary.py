@@ -138,7 +138,8 @@ def ctan(z):
 
 def cexpm1(z):
     """e^z - 1: Re = expm1(a) cos b - 2 sin^2(b/2) (no cancellation of
-    e^a cos b against 1 for small z), Im = e^a sin b; past a = 80 (float32;
+    e^a cos b against 1 for small z; e^a cos b - 1 for a < -1, where
+    nothing cancels), Im = e^a sin b; past a = 80 (float32;
     700 float64) e^a times cos b or sin b is formed without overflowing e^a
     first (the 1 is below the last bit there).  Special values are those of
     exp(z) - 1: a zero imaginary part stays exact (expm1(inf + 0i) =
@@ -155,6 +156,8 @@ def cexpm1(z):
     two_h2 = 2.0 * (h * h)
     # a = 0: cos b - 1 = -2 sin^2(b/2), a negative zero where it underflows
     re = c.where(a == 0, -two_h2, c.expm1(a) * cb - two_h2)
+    # a < -1: e^a cos b is below 0.37, so nothing cancels, and expm1(-huge) cos b - ... is not -1
+    re = c.where(a < -1.0, c.exp(a) * cb - 1.0, re)
     re = c.where(big, re_big, re)
     im = c.where(big, im_big, c.exp(a) * sb)
     re = c.where(b == 0, c.expm1(a), re)
@@ -204,3 +207,60 @@ def creciprocal(z):
     im = c.where(by_x, -r1 / d1, -1.0 / d2)
     nan = c.isnan(x) | c.isnan(y) | ((x == 0) & (y == 0))
     return make(c.where(nan, np.nan, re), c.where(nan, np.nan, im))
+
+
+def cdiv(ar, ai, br, bi):
+    """(ar + i ai) / (br + i bi) by Smith's algorithm (the ratio r of the
+    divisor's smaller part q to its larger p: no square of a part is
+    formed), with three repairs.  An operand whose larger part is within a
+    factor 4 of overflow is scaled by 1/4, one whose larger part is below
+    2^-900 by 2^600, and the quotient scaled
+    back: p + q r would overflow next to the largest floats, and subnormal
+    parts lose their bits in products.  Where r is subnormal, x r is formed
+    as (x / p) q (or (x q) / p where x / p overflows).  And where a part is infinite: a zero divisor gives
+    (ar / 0, ai / 0) as NumPy's; an infinite dividend (no nan) over a finite
+    nonzero divisor gives C99's infinity, inf (u br + v bi) + i inf (v br -
+    u bi) with u, v the signed 1 or 0 of each infinite or finite part.
+    complex64 is divided in float64 and rounded once."""
+    c = _cnp()
+    ar, ai, br, bi = (_lift_part(v) for v in (ar, ai, br, bi))
+    if ar.dtype == np.float32:
+        # float32 parts: the same steps in float64, where their products and
+        # ratios neither underflow nor round enough to matter, rounded once
+        w = cdiv(*(v.astype(np.float64) for v in (ar, ai, br, bi)))
+        return make(w.re.astype(np.float32), w.im.astype(np.float32))
+    fi = np.finfo(ar.dtype)
+    small, step = 2.0 ** -900, 2.0 ** 600
+    big = float(fi.max) / 4.0
+    mn = c.maximum(c.abs(ar), c.abs(ai))
+    md = c.maximum(c.abs(br), c.abs(bi))
+    sn = c.where(mn > big, 0.25, c.where(mn < small, step, 1.0))
+    sd = c.where(md > big, 0.25, c.where(md < small, step, 1.0))
+    xr, xi, yr, yi = ar * sn, ai * sn, br * sd, bi * sd
+    big_re = c.abs(yr) >= c.abs(yi)
+    p = c.where(big_re, yr, yi)
+    q = c.where(big_re, yi, yr)
+    safe_p = c.where(p == 0, 1.0, p)     # a harmless divisor where p is 0 (the result is set below)
+    r = q / safe_p
+    d = p + q * r
+    under = c.abs(r) < float(fi.tiny)
+
+    def times_r(x):
+        # x q / p: (x / p) q, or (x q) / p where x / p overflows (q is then far below p)
+        xp = x / safe_p
+        return c.where(under, c.where(c.isinf(xp), (x * q) / safe_p, xp * q), x * r)
+
+    xr_r, xi_r = times_r(xr), times_r(xi)
+    # |yr| >= |yi|: ((xr + xi r) + i (xi - xr r)) / d, else ((xr r + xi) + i (xi r - xr)) / d
+    re = c.where(big_re, xr + xi_r, xr_r + xi) / d
+    im = c.where(big_re, xi - xr_r, xi_r - xr) / d
+    # back by exact powers of 2 (where both scalings go one way, the result over- or underflows anyway)
+    re, im = (re * sd) * (1.0 / sn), (im * sd) * (1.0 / sn)
+    inf_n = (c.isinf(ar) | c.isinf(ai)) & ~c.isnan(ar) & ~c.isnan(ai)
+    fin_d = c.isfinite(br) & c.isfinite(bi) & (md > 0)
+    u = c.copysign(c.where(c.isinf(ar), 1.0, 0.0), ar)
+    v = c.copysign(c.where(c.isinf(ai), 1.0, 0.0), ai)
+    re = c.where(inf_n & fin_d, np.inf * (u * br + v * bi), re)
+    im = c.where(inf_n & fin_d, np.inf * (v * br - u * bi), im)
+    zero = md == 0
+    return make(c.where(zero, ar / c.abs(br), re), c.where(zero, ai / c.abs(bi), im))
