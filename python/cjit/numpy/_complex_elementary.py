@@ -221,14 +221,16 @@ def cdiv(ar, ai, br, bi):
     (ar / 0, ai / 0) as NumPy's; an infinite dividend (no nan) over a finite
     nonzero divisor gives C99's infinity, inf (u br + v bi) + i inf (v br -
     u bi) with u, v the signed 1 or 0 of each infinite or finite part.
-    complex64 is divided in float64 and rounded once."""
+    complex64: plain Smith's (_cdiv32)."""
     c = _cnp()
-    ar, ai, br, bi = (_lift_part(v) for v in (ar, ai, br, bi))
-    if ar.dtype == np.float32:
-        # float32 parts: the same steps in float64, where their products and
-        # ratios neither underflow nor round enough to matter, rounded once
-        w = cdiv(*(v.astype(np.float64) for v in (ar, ai, br, bi)))
-        return make(w.re.astype(np.float32), w.im.astype(np.float32))
+    vs = [_lift_part(v) for v in (ar, ai, br, bi)]
+    if any(v.dtype != np.float64 for v in vs):
+        from ._core import _result_type
+        dt, _ = _result_type(*[(v.dtype, v.weak) for v in vs], (np.dtype(np.float32), False))
+        if np.dtype(dt) == np.float32:
+            return _cdiv32(*(v.astype(np.float32) for v in vs))
+        vs = [v.astype(np.float64) for v in vs]
+    ar, ai, br, bi = vs
     fi = np.finfo(ar.dtype)
     small, step = 2.0 ** -900, 2.0 ** 600
     big = float(fi.max) / 4.0
@@ -256,11 +258,43 @@ def cdiv(ar, ai, br, bi):
     im = c.where(big_re, xi - xr_r, xi_r - xr) / d
     # back by exact powers of 2 (where both scalings go one way, the result over- or underflows anyway)
     re, im = (re * sd) * (1.0 / sn), (im * sd) * (1.0 / sn)
+    return _div_specials(c, ar, ai, br, bi, re, im)
+
+
+def _cdiv32(ar, ai, br, bi):
+    """complex64 division: Smith's steps in float32, as before this module
+    (a chain of complex64 operations with a division still fuses into one
+    kernel without temporaries: each part is read at most four times).
+    Not yet held to the sweep's bound: parts of very different sizes can
+    lose bits where the ratio or a product is subnormal."""
+    c = _cnp()
+    big_re = c.abs(br) >= c.abs(bi)
+    safe_br = c.where(big_re, br, 1.0)
+    safe_bi = c.where(big_re, 1.0, bi)
+    r1 = bi / safe_br
+    d1 = br + bi * r1
+    r2 = br / safe_bi
+    d2 = bi + br * r2
+    re = c.where(big_re, (ar + ai * r1) / d1, (ar * r2 + ai) / d2)
+    im = c.where(big_re, (ai - ar * r1) / d1, (ai * r2 - ar) / d2)
+    return make(re, im)
+
+
+def _div_specials(c, ar, ai, br, bi, re, im):
+    """C99's infinity for an infinite dividend (no nan) over a finite nonzero
+    divisor, NumPy's (ar / 0, ai / 0) for a zero divisor."""
+    md = c.maximum(c.abs(br), c.abs(bi))
     inf_n = (c.isinf(ar) | c.isinf(ai)) & ~c.isnan(ar) & ~c.isnan(ai)
-    fin_d = c.isfinite(br) & c.isfinite(bi) & (md > 0)
+    rec = inf_n & c.isfinite(br) & c.isfinite(bi) & (md > 0)
     u = c.copysign(c.where(c.isinf(ar), 1.0, 0.0), ar)
     v = c.copysign(c.where(c.isinf(ai), 1.0, 0.0), ai)
-    re = c.where(inf_n & fin_d, np.inf * (u * br + v * bi), re)
-    im = c.where(inf_n & fin_d, np.inf * (v * br - u * bi), im)
+
+    def infinity(t):
+        # inf t without a product by inf, whose gradient would be nan everywhere
+        return c.where(t > 0, np.inf, c.where(t < 0, -np.inf, np.nan))
+
+    re = c.where(rec, infinity(u * br + v * bi), re)
+    im = c.where(rec, infinity(v * br - u * bi), im)
     zero = md == 0
-    return make(c.where(zero, ar / c.abs(br), re), c.where(zero, ai / c.abs(bi), im))
+    return make(c.where(zero, ar / c.where(zero, c.abs(br), 1.0), re),
+                c.where(zero, ai / c.where(zero, c.abs(bi), 1.0), im))
