@@ -143,7 +143,7 @@ def cexpm1(z):
     700 float64) e^a times cos b or sin b is formed without overflowing e^a
     first (the 1 is below the last bit there).  Special values are those of
     exp(z) - 1: a zero imaginary part stays exact (expm1(inf + 0i) =
-    inf + 0i), expm1(-inf + i y) = -1 + 0i, expm1(inf + i y) = inf + i nan for
+    inf + 0i), expm1(-inf + i y) = -1 + 0i (-1 - 0i for y = -inf), expm1(inf + i y) = inf + i nan for
     y not finite."""
     c = _cnp()
     a, b = parts(z)
@@ -164,7 +164,7 @@ def cexpm1(z):
     im = c.where(b == 0, b, im)
     odd = c.isinf(a) & ~c.isfinite(b)
     re = c.where(odd, c.where(a > 0, a, -1.0), re)
-    im = c.where(odd, c.where(a > 0, np.nan, 0.0), im)
+    im = c.where(odd, c.where(a > 0, np.nan, c.copysign(0.0, b)), im)
     return make(re, im)
 
 
