@@ -19,6 +19,7 @@ to a large one is judged on its own scale.  Where want is nan, got must be
 nan; where want is infinite or zero, got must be the same, sign included.
 """
 import numpy as np
+from fractions import Fraction
 
 PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
 
@@ -65,14 +66,90 @@ def reference(fn, z):
         return fn(z)
 
 
-def part_ulps(got, want, fd):
+def _round(w, dtype):
+    out = np.empty(w.shape, dtype)
+    out.real, out.imag = w.real.astype(PART[np.dtype(dtype)]), w.imag.astype(PART[np.dtype(dtype)])
+    return out
+
+
+def reference_log1p(z):
+    """log(1 + z) correctly rounded part by part, for either dtype (NumPy's
+    complex log1p takes the log of the rounded |1 + z|, which loses every
+    bit of a small z's real part).  Re = ln |1 + z|^2 / 2, |1 + z|^2 exact
+    as a fraction and its log taken with 40 decimal digits; Im = atan2(y,
+    1 + x) in float64 (rounding 1 + x moves it by at most half an ulp).
+    Where a part is not finite or 1 + z is 0: NumPy's values."""
+    from decimal import Decimal, localcontext
+    w = z.astype(np.complex128)
+    with np.errstate(all="ignore"):
+        out = np.log1p(w)
+        out.imag = np.arctan2(w.imag, 1.0 + w.real)
+    with localcontext() as ctx:
+        ctx.prec = 40
+        for i, v in enumerate(w.flat):
+            if not (np.isfinite(v.real) and np.isfinite(v.imag)):
+                continue
+            t = 2 * Fraction(v.real) + Fraction(v.real) ** 2 + Fraction(v.imag) ** 2  # |1 + z|^2 - 1
+            if t == -1:
+                continue
+            out.flat[i] = complex(_half_log1p(t, Decimal), out.flat[i].imag)
+    return _round(out, z.dtype)
+
+
+def _half_log1p(t, Decimal):
+    """ln(1 + t) / 2 to 40 digits for an exact fraction t > -1 (a series
+    for small t, where ln of 1 + t would need as many digits as t is small)."""
+    if abs(t) >= Fraction(1, 1000):
+        m = 1 + t
+        return float((Decimal(m.numerator) / Decimal(m.denominator)).ln() / 2)
+    d = Decimal(t.numerator) / Decimal(t.denominator)
+    total, power, k = Decimal(0), d, 1
+    while k < 20:
+        total += power / k * (1 if k % 2 else -1)
+        power *= d
+        k += 1
+    return float(total / 2)
+    return _round(out, z.dtype)
+
+
+def reference_expm1(z):
+    """(e^z - 1, the scale of the real part's terms) for either dtype.  NumPy's
+    complex expm1 is nan where e^a sin b overflows or is inf * 0
+    (expm1(1e6 + 0i) = inf + nan i), so the reference is its formula, Re =
+    expm1(a) cos b - 2 sin^2(b/2), Im = e^a sin b, in float64, with exp(z) - 1
+    past exp's overflow and at the special values (C99's cexp), the exact
+    zero of Im at b = 0, and -0 for a real part cos b - 1 that underflows.
+    The scale is max(|expm1(a) cos b|, 2 sin^2(b/2)): the two terms cancel
+    where e^a cos b is near 1, and then the real part is only as good as
+    cos b and expm1(a) are, a few ulps of the scale."""
+    w = z.astype(np.complex128)
+    a, b = w.real, w.imag
+    with np.errstate(all="ignore"):
+        h = np.sin(b / 2)
+        t1, t2 = np.expm1(a) * np.cos(b), 2 * h * h
+        re, im = t1 - t2, np.exp(a) * np.sin(b)
+        e = np.exp(w) - 1
+        use_e = (a > 700) | ~np.isfinite(a) | ~np.isfinite(b)
+        re, im = np.where(use_e, e.real, re), np.where(use_e, e.imag, im)
+        re = np.where(b == 0, np.expm1(a), np.where((a == 0) & (re == 0), -0.0, re))
+        im = np.where(b == 0, b, im)
+        scale = np.where(use_e | (b == 0), 0.0, np.maximum(np.abs(t1), t2))
+    out = np.empty(w.shape, np.complex128)
+    out.real, out.imag = re, im
+    return _round(out, z.dtype), scale
+
+
+def part_ulps(got, want, fd, floor=None):
     """The distance of each part in ulps (inf where a special value or the
-    sign of a zero or an infinity differs)."""
+    sign of a zero or an infinity differs); with floor, the ulps are those
+    at max(|want|, floor)."""
     fi = np.finfo(fd)
     got = got.astype(np.float64)
     want = want.astype(np.float64)
     with np.errstate(all="ignore"):
         scale = np.maximum(np.abs(want), fi.tiny)
+        if floor is not None:
+            scale = np.maximum(scale, floor)
         ulp = np.exp2(np.floor(np.log2(scale)) - fi.nmant)
         err = np.abs(got - want) / ulp
     both_nan = np.isnan(got) & np.isnan(want)
@@ -83,13 +160,13 @@ def part_ulps(got, want, fd):
     return err
 
 
-def ulps(got, want):
+def ulps(got, want, re_floor=None):
     """max over the two parts of part_ulps, element by element.  Where one
     part of the reference is nan and the other infinite or zero, C99 leaves
     the sign of that other part unspecified (csinh(inf + inf i) = +-inf +
     nan i): there only its kind must match."""
     fd = PART[np.dtype(want.dtype)]
-    e_re = part_ulps(got.real, want.real, fd)
+    e_re = part_ulps(got.real, want.real, fd, re_floor)
     e_im = part_ulps(got.imag, want.imag, fd)
 
     def loose(g, w, other):

@@ -303,21 +303,8 @@ def _mul(ar, ai, br, bi):
 def _div(ar, ai, br, bi):
     if bi is None:                       # by a real: each part divided
         return make(ar / br, None if ai is None else ai / br)
-    c = _cnp()
-    if ai is None:
-        ai = 0.0
-    # Smith's algorithm: scale by the larger of |br|, |bi| so that no square
-    # of the divisor's parts is formed (it would overflow or underflow first).
-    big_re = c.abs(br) >= c.abs(bi)
-    safe_br = c.where(big_re, br, 1.0)
-    safe_bi = c.where(big_re, 1.0, bi)
-    r1 = bi / safe_br
-    d1 = br + bi * r1
-    r2 = br / safe_bi
-    d2 = bi + br * r2
-    re = c.where(big_re, (ar + ai * r1) / d1, (ar * r2 + ai) / d2)
-    im = c.where(big_re, (ai - ar * r1) / d1, (ai * r2 - ar) / d2)
-    return make(re, im)
+    from ._complex_elementary import cdiv
+    return cdiv(ar, 0.0 if ai is None else ai, br, bi)
 
 
 def bilinear(f, a, b):
@@ -393,9 +380,9 @@ def exp(z):
 
 
 def log(z):
-    c = _cnp()
-    zr, zi = parts(z)
-    return make(c.log(c.hypot(zr, zi)), c.arctan2(zi, zr))
+    """log |z| + i arg z, log |z| accurate next to |z| = 1 (_complex_elementary)."""
+    from ._complex_elementary import clog
+    return clog(z)
 
 
 def sqrt(z):
@@ -499,38 +486,13 @@ def cosh(z):
 
 
 def tan(z):
-    # tan(a + ib) = (sin 2a + i sinh 2b) / (cos 2a + cosh 2b).  Past |b| = 20
-    # cosh would overflow first in float32; there the imaginary part is
-    # sign(b) to working precision and the real part 2 sin 2a e^(-2|b|).
-    c = _cnp()
-    a, b = parts(z)
-    big = c.abs(b) > 20.0
-    bc = c.clip(b, -20.0, 20.0)
-    den = c.cos(2.0 * a) + c.cosh(2.0 * bc)
-    re = c.where(big, 2.0 * c.sin(2.0 * a) * c.exp(-2.0 * c.abs(b)), c.sin(2.0 * a) / den)
-    im = c.where(big, c.sign(b), c.sinh(2.0 * bc) / den)
-    return make(re, im)
+    from ._complex_elementary import ctan
+    return ctan(z)
 
 
 def tanh(z):
-    """(sinh 2a + i sin 2b) / (cosh 2a + cos 2b); past |a| = 20 the real
-    part is sign(a) to working precision and the imaginary part
-    4 sin b cos b e^(-2|a|) (0 at infinity, as Annex G's tanh(inf + i y) =
-    1 + 0i for any y)."""
-    c = _cnp()
-    a, b = parts(z)
-    big = c.abs(a) > 20.0
-    ac = c.clip(a, -20.0, 20.0)
-    den = c.cosh(2.0 * ac) + c.cos(2.0 * b)
-    re = c.where(big, c.sign(a), c.sinh(2.0 * ac) / den)
-    far = 2.0 * c.sin(2.0 * b) * c.exp(-2.0 * c.abs(a))
-    im = c.where(big, c.where(c.isinf(a), 0.0 * b, far), c.sin(2.0 * b) / den)
-    bad = c.isfinite(a) & ~c.isfinite(b)           # tanh(x + inf i) = nan + nan i
-    re = c.where(bad, np.nan, re)
-    im = c.where(bad, np.nan, im)
-    re = c.where(a == 0, a, re)                    # tanh(i y) = i tan y: real part zero
-    im = c.where(c.isinf(a) & ~c.isfinite(b), 0.0, im)
-    return make(re, _zero_keeping(b, im))
+    from ._complex_elementary import ctanh
+    return ctanh(z)
 
 
 def power(a, b):
@@ -562,7 +524,8 @@ def power(a, b):
 
 
 def reciprocal(z):
-    return binop("div", 1.0, z)
+    from ._complex_elementary import creciprocal
+    return creciprocal(z)
 
 
 def square(z):

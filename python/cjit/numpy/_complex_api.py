@@ -295,27 +295,11 @@ def _imag(x, /):
     return parts(x)[1]
 
 
-@impl("expm1")
-def _expm1(x, /):
-    # exp(z) - 1 = e^a cos b - 1 + i e^a sin b, the real part without cancellation:
-    # e^a cos b - 1 = expm1(a) cos b - 2 sin^2(b/2); Annex G's values at infinities
-    c = _cnp()
-    a, b = parts(x)
-    re = c.expm1(a) * c.cos(b) - 2.0 * c.sin(b * 0.5) ** 2
-    im = c.where(b == 0, b, c.exp(a) * c.sin(b))
-    re = c.where(b == 0, c.expm1(a), re)
-    re = c.where((a == 0) & (b == 0), 0.0, re)     # Annex G: expm1(+-0 + 0i) = +0 + 0i
-    odd = c.isinf(a) & ~c.isfinite(b)
-    re = c.where(odd, c.where(a > 0, a, -1.0), re)
-    im = c.where(odd, c.where(a > 0, np.nan, 0.0), im)
-    return make(re, im)
+# log, log1p, tan, tanh, expm1, sign, reciprocal: _complex_elementary.py
+from . import _complex_elementary as E  # noqa: E402
 
-
-@impl("log1p")
-def _log1p(x, /):
-    a, b = parts(x)
-    return C.log(make(a + 1.0, b))
-
+for _n, _f in (("expm1", E.cexpm1), ("log1p", E.clog1p), ("sign", E.csign)):
+    impl(_n)(functools.partial(lambda fn, x, /, *a, **k: fn(x), _f))
 
 _INV_LN10 = 1.0 / math.log(10.0)   # Python floats: weak, so complex64 stays complex64
 _INV_LN2 = 1.0 / math.log(2.0)
@@ -331,16 +315,6 @@ def _log10(x, /):
 def _log2(x, /):
     w = C.log(x)
     return make(w.re * _INV_LN2, w.im * _INV_LN2)
-
-
-@impl("sign")
-def _sign(x, /):
-    """z / |z|, and 0 at 0 (NumPy 2's definition)."""
-    c = _cnp()
-    z = as_complex(x)
-    r = C.absolute(z)
-    safe = c.where(r == 0, 1.0, r)
-    return make(c.where(r == 0, 0.0, z.re / safe), c.where(r == 0, 0.0, z.im / safe))
 
 
 @impl("where")
