@@ -53,6 +53,7 @@ from . import numpy  # noqa: E402
 from .numpy import stop_gradient  # noqa: E402
 from . import nn  # noqa: E402
 from . import tree_util  # noqa: E402
+from . import tree  # noqa: E402
 from . import scipy  # noqa: E402
 from . import random  # noqa: E402
 from . import lax  # noqa: E402
