@@ -48,6 +48,7 @@ from ._everyday import (block_until_ready, default_backend, device_count,  # noq
                         device_get, disable_jit, ensure_compile_time_eval, eval_shape,
                         local_device_count, local_devices, named_scope, pure_callback)
 from ._vmap import vmap  # noqa: E402
+from ._grad_extras import closure_convert, custom_gradient, jacobian, linear_transpose  # noqa: E402
 from ._custom import custom_jvp, custom_vjp  # noqa: E402
 from ._remat import checkpoint, remat, saved_residuals  # noqa: E402
 from ._inspect import make_jaxpr  # noqa: E402
@@ -58,6 +59,7 @@ from . import nn  # noqa: E402
 from . import tree_util  # noqa: E402
 from . import tree  # noqa: E402
 from . import debug  # noqa: E402
+from . import test_util  # noqa: E402
 from . import scipy  # noqa: E402
 from . import random  # noqa: E402
 from . import lax  # noqa: E402
@@ -76,5 +78,6 @@ __all__ = [
     "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn", "tree_util", "scipy", "random",
     "tree", "debug", "block_until_ready", "default_backend", "device_count", "device_get",
     "disable_jit", "ensure_compile_time_eval", "eval_shape", "local_device_count", "local_devices",
-    "named_scope", "pure_callback",
+    "named_scope", "pure_callback", "jacobian", "linear_transpose", "custom_gradient",
+    "closure_convert", "test_util",
 ]
