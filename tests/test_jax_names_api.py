@@ -75,6 +75,12 @@ def test_grad_holomorphic_is_the_complex_derivative():
         np.array([1 + 1j, 2 - 0.5j]))
     np.testing.assert_allclose(v, np.sum(np.sin([1 + 1j, 2 - 0.5j])), rtol=1e-14)
     np.testing.assert_allclose(g2, np.cos([1 + 1j, 2 - 0.5j]), rtol=1e-14)
+    hg = cjit.grad(lambda z: cnp.sum(cnp.cos(z)), holomorphic=True)
+    hg(np.array([1j, 2.0 + 0j]))
+    before = cjit.cache_info()["compiles"]
+    np.testing.assert_allclose(hg(np.array([0.5j, 1.0 + 0j])), -np.sin([0.5j, 1.0 + 0j]),
+                               rtol=1e-14)
+    assert cjit.cache_info()["compiles"] == before          # cached, as plain grad
     with pytest.raises(TypeError, match="complex"):
         cjit.grad(lambda x: x * 2, holomorphic=True)(1.0)
     with pytest.raises(TypeError, match="holomorphic=True"):

@@ -74,7 +74,9 @@ def holomorphic_value_and_grad(fun, argnums, has_aux, who):
         g = f_vjp(np.ones((), _dtype_of(out)))
         g = g[0] if single else tuple(g)
         return ((out, res[2]), g) if has_aux else (out, g)
-    return vg
+    # on concrete values: one cached internal jit, as plain grad
+    from ._autodiff import _traced_or_compiled
+    return _traced_or_compiled(fun, vg, nums)
 
 
 def allow_int_value_and_grad(fun, argnums, has_aux, who, memory_budget):
