@@ -44,7 +44,11 @@ from .api import (  # noqa: E402
 )
 from ._autodiff import grad, value_and_grad, vjp  # noqa: E402
 from ._forward import hessian, jacfwd, jacrev, jvp, linearize  # noqa: E402
+from ._everyday import (block_until_ready, default_backend, device_count,  # noqa: E402
+                        device_get, disable_jit, ensure_compile_time_eval, eval_shape,
+                        local_device_count, local_devices, named_scope, pure_callback)
 from ._vmap import vmap  # noqa: E402
+from ._grad_extras import closure_convert, custom_gradient, jacobian, linear_transpose  # noqa: E402
 from ._custom import custom_jvp, custom_vjp  # noqa: E402
 from ._remat import checkpoint, remat, saved_residuals  # noqa: E402
 from ._inspect import make_jaxpr  # noqa: E402
@@ -53,6 +57,9 @@ from . import numpy  # noqa: E402
 from .numpy import stop_gradient  # noqa: E402
 from . import nn  # noqa: E402
 from . import tree_util  # noqa: E402
+from . import tree  # noqa: E402
+from . import debug  # noqa: E402
+from . import test_util  # noqa: E402
 from . import scipy  # noqa: E402
 from . import random  # noqa: E402
 from . import lax  # noqa: E402
@@ -69,4 +76,8 @@ __all__ = [
     "memory_stats", "plot_memory",
     "reset_peak_memory_stats", "devices", "device_put", "ShapeDtypeStruct", "Array", "Device",
     "Jitted", "Lowered", "Compiled", "MemoryAnalysis", "errors", "numpy", "nn", "tree_util", "scipy", "random",
+    "tree", "debug", "block_until_ready", "default_backend", "device_count", "device_get",
+    "disable_jit", "ensure_compile_time_eval", "eval_shape", "local_device_count", "local_devices",
+    "named_scope", "pure_callback", "jacobian", "linear_transpose", "custom_gradient",
+    "closure_convert", "test_util",
 ]

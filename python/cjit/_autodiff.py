@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from . import _cjit, _tree
+from . import _cjit, _grad_extras, _tree
 from .errors import ConcretizationError
 from ._budget import take_forced_chain
 from ._transform_util import FLOATS, argnums_tuple, leaf_node
@@ -66,8 +66,8 @@ def _scalar_output(trace, out, who):
         out = trace.apply("constant", value=float(out), dtype="float64", shape=())
     if _tree.is_complex(out):
         raise TypeError(f"{who} requires a real-valued output, got dtype {out.dtype}; take "
-                        f"the real part, the absolute value or a norm (JAX's holomorphic "
-                        f"differentiation is not supported)")
+                        f"the real part, the absolute value or a norm (or pass holomorphic=True "
+                        f"for a holomorphic function of complex inputs)")
     if not isinstance(out, _cjit.Tracer):
         raise TypeError(f"{who} requires the function to return a scalar array, "
                         f"got {type(out).__name__}")
@@ -122,15 +122,34 @@ def _check_budget(memory_budget, who):
     return int(memory_budget)
 
 
-def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
+def _options(who, holomorphic, allow_int, reduce_axes, memory_budget):
+    if reduce_axes not in ((), None, []):
+        raise NotImplementedError(f"{who}: reduce_axes is not supported (JAX has removed it "
+                                  f"too)")
+    if holomorphic and allow_int:
+        raise TypeError(f"{who}: holomorphic=True and allow_int=True cannot be combined")
+    if holomorphic and memory_budget is not None:
+        raise TypeError(f"{who}: memory_budget= is not supported with holomorphic=True")
+
+
+def value_and_grad(fun=None, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
+                   reduce_axes=(), *, memory_budget=None):
     """Returns a function computing ``(fun(*args), gradient)``, or
     ``((value, aux), gradient)`` with ``has_aux``.  The gradient has the
-    structure of ``args[argnums]`` (a tuple of them for a tuple of argnums)."""
+    structure of ``args[argnums]`` (a tuple of them for a tuple of argnums).
+    ``holomorphic=True``: complex inputs and output, the gradient is f'(z);
+    ``allow_int=True``: integer inputs get float0 zeros (see _grad_extras)."""
     if fun is None:
         return functools.partial(value_and_grad, argnums=argnums, has_aux=has_aux,
+                                 holomorphic=holomorphic, allow_int=allow_int,
                                  memory_budget=memory_budget)
     who = "cjit.value_and_grad"
+    _options(who, holomorphic, allow_int, reduce_axes, memory_budget)
     budget = _check_budget(memory_budget, who)
+    if holomorphic:
+        return _grad_extras.holomorphic_value_and_grad(fun, argnums, has_aux, who)
+    if allow_int:
+        return _grad_extras.allow_int_value_and_grad(fun, argnums, has_aux, who, budget)
     nums, single = argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
@@ -139,13 +158,26 @@ def value_and_grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
     return _traced_or_compiled(fun, traced, nums)
 
 
-def grad(fun=None, argnums=0, has_aux=False, *, memory_budget=None):
+def grad(fun=None, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=(),
+         *, memory_budget=None):
     """Returns a function computing the gradient of scalar-valued ``fun``
-    with respect to ``args[argnums]`` (and ``aux`` too with ``has_aux``)."""
+    with respect to ``args[argnums]`` (and ``aux`` too with ``has_aux``);
+    ``holomorphic`` and ``allow_int`` as in value_and_grad."""
     if fun is None:
-        return functools.partial(grad, argnums=argnums, has_aux=has_aux, memory_budget=memory_budget)
+        return functools.partial(grad, argnums=argnums, has_aux=has_aux, holomorphic=holomorphic,
+                                 allow_int=allow_int, memory_budget=memory_budget)
     who = "cjit.grad"
+    _options(who, holomorphic, allow_int, reduce_axes, memory_budget)
     budget = _check_budget(memory_budget, who)
+    if holomorphic or allow_int:
+        vg = (_grad_extras.holomorphic_value_and_grad(fun, argnums, has_aux, who) if holomorphic
+              else _grad_extras.allow_int_value_and_grad(fun, argnums, has_aux, who, budget))
+
+        @functools.wraps(fun)
+        def g_only(*args, **kwargs):
+            value, g = vg(*args, **kwargs)
+            return (g, value[1]) if has_aux else g
+        return g_only
     nums, single = argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):

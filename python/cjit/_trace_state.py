@@ -57,3 +57,38 @@ def user_location():
     return _cjit.user_location()
 
 
+
+
+# ensure_compile_time_eval: the trace stack set aside while the block runs,
+# so that operations on concrete values run eagerly (cjit.numpy's wrappers
+# bring it back for an operation that has a traced operand).
+def _hidden():
+    h = getattr(_tls, "hidden", None)
+    if h is None:
+        h = _tls.hidden = []
+    return h
+
+
+def hide_traces():
+    _hidden().append(getattr(_tls, "stack", None) or [])
+    _tls.stack = []
+
+
+def unhide_traces():
+    _tls.stack = _hidden().pop()
+
+
+class revealed:
+    """Within a hidden block: the set-aside trace stack, for one operation
+    on traced operands."""
+
+    def __enter__(self):
+        h = getattr(_tls, "hidden", None)
+        self.saved = None
+        if h:
+            self.saved = _tls.stack
+            _tls.stack = h[-1]
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            _tls.stack = self.saved

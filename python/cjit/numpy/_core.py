@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _cjit
 from ..api import Jitted, canonical_dtype, current_trace, user_location
+from .._trace_state import revealed
 from .._cjit import Tracer
 
 
@@ -131,8 +132,13 @@ def _op(*array_params, seq=()):
 
         @functools.wraps(impl)
         def wrapper(*args, **kwargs):
-            if current_trace() is not None or _has_tracer(args, kwargs):
+            if current_trace() is not None:
                 return impl(*args, **kwargs)
+            if _has_tracer(args, kwargs):
+                # traced operands inside ensure_compile_time_eval: staged
+                # in the trace that was set aside
+                with revealed():
+                    return impl(*args, **kwargs)
             return eager(*args, **kwargs)
 
         wrapper._cjit_impl = impl
