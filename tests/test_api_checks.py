@@ -289,7 +289,10 @@ def test_bad_num_threads_warns_and_uses_the_default(value):
 def test_good_num_threads_is_used_without_a_warning(value, threads):
     r = run_python(_ENV_PROG, {"CJIT_NUM_THREADS": value})
     assert r.returncode == 0, r.stderr
-    assert "Warning" not in r.stderr, r.stderr
+    # (the BLAS core's warning is not about threads: a forced old core,
+    # as make test-portability runs, gives it on purpose)
+    warnings = [line for line in r.stderr.splitlines() if "Warning" in line and "the BLAS library" not in line]
+    assert not warnings, r.stderr
     assert f"THREADS {threads}" in r.stdout
 
 
