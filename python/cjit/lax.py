@@ -487,7 +487,11 @@ def switch(index, branches, *operands):
         fn = _compiled(("switch", tuple(branches)), lambda: lambda i, ops: switch(i, branches, *ops))
         return fn(index, operands)
     t = _index_tracer(trace, index, "switch")
-    t = trace.apply("cast", t, dtype="int32") if np.dtype(t.dtype) != np.int32 else t
+    if np.dtype(t.dtype) != np.int32:   # clamped first, so that a wide index does not wrap into range
+        if np.dtype(t.dtype).kind in "iu":
+            from . import numpy as cnp
+            t = cnp.clip(t, 0, len(branches) - 1)
+        t = trace.apply("cast", t, dtype="int32")
     if len(branches) == 1:
         return branches[0](*operands)
     names = [f"branch {i}" for i in range(len(branches))]
