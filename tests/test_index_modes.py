@@ -369,3 +369,16 @@ def test_generated_switch_indices():
             np.testing.assert_array_equal(one(v), np.full(3, w), err_msg=what)
         assert int(lax.switch(vals[0], branches, x)[0]) == want[0], what
 
+
+
+def test_messages_about_indexing_say_what_cjit_has():
+    """A float index is refused as NumPy does (an IndexError about the dtype,
+    not a claim that gathers are missing); item assignment points to .at."""
+    with pytest.raises(IndexError, match="traced float64 value"):
+        cjit.jit(lambda x, i: x[i])(np.arange(3.0), np.float64(1.0))
+
+    def assign(x):
+        x[0] = 1.0
+        return x
+    with pytest.raises(TypeError, match=r"x\.at\[index\]\.set"):
+        cjit.jit(assign)(np.arange(3.0))
