@@ -421,7 +421,8 @@ static int select_branches(batch_ctx *c, const cj_node *n, int id) {
         for (int i = nb - 2; i >= 0; i--) {
             cj_shape scalar = {0, {0}};
             int ci = cj_build_constant(c->g, i, i, CJ_INT32, false, &scalar, c->loc, c->err);
-            int eq = ci < 0 ? -1 : cj_build_binary(c->g, CJ_OP_EQ, index, ci, c->loc, c->err);
+            /* branch 0 takes every index <= 0: clamped, as the unbatched switch */
+            int eq = ci < 0 ? -1 : cj_build_binary(c->g, i ? CJ_OP_EQ : CJ_OP_LE, index, ci, c->loc, c->err);
             int col = eq < 0 ? -1 : cj_build_reshape(c->g, eq, &cs, c->loc, c->err);
             if ((acc = col < 0 ? -1 : cj_build_select(c->g, col, flat[i * nout + k], acc, c->loc, c->err)) < 0)
                 goto done;

@@ -113,9 +113,13 @@ static LLVMValueRef index_offset(cg *c, LLVMValueRef i, cj_dtype dt, int64_t dim
     LLVMValueRef x = emit_cast(c, i, dt, CJ_INT64), zero = LLVMConstInt(c->i64, 0, 0);
     LLVMValueRef n = LLVMConstInt(c->i64, (unsigned long long)dim, 1);
     LLVMValueRef hi = LLVMConstInt(c->i64, (unsigned long long)(dim > 0 ? dim - 1 : 0), 1);
-    if (!cj_dtype_unsigned(dt))
-        x = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, zero, "neg"), LLVMBuildAdd(c->b, x, n, "wrap"),
-                            x, "ix");
+    if (cj_dtype_unsigned(dt)) { /* compared unsigned: a uint64 >= 2**63 is past the end, not negative */
+        if (in_range) *in_range = LLVMBuildICmp(c->b, LLVMIntULT, x, n, "ltn");
+        x = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntUGT, x, hi, "hi"), hi, x, "ch");
+        return LLVMBuildMul(c->b, x, LLVMConstInt(c->i64, (unsigned long long)stride, 1), "dyn");
+    }
+    x = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, zero, "neg"), LLVMBuildAdd(c->b, x, n, "wrap"), x,
+                        "ix");
     if (in_range)
         *in_range = LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntSGE, x, zero, "ge0"),
                                  LLVMBuildICmp(c->b, LLVMIntSLT, x, n, "ltn"), "inrange");

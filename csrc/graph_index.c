@@ -87,6 +87,11 @@ int cj_build_argsort(cj_graph *g, int x, int loc, cj_error *err) {
  * indices). */
 static int wrapped(cj_graph *g, int idx, int64_t n, int loc, cj_error *err) {
     cj_shape scalar = {0, {0}};
+    if (g->nodes[idx].dtype == CJ_UINT64) { /* at most n first, so that 2**63 and up stay past the end */
+        int cap = emit_constant(g, (double)n, n, CJ_UINT64, false, &scalar, loc, err);
+        idx = cap < 0 ? -1 : cj_build_binary(g, CJ_OP_MINIMUM, idx, cap, loc, err);
+        if (idx < 0) return -1;
+    }
     int x = cj_build_cast(g, idx, CJ_INT64, loc, err);
     if (x < 0 || cj_dtype_unsigned(g->nodes[idx].dtype)) return x;
     int zero = emit_constant(g, 0, 0, CJ_INT64, false, &scalar, loc, err);

@@ -406,7 +406,7 @@ static int tracer_setitem(PyObject *self, PyObject *key, PyObject *value)
     (void)self;
     (void)key;
     PyErr_Format(PyExc_TypeError, "traced values are immutable: item %s is not supported "
-                 "(build a new value instead, e.g. with cjit.numpy.where or concatenate)",
+                 "(use x.at[index].set(value), which returns the updated array, as in JAX)",
                  value ? "assignment" : "deletion");
     return -1;
 }

@@ -551,3 +551,62 @@ def test_compile_after_a_disk_load(tmp_path):
     assert r["emit_ns"] > 0
     x = np.linspace(-2, 2, 3000, dtype=np.float32).astype(np.float64)
     np.testing.assert_allclose(r["g"], np.sin(x) * np.exp(-x) + np.log1p(x * x), rtol=2e-5, atol=2e-6)
+
+
+# -- entries whose columns have another SQLite type than cjit writes ----------------------
+
+# Each column set to each SQLite type it must not have (the blob as TEXT,
+# INTEGER or REAL; the checksum as BLOB or INTEGER; nbytes and used as TEXT,
+# REAL or BLOB), one after the other in one process: a fresh jitted function
+# of the same graph looks the entry up, must delete it (counted), compile,
+# store a good one, and the next fresh function must load that one.
+WRONG_TYPES = r"""
+import json, os, sqlite3, sys, warnings
+import numpy as np
+import cjit, cjit.numpy as cnp
+warnings.simplefilter("ignore")
+x = np.linspace(-2, 2, 3000, dtype=np.float32)
+db = os.path.join(os.environ["CJIT_CACHE_DIR"], "cache.db")
+def call():
+    return np.asarray(cjit.jit(lambda a: cnp.tanh(a) + 1)(x)).tobytes().hex()
+want = call()
+cases = [("blob", "'some text'"), ("blob", "12345"), ("blob", "2.5"), ("blob", "'ab'"),
+         ("sha256", "X'00ff'"), ("sha256", "7"), ("nbytes", "'many'"), ("nbytes", "1.0"),
+         ("nbytes", "X'01'"), ("used", "'today'"), ("used", "3.5"), ("used", "X'02'")]
+out = []
+for col, value in cases:
+    conn = sqlite3.connect(db)
+    conn.execute(f"UPDATE entries SET {col} = {value}")
+    conn.commit()
+    conn.close()
+    before = cjit.cache_info()
+    same = call() == want
+    mid = cjit.cache_info()
+    again = call() == want
+    after = cjit.cache_info()
+    out.append([col, value, same and again, mid["disk_deleted"] - before["disk_deleted"],
+                mid["disk_misses"] - before["disk_misses"], after["disk_hits"] - mid["disk_hits"]])
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_an_entry_with_a_column_of_the_wrong_type_is_deleted_and_counted(tmp_path):
+    out = result(run(WRONG_TYPES, tmp_path / "c"))
+    assert len(out) == 12
+    for col, value, same, deleted, missed, hit in out:
+        assert (same, deleted, missed, hit) == (True, 1, 1, 1), (col, value, deleted, missed, hit)
+    assert len(db_rows(tmp_path / "c")) == 1
+
+
+def test_a_text_blob_warns_once_and_the_next_process_loads_the_new_entry(tmp_path):
+    result(run(SMALL, tmp_path / "c"))
+    conn = sqlite3.connect(os.path.join(str(tmp_path / "c"), "cache.db"))
+    conn.execute("UPDATE entries SET blob = 'not bytes'")
+    conn.commit()
+    conn.close()
+    r = run(SMALL, tmp_path / "c")
+    out = result(r)
+    check_small(out)
+    assert out["info"]["disk_deleted"] == 1 and r.stderr.count("unusable") == 1, r.stderr
+    healed = run(SMALL, tmp_path / "c")
+    assert result(healed)["info"]["disk_hits"] == 1 and "unusable" not in healed.stderr

@@ -462,3 +462,65 @@ def test_dropout_mlp_train_step_with_cjit_random_keys():
         np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-6)
     # another key, another mask: another gradient
     assert not np.allclose(step(params, x, y, random.key(8))[1][0][0], grads[0][0])
+
+
+# ---- stax draws JAX's bits: the same key splits the same way -------------------------------------
+
+def _net(s):
+    f32 = _f32(s)
+    return s.serial(s.Dense(5, **f32), s.Relu, s.Dense(3, **f32), s.Dense(2, **f32), s.Dropout(0.5))
+
+
+def test_serial_init_splits_the_key_once_per_layer():
+    """serial's init_fun: rng, layer_rng = split(rng) before each layer (JAX's
+    order), each Dense splitting its layer key into W's and b's: checked
+    through cjit.random itself."""
+    from cjit import random
+    init_fun, _ = _net(stax)
+    _, params = init_fun(random.key(11), (2, 4))
+    rng, shapes, want = random.key(11), [(4, 5), None, (5, 3), (3, 2), None], []
+    for shape in shapes:
+        rng, layer = random.split(rng)
+        if shape is None:
+            want.append(())
+            continue
+        k1, k2 = random.split(layer)
+        want.append((random.truncated_normal(k1, -2.0, 2.0, shape, np.float32)
+                     * np.float32(math.sqrt(2 / sum(shape)) / 0.87962566103423978),
+                     random.normal(k2, shape[1:], np.float32) * np.float32(1e-2)))
+    assert len(params) == len(want)
+    for got, ref in zip(params, want):
+        assert len(got) == len(ref)
+        for g, r in zip(got, ref):
+            assert g.dtype == np.float32
+            np.testing.assert_allclose(g, r, rtol=1e-6, atol=0)
+
+
+def test_stax_parameters_and_dropout_masks_match_jax():
+    jax = pytest.importorskip("jax")
+    from jax.example_libraries import stax as jstax
+    from cjit import random
+    (ci, ca), (ji, ja) = _net(stax), _net(jstax)
+    _, cp = ci(random.key(3), (2, 4))
+    _, jp = ji(jax.random.key(3), (2, 4))
+    cl, jl = tree_util.tree_leaves(cp), jax.tree_util.tree_leaves(jp)
+    assert len(cl) == len(jl) == 6
+    for a, b in zip(cl, jl):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=0)
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    # Dropout's mask: bernoulli draws in the default float dtype, cjit's float64 (JAX's with x64)
+    if hasattr(jax, "enable_x64"):
+        with jax.enable_x64(True):
+            want = np.asarray(ja(jp, x, rng=jax.random.key(4)))
+        np.testing.assert_allclose(np.asarray(ca(cp, x, rng=random.key(4))), want, rtol=1e-5, atol=1e-7)
+    # parallel: one split(rng, n), as JAX's
+    (pi, _), (qi, _) = stax.parallel(stax.Dense(2, **_f32(stax)), stax.Dense(3, **_f32(stax))), \
+        jstax.parallel(jstax.Dense(2, **_f32(jstax)), jstax.Dense(3, **_f32(jstax)))
+    a = tree_util.tree_leaves(pi(random.key(5), ((1, 3), (1, 3)))[1])
+    b = jax.tree_util.tree_leaves(list(qi(jax.random.key(5), ((1, 3), (1, 3))))[1])
+    for u, v in zip(a, b):
+        np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-6, atol=0)
+
+
+def _f32(s):
+    return dict(W_init=s.glorot_normal(dtype=np.float32), b_init=s.normal(dtype=np.float32))

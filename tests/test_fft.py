@@ -41,3 +41,48 @@ def test_bad_frequency_arguments():
         cnp.fft.fftfreq(0)
     with pytest.raises(ValueError, match="rfftfreq: dtype must be a real floating dtype"):
         cnp.fft.rfftfreq(4, dtype=cnp.int32)
+
+
+# ---- NumPy's signatures ---------------------------------------------------------------
+
+def test_helpers_take_d_and_axes_by_position():
+    np.testing.assert_allclose(cnp.fft.fftfreq(7, 0.1), np.fft.fftfreq(7, 0.1), rtol=1e-15)
+    np.testing.assert_allclose(cnp.fft.rfftfreq(7, 0.1), np.fft.rfftfreq(7, 0.1), rtol=1e-15)
+    x = np.arange(15.0).reshape(3, 5)
+    np.testing.assert_array_equal(cnp.fft.fftshift(x, 1), np.fft.fftshift(x, 1))
+    np.testing.assert_array_equal(cnp.fft.ifftshift(x, (0,)), np.fft.ifftshift(x, (0,)))
+    np.testing.assert_allclose(cjit.jit(lambda v: cnp.fft.fft(a=v, n=4))(x), np.fft.fft(a=x, n=4), rtol=1e-14,
+                               atol=1e-13)
+
+
+def test_every_fft_function_accepts_numpys_parameters_where_numpy_does():
+    """For each function of numpy.fft that cjit.numpy.fft has: every NumPy
+    parameter (but out= and device=) has the same name, the positional ones
+    the same position, and calling with all of them by position and then all
+    by keyword gives NumPy's answer."""
+    import inspect
+    P = inspect.Parameter
+    x = np.linspace(-1, 1, 24).reshape(4, 6)
+    args = {"a": x, "x": x, "n": 6, "d": 0.5, "axis": 0, "axes": (0, 1), "s": (4, 6), "norm": "ortho"}
+    checked = 0
+    for name in np.fft.__all__:
+        if not hasattr(cnp.fft, name):
+            continue
+        ours, theirs = inspect.signature(getattr(cnp.fft, name)), inspect.signature(getattr(np.fft, name))
+        names = [p.name for p in theirs.parameters.values() if p.name not in ("out", "device")]
+        positional = [p.name for p in theirs.parameters.values()
+                      if p.kind == P.POSITIONAL_OR_KEYWORD and p.name in names]
+        mine = list(ours.parameters.values())
+        assert [p.name for p in mine[:len(positional)]] == positional, (name, ours, theirs)
+        assert all(p.kind == P.POSITIONAL_OR_KEYWORD for p in mine[:len(positional)]), (name, ours)
+        if name in ("fftfreq", "rfftfreq"):
+            call = {"n": 8, "d": 0.25}
+        elif name in ("hfft", "irfft"):
+            call = {"a": x + 0j, "n": 6, "axis": 0, "norm": "ortho"}
+        else:
+            call = {k: args[k] for k in names}
+        want = getattr(np.fft, name)(*call.values())
+        for got in (getattr(cnp.fft, name)(*call.values()), getattr(cnp.fft, name)(**call)):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12, err_msg=name)
+        checked += 1
+    assert checked == 18

@@ -193,8 +193,8 @@ def test_dynamic_slices_in_a_loop():
         return lax.fori_loop(0, 3, body, cnp.zeros((3, 3)))
     np.testing.assert_allclose(cjit.jit(batch_sums)(data), data.reshape(3, 4, 3).sum(1), rtol=1e-14)
     f = cjit.jit(lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 3)))
-    for i, j in [(1, 2), (4, 5), (-1, 0)]:
-        a, b = min(max(i, 0), 10), min(max(j, 0), 0)
+    for i, j in [(1, 2), (4, 5), (-1, 0)]:   # a negative start counts from the end first
+        a, b = min(max(i % 12, 0), 10), min(max(j % 3, 0), 0)
         np.testing.assert_array_equal(f(data, i, j), data[a:a + 2, b:b + 3])
     g = cjit.grad(lambda x, i: (lax.dynamic_slice_in_dim(x, i, 2) ** 2).sum())(data, 5)
     want = np.zeros_like(data)

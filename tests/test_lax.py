@@ -271,6 +271,22 @@ def test_a_carry_that_changes_type_is_named():
         cjit.jit(lambda x: lax.while_loop(lambda v: True, lambda v: (v, v), x))(np.ones(3))
 
 
+@pytest.mark.parametrize("traced_bound", [False, True])
+def test_fori_loop_names_itself_its_body_and_init_val(traced_bound):
+    """fori_loop is a scan (a while_loop with a traced bound) inside, but its
+    messages speak of fori_loop, body_fun and init_val, with both types."""
+    def f(x, n):
+        return lax.fori_loop(0, n if traced_bound else 3, lambda i, v: {"w": v["w"].astype(np.float32)}, {"w": x})
+    with pytest.raises(TypeError) as e:
+        cjit.jit(f)(np.ones(3, np.int32), 3)
+    msg = str(e.value)
+    assert msg.startswith("cjit.lax.fori_loop: body_fun changes the type of the carry init_val['w']"), msg
+    assert "int32[3]" in msg and "float32[3]" in msg and "test_lax.py" in msg
+    assert "scan" not in msg and "while_loop" not in msg and "init " not in msg
+    with pytest.raises(TypeError, match=r"cjit.lax.fori_loop: body_fun returns a carry of structure"):
+        cjit.jit(lambda x: lax.fori_loop(0, 3, lambda i, v: (v, v), x))(np.ones(3))
+
+
 def test_predicates_must_be_boolean_scalars():
     with pytest.raises(TypeError, match=r"cond_fun must return a boolean scalar, got float64\[\]"):
         cjit.jit(lambda x: lax.while_loop(lambda v: cnp.sum(v), lambda v: v, x))(np.ones(3))

@@ -87,10 +87,32 @@ def test_multivariate_normal_gradient_in_the_mean():
     np.testing.assert_allclose(g, want, rtol=1e-12)
 
 
+def test_multivariate_normal_with_a_traced_full_covariance():
+    """cjit has a Cholesky factorization: a traced covariance is factored in
+    the program (JAX's way) and matches SciPy, batched points included; its
+    gradient in the covariance matches -(S^-1 - S^-1 d d^T S^-1) / 2 summed."""
+    x, mu, cov = _mvn_case()
+    f = cjit.jit(lambda v, m, c: cst.multivariate_normal.logpdf(v, m, c))
+    np.testing.assert_allclose(f(x, mu, cov), ss.multivariate_normal.logpdf(x, mu, cov), rtol=1e-13)
+    np.testing.assert_allclose(f(x[0], mu, cov), ss.multivariate_normal.logpdf(x[0], mu, cov), rtol=1e-13)
+    xb = x.reshape(2, 3, 4)
+    np.testing.assert_allclose(f(xb, mu, cov), ss.multivariate_normal.logpdf(xb, mu, cov), rtol=1e-13)
+    np.testing.assert_allclose(cjit.jit(lambda c: cst.multivariate_normal.pdf(x, mu, c))(cov),
+                               ss.multivariate_normal.pdf(x, mu, cov), rtol=1e-12)
+    g = cjit.grad(lambda c: cst.multivariate_normal.logpdf(x, mu, c).sum())(cov)
+    inv = np.linalg.inv(cov)
+    d = x - mu
+    want = sum(-0.5 * (inv - inv @ np.outer(r, r) @ inv) for r in d)
+    # only the lower triangle is read (as JAX's cholesky): compare the symmetric part
+    np.testing.assert_allclose(np.tril(g + g.T - np.diag(np.diag(g))), np.tril(2 * want - np.diag(np.diag(want))),
+                               rtol=1e-10, atol=1e-12)
+    assert np.isnan(f(x, mu, -cov)).all()
+    with pytest.raises(ValueError, match="4x4"):
+        f(x, mu, cov[:3, :3])
+
+
 def test_multivariate_normal_refuses_what_it_cannot_do():
     x, mu, cov = _mvn_case()
-    with pytest.raises(NotImplementedError, match="linalg.cholesky"):
-        cjit.jit(lambda c: cst.multivariate_normal.logpdf(x, mu, c))(cov)
     with pytest.raises(ValueError, match="not positive definite"):
         cst.multivariate_normal.logpdf(x, mu, -cov)
     with pytest.raises(ValueError, match="dimensions"):

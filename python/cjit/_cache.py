@@ -150,7 +150,7 @@ def cache_info():
     """Process-wide: entries, hits, misses, compiles, code_bytes; and the
     persistent cache: disk_entries and disk_bytes (of every process's
     entries), disk_hits and disk_misses (this process's lookups, made on
-    in-process misses only)."""
+    in-process misses only), disk_deleted (unusable entries it deleted)."""
     entries = 0
     code = 0
     for j in list(_all_jitted):

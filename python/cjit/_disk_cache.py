@@ -38,7 +38,7 @@ _FALSE = ("", "0", "false", "no", "off")
 
 _lock = threading.RLock()        # the connection and the counters
 _store = {"dir": None, "conn": None}
-_counts = {"hits": 0, "misses": 0}
+_counts = {"hits": 0, "misses": 0, "deleted": 0}
 _warned = set()
 _static_key = []                 # [bytes] once computed: the parts that never change in a process
 
@@ -267,7 +267,13 @@ def _get(conn, key):
             if row is None:
                 return None
             blob, digest, nbytes, used = row
-            blob = bytes(blob) if blob is not None else b""
+            # each column of the type _put writes (another program, or a damaged
+            # page, may have left a TEXT, a REAL or a NULL there), then the checksum
+            if not (isinstance(blob, bytes) and isinstance(digest, str) and type(nbytes) is int
+                    and type(used) is int):
+                _delete_bad(conn, key, "a column has the wrong type: " + ", ".join(
+                    f"{name} {type(v).__name__}" for name, v in zip(("blob", "sha256", "nbytes", "used"), row)))
+                return None
             if len(blob) != nbytes or hashlib.sha256(blob).hexdigest() != digest:
                 _delete_bad(conn, key, "its checksum does not match")
                 return None
@@ -313,10 +319,13 @@ def _write_touches(conn=None):
 
 
 def _delete_bad(conn, key, why):
+    """Deletes an entry that cannot be used (counted in info()'s
+    disk_deleted); called with _lock held."""
     _warn_once("corrupt-entry", f"cjit: a disk cache entry was unusable ({why}); it was deleted "
                                 f"and compiled again")
     try:
         conn.execute("DELETE FROM entries WHERE key = ?", (key,))
+        _counts["deleted"] += 1
     except sqlite3.Error:
         pass
 
@@ -401,10 +410,11 @@ def compile(lowered, donate, name):
 
 def info():
     """disk_entries, disk_bytes (of the entries), disk_hits and disk_misses
-    (this process's lookups)."""
+    (this process's lookups), disk_deleted (the unusable entries this
+    process deleted)."""
     entries = nbytes = 0
     with _lock:
-        hits, misses = _counts["hits"], _counts["misses"]
+        hits, misses, deleted = _counts["hits"], _counts["misses"], _counts["deleted"]
         conn = _conn() if enabled() else None
         if conn is not None:
             try:
@@ -413,7 +423,7 @@ def info():
             except sqlite3.Error as e:
                 _failed(e)
     return {"disk_entries": int(entries), "disk_bytes": int(nbytes), "disk_hits": hits,
-            "disk_misses": misses}
+            "disk_misses": misses, "disk_deleted": deleted}
 
 
 def clear():

@@ -10,6 +10,7 @@ import builtins
 import numpy as np
 
 from . import _tree
+from ._cjit import Tracer
 from . import numpy as cnp
 from .scipy import special as _special
 
@@ -232,28 +233,45 @@ def top_k(operand, k):
 
 # ---- slices at traced positions (gathers and scatters) ----------------------------
 
-def _starts(operand, start_indices, sizes, who):
-    """Each start as lax clamps it, so that the slice fits: a Python int, or
-    an int64 traced scalar."""
+def _starts(operand, start_indices, sizes, who, allow_negative_indices=True):
+    """Each start as lax takes it: a negative one counts from the end of its
+    dim once (a signed one, with allow_negative_indices), then it is clamped
+    so that the slice fits.  A Python int, or an int64 traced scalar."""
     shape = np.shape(operand)
     if len(start_indices) != len(shape) or len(sizes) != len(shape):
         raise TypeError(f"cjit.lax.{who}: need one start and one size per dimension of an operand of "
                         f"shape {tuple(shape)}")
     out = []
-    for s, k, n in zip(start_indices, sizes, shape):
+    if isinstance(allow_negative_indices, bool):
+        allow_negative_indices = [allow_negative_indices] * len(shape)
+    for s, k, n, neg in zip(start_indices, sizes, shape, allow_negative_indices):
         if not 0 <= k <= n:
             raise TypeError(f"cjit.lax.{who}: slice size {k} does not fit a dimension of {n}")
-        if isinstance(s, (int, np.integer)):
-            out.append(builtins.min(builtins.max(int(s), 0), n - k))
-        else:
-            out.append(cnp.clip(cnp.asarray(s).astype("int64"), 0, n - k))
+        if np.dtype(s.dtype if hasattr(s, "dtype") else type(s)).kind not in "iu" or np.ndim(s):
+            raise TypeError(f"cjit.lax.{who}: each start index must be an integer scalar, got {s!r}")
+        if not isinstance(s, Tracer):   # concrete: a Python int
+            s = int(s)
+            if s < 0 and not neg:
+                raise ValueError(f"cjit.lax.{who}: index {s} is out of bounds for a dimension of {n} with "
+                                 f"allow_negative_indices=False")
+            out.append(builtins.min(builtins.max(s + n if s < 0 else s, 0), n - k))
+            continue
+        s = cnp.asarray(s)
+        signed = np.dtype(s.dtype).kind == "i"
+        if np.dtype(s.dtype) == np.uint64:   # capped first: 2**63 and up must not turn negative
+            s = cnp.minimum(s, n)
+        s = s.astype("int64")
+        if neg and signed:
+            s = cnp.where(s < 0, s + n, s)
+        out.append(cnp.clip(s, 0, n - k))
     return out
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
+def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices=True):
     """operand[start:start+size] along every dim, the starts traced or not
-    (clamped so that the slice fits, as lax does)."""
-    starts = _starts(operand, start_indices, slice_sizes, "dynamic_slice")
+    (a negative start counts from the end, then each is clamped so that the
+    slice fits, as lax does)."""
+    starts = _starts(operand, start_indices, slice_sizes, "dynamic_slice", allow_negative_indices)
     x = cnp.asarray(operand)
     for d, (s, k) in enumerate(zip(starts, slice_sizes)):
         if isinstance(s, int):
@@ -276,15 +294,20 @@ def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
     return r if keepdims else cnp.squeeze(r, axis % np.ndim(operand))
 
 
-def dynamic_update_slice(operand, update, start_indices):
-    """operand with update written at start_indices (clamped so that it
-    fits, as lax does): a scatter when a start is traced."""
+def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
+    """operand with update written at start_indices (a negative one counts
+    from the end, then each is clamped so that it fits, as lax does): a
+    scatter when a start is traced."""
     sizes = np.shape(update)
-    starts = _starts(operand, start_indices, sizes, "dynamic_update_slice")
+    starts = _starts(operand, start_indices, sizes, "dynamic_update_slice", allow_negative_indices)
     x = cnp.asarray(operand)
     nd = len(sizes)
     if builtins.all(isinstance(s, int) for s in starts):
         key = tuple(builtins.slice(s, s + k) for s, k in zip(starts, sizes))
+        if not isinstance(x, Tracer):   # outside a trace: a NumPy copy
+            out = np.array(x)
+            out[key] = np.asarray(update)
+            return out
     else:   # an open mesh of per-dim index arrays, as np.ix_ builds
         key = tuple(cnp.reshape(s + cnp.arange(k),
                                 (1,) * d + (k,) + (1,) * (nd - d - 1))

@@ -178,7 +178,12 @@ def _segment_length(n, levels):
     return builtins.max(2, int(builtins.round(target)))
 
 
-def _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels):
+# (the function's name, its body's, the initial carry's) in a loop's messages
+_SCAN_LABEL = ("scan", "the body", "init")
+_FORI_LABEL = ("fori_loop", "body_fun", "init_val")
+
+
+def _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels, label=_SCAN_LABEL):
     """A scan of `length` rows as an outer scan over segments of k rows whose
     body is a scan of those rows (itself split while levels remain), plus a
     plain scan of the last length % k rows.  The value is the same; what
@@ -201,17 +206,17 @@ def _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels):
 
     def segment(s, c, xseg):
         body = rows(lambda j: s * k + j)
-        return _scan_traced(trace, body, c, _tree.unflatten(xs_def, xseg), k, reverse, True, levels - 1)
+        return _scan_traced(trace, body, c, _tree.unflatten(xs_def, xseg), k, reverse, True, levels - 1, label)
 
     def run_head(c):
-        return _scan_traced(trace, segment, c, x_head, nseg, reverse, True, 1)
+        return _scan_traced(trace, segment, c, x_head, nseg, reverse, True, 1, label)
 
     def run_tail(c):
         if head == length:
             return c, None
         x_tail = [x[head:] for x in xs_leaves]
         return _scan_traced(trace, rows(lambda j: head + j), c, _tree.unflatten(xs_def, x_tail),
-                            length - head, reverse, True, 1)
+                            length - head, reverse, True, 1, label)
 
     if reverse:   # the last rows run first
         c, y_tail = run_tail(init)
@@ -226,17 +231,18 @@ def _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels):
     return c, _tree.unflatten(y_def, yh)
 
 
-def _scan_traced(trace, f, init, xs, length, reverse, with_index, levels=None):
+def _scan_traced(trace, f, init, xs, length, reverse, with_index, levels=None, label=_SCAN_LABEL):
+    who, body_desc, root = label
     init_leaves, init_def = _tree.flatten(init)
     xs_leaves, xs_def = _tree.flatten(xs)
-    init_names = _leaf_names(init_def, "init")
+    init_names = _leaf_names(init_def, root)
     xs_names = _leaf_names(xs_def, "xs")
     length = _scan_length(xs_leaves, xs_names, length)
     if levels is None:
         from ._budget import forced_scan_levels
         levels = forced_scan_levels()
     if levels > 1 and length >= 4 and length // _segment_length(length, levels) >= 2:
-        return _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels)
+        return _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels, label)
     carries = _tracers(trace, init_leaves, init_names)
     xs_t = _tracers(trace, xs_leaves, xs_names)
     for _ in range(2):
@@ -254,15 +260,15 @@ def _scan_traced(trace, f, init, xs, length, reverse, with_index, levels=None):
                             f"{type(out).__name__} {_where()}")
         new_c, y = out
         nc_leaves, nc_def = _tree.flatten(new_c)
-        _check_tree("scan", "carry", init_def, nc_def, "the body")
+        _check_tree(who, "carry", init_def, nc_def, body_desc)
         nc = _tracers(trace, nc_leaves, init_names)
-        nc, promote = _match_carry(trace, "scan", init_names, carries, nc, "the body")
+        nc, promote = _match_carry(trace, who, init_names, carries, nc, body_desc)
         if promote:
             carries = [_cast(trace, c, promote[k]) if k in promote else c for k, c in enumerate(carries)]
             continue
         break
     else:
-        raise TypeError(f"cjit.lax.scan: the carry's types do not settle {_where()}")
+        raise TypeError(f"cjit.lax.{who}: the carry's types do not settle {_where()}")
     y_leaves, y_def = _tree.flatten(y)
     ys = _tracers(trace, y_leaves, _leaf_names(y_def, "y"))
     res = _cjit.lax_region(trace, "scan", first, [([ph_idx] + ph_c + ph_x, nc + ys)], carries + xs_t,
@@ -287,19 +293,19 @@ def _scan_eager(f, init, xs, length, reverse, with_index):
     return carry, _tree.unflatten(y_def, stacked)
 
 
-def _scan(f, init, xs, length, reverse, unroll, with_index):
+def _scan(f, init, xs, length, reverse, unroll, with_index, label=_SCAN_LABEL):
     _check_unroll(unroll)
     if not callable(f):
         raise TypeError(f"cjit.lax.scan: f must be callable, got {type(f).__name__}")
     trace = current_trace()
     if trace is not None:
-        return _scan_traced(trace, f, init, xs, length, reverse, with_index)
+        return _scan_traced(trace, f, init, xs, length, reverse, with_index, label=label)
     if _eager():
         out = _scan_eager(f, init, xs, length, reverse, with_index)
         if out is not None:
             return out
     fn = _compiled(("scan", f, length, bool(reverse), with_index),
-                   lambda: lambda c, x: _scan(f, c, x, length, reverse, 1, with_index))
+                   lambda: lambda c, x: _scan(f, c, x, length, reverse, 1, with_index, label))
     return fn(init, xs)
 
 
@@ -323,26 +329,27 @@ def _pred_check(trace, p, who, what):
     return p
 
 
-def _while_traced(trace, cond_fun, body_fun, init):
+def _while_traced(trace, cond_fun, body_fun, init, who="while_loop", names=None):
+    """names: the carries' names in messages (fori_loop's own)."""
     init_leaves, init_def = _tree.flatten(init)
-    names = _leaf_names(init_def, "init_val")
+    names = names or _leaf_names(init_def, "init_val")
     carries = _tracers(trace, init_leaves, names)
     for _ in range(2):
         z_c = _placeholders(trace, carries)
         first = trace.mark()
         ph = _names(trace, z_c)
-        pred = _pred_check(trace, cond_fun(_tree.unflatten(init_def, ph)), "while_loop", "cond_fun")
+        pred = _pred_check(trace, cond_fun(_tree.unflatten(init_def, ph)), who, "cond_fun")
         new = body_fun(_tree.unflatten(init_def, ph))
         new_leaves, new_def = _tree.flatten(new)
-        _check_tree("while_loop", "value", init_def, new_def, "body_fun")
+        _check_tree(who, "value", init_def, new_def, "body_fun")
         nc = _tracers(trace, new_leaves, names)
-        nc, promote = _match_carry(trace, "while_loop", names, carries, nc, "body_fun")
+        nc, promote = _match_carry(trace, who, names, carries, nc, "body_fun")
         if promote:
             carries = [_cast(trace, c, promote[k]) if k in promote else c for k, c in enumerate(carries)]
             continue
         break
     else:
-        raise TypeError(f"cjit.lax.while_loop: the carry's types do not settle {_where()}")
+        raise TypeError(f"cjit.lax.{who}: the carry's types do not settle {_where()}")
     res = _cjit.lax_region(trace, "while", first, [(ph, [pred]), (ph, nc)], carries, len(carries), 0, 0, False)
     return _tree.unflatten(init_def, res)
 
@@ -395,7 +402,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
             for i in range(lo, hi):
                 val = body_fun(np.int32(i) if builtins.abs(i) < 2**31 else i, val)
             return val
-        return _scan(step, init_val, None, n, False, 1, True)[0]
+        return _scan(step, init_val, None, n, False, 1, True, _FORI_LABEL)[0]
     trace = current_trace()
     if trace is None and _eager():
         val = init_val
@@ -417,7 +424,8 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     dt = cnp.result_type(lower, upper)
     lo_t = cnp.asarray(lower).astype(dt) if not isinstance(lower, _cjit.Tracer) else lower.astype(dt)
     hi_t = cnp.asarray(upper).astype(dt) if not isinstance(upper, _cjit.Tracer) else upper.astype(dt)
-    return while_loop(cond_fn, body_fn, (lo_t, hi_t, init_val))[2]
+    names = ["the loop index", "upper"] + _leaf_names(_tree.flatten(init_val)[1], "init_val")
+    return _while_traced(trace, cond_fn, body_fn, (lo_t, hi_t, init_val), "fori_loop", names)[2]
 
 
 # -- cond, switch -------------------------------------------------------------------
@@ -487,7 +495,11 @@ def switch(index, branches, *operands):
         fn = _compiled(("switch", tuple(branches)), lambda: lambda i, ops: switch(i, branches, *ops))
         return fn(index, operands)
     t = _index_tracer(trace, index, "switch")
-    t = trace.apply("cast", t, dtype="int32") if np.dtype(t.dtype) != np.int32 else t
+    if np.dtype(t.dtype) != np.int32:   # clamped first, so that a wide index does not wrap into range
+        if np.dtype(t.dtype).kind in "iu":
+            from . import numpy as cnp
+            t = cnp.clip(t, 0, len(branches) - 1)
+        t = trace.apply("cast", t, dtype="int32")
     if len(branches) == 1:
         return branches[0](*operands)
     names = [f"branch {i}" for i in range(len(branches))]

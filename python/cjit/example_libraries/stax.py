@@ -14,7 +14,9 @@ and combinators (``serial``, ``parallel``) build layers out of layers::
 Random keys.  The ``rng`` given to an ``init_fun`` or, as ``rng=``, to an
 ``apply_fun`` is a ``cjit.random`` key (``random.key(0)`` or
 ``random.PRNGKey(0)``), as in JAX: it is split with ``cjit.random.split``
-(``serial`` gives each layer its own), the initializers draw with
+as JAX's stax splits it (``serial``'s init: ``rng, layer_rng = split(rng)``
+before each layer; its apply and ``parallel``: one ``split(rng, n)``), so
+the same key gives the same parameters and masks, and the initializers draw with
 ``cjit.random`` (JAX's bits), and ``Dropout`` draws its mask inside the
 traced function, fused into the layer that reads it.  ``init_fun`` also
 takes a NumPy random source, an ``int`` seed or a
@@ -301,8 +303,11 @@ def serial(*layers):
     init_funs, apply_funs = zip(*layers) if layers else ((), ())
 
     def init_fun(rng, input_shape):
+        # one split per layer, the first key carried on, as JAX's serial: the
+        # same key gives the same parameters
         params = []
-        for init, layer_rng in zip(init_funs, split(rng, nlayers)):
+        for init in init_funs:
+            rng, layer_rng = split(rng)
             input_shape, param = init(layer_rng, input_shape)
             params.append(param)
         return input_shape, params

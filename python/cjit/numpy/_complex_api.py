@@ -135,7 +135,8 @@ def _wrap(name, fn):
             raise NotImplementedError(
                 f"cjit.numpy.{name}: complex arguments are not supported yet (complex numbers "
                 f"work with arithmetic, the elementwise functions of complex analysis, sums, "
-                f"products of matrices and the shape functions; see docs/API.md)")
+                f"products of matrices, the FFTs, part of linalg and the shape functions; "
+                f"docs/API.md lists them)")
         if name in _NO_EAGER_JIT or current_trace() is not None or _has_traced(args, kwargs):
             return f(*args, **kwargs)
         return _eager(name, f, args, kwargs)

@@ -38,8 +38,9 @@ def _is_array_index(k):
     return isinstance(k, (np.ndarray, list))
 
 
-def _index_tracer(k, n, who, x):
-    """An integer index array as a Tracer (a concrete one checked against n)."""
+def _index_tracer(k, n, who, x, check=True):
+    """An integer index array as a Tracer (a concrete one checked against n
+    unless check is False: then it is left to the op's mode)."""
     if isinstance(k, Tracer):
         kind = np.dtype(k.dtype).kind
         if kind == "b":
@@ -56,23 +57,33 @@ def _index_tracer(k, n, who, x):
         else:
             raise _error(IndexError, who, f"arrays used as indices must be of integer type, got "
                          f"{a.dtype.name}", x)
-    if a.size and (a.min() < -n or a.max() >= n):
+    if check and a.size and (a.min() < -n or a.max() >= n):
         bad = a[(a < -n) | (a >= n)].flat[0]
         raise _error(IndexError, who, f"index {int(bad)} is out of bounds for an axis of size {n}", x)
-    return _lift(a.astype(np.int64) if a.dtype.kind == "u" and a.dtype.itemsize >= 8 else a)
+    if a.dtype.kind == "u" and a.dtype.itemsize >= 8:   # 2**63 and up capped, so still past the end
+        a = np.minimum(a, np.uint64(n)).astype(np.int64)
+    return _lift(a)
+
+
+def _as_int64(i, n):
+    """i as an int64 index into a dim of n, negative ones counted from the
+    end; an unsigned one capped at n first, so that a uint64 of 2**63 or
+    more stays past the end instead of turning negative."""
+    from . import minimum, where
+    if np.dtype(i.dtype).kind == "u":
+        return minimum(i, n).astype("int64")
+    i = i.astype("int64")
+    return where(i < 0, i + n, i)
 
 
 def _wrap_clamp(i, n):
     """i as gather reads it (negative from the end, clamped), as int64."""
-    from . import clip, where
-    i = i.astype("int64")
-    return clip(where(i < 0, i + n, i), 0, builtins.max(n - 1, 0))
+    from . import clip
+    return clip(_as_int64(i, n), 0, builtins.max(n - 1, 0))
 
 
 def _in_range(i, n):
-    from . import where
-    i = i.astype("int64")
-    i = where(i < 0, i + n, i)
+    i = _as_int64(i, n)
     return (i >= 0) & (i < n)
 
 
@@ -106,9 +117,10 @@ def _expand_key(key, ndim, who, x):
     return tuple(out) + (slice(None),) * (ndim - len(out))
 
 
-def _advanced(x, key, who):
+def _advanced(x, key, who, check=True):
     """x[key] for a key with integer arrays, and the bool mask of the
-    result's elements whose indices were in range (None when all must be)."""
+    result's elements whose indices were in range (None when all must be).
+    check: a concrete index out of range is an IndexError."""
     from . import broadcast_arrays, moveaxis, transpose
     from ._indexing import _getitem
     key = _expand_key(key, x.ndim, who, x)
@@ -117,7 +129,7 @@ def _advanced(x, key, who):
     basic = tuple(slice(None) if d in adv else k for d, k in enumerate(key))
     y = _getitem(x, basic) if builtins.any(k != slice(None) for k in basic) else x
     shape = tuple(y.shape)
-    idx = [_index_tracer(key[d] if _is_array_index(key[d]) else operator.index(key[d]), shape[d], who, x)
+    idx = [_index_tracer(key[d] if _is_array_index(key[d]) else operator.index(key[d]), shape[d], who, x, check)
            for d in adv]
     idx = list(broadcast_arrays(*idx)) if len(idx) > 1 else idx
     ok = None
@@ -268,12 +280,41 @@ class _At:
         return f"_At({self.x!r})"
 
 
+_MODES = (None, "clip", "fill", "drop", "promise_in_bounds")
+
+
+def _fill_value(dt, fill_value):
+    """What .get(mode="fill") gives for an index out of range: fill_value in
+    x's dtype, by default NaN (inexact), the smallest (signed) or largest
+    (unsigned) integer, or True, as JAX's."""
+    if fill_value is not None:
+        return np.asarray(fill_value).astype(dt)
+    if dt.kind in "fc":
+        return np.array(np.nan, dt)
+    if dt.kind == "b":
+        return np.array(True)
+    return np.array(np.iinfo(dt).min if dt.kind == "i" else np.iinfo(dt).max, dt)
+
+
 class _AtIndex:
     """x.at[key]: .set, .add, .multiply/.mul, .divide, .power, .min, .max,
-    .apply and .get, each returning a new array (x itself is unchanged)."""
+    .apply and .get, each returning a new array (x itself is unchanged).
+
+    mode, as JAX's: None or "promise_in_bounds" (a traced index out of range
+    is clamped by .get and dropped by the updates; a concrete one is an
+    IndexError), "clip" (clamped), "fill"/"drop" (.get gives fill_value, the
+    updates are dropped).  With an explicit mode a concrete index out of
+    range follows it too."""
 
     def __init__(self, x, key):
         self.x, self.key = x, key
+
+    @staticmethod
+    def _mode(mode, who):
+        if mode not in _MODES:
+            raise ValueError(f"cjit.numpy: x.at[...].{who}: unknown mode {mode!r}; expected one of "
+                             f"'clip', 'fill', 'drop', 'promise_in_bounds' or None")
+        return mode
 
     def _flat_targets(self, mode):
         """(the flat index of every selected element, int64, the selection's
@@ -284,7 +325,7 @@ class _AtIndex:
         size = int(np.prod(x.shape))
         iota = _reshape_t(arange(size), tuple(x.shape))
         if _has_array_index(self.key):
-            lin, _, ok = _advanced(iota, self.key, "at")
+            lin, _, ok = _advanced(iota, self.key, "at", check=mode is None)
             if ok is not None and mode != "clip":
                 lin = where(ok, lin, size)
         else:
@@ -292,7 +333,7 @@ class _AtIndex:
             lin = _getitem(iota, self.key)
         return lin, size
 
-    def _single_axis(self):
+    def _single_axis(self, mode):
         """(axis, index) when the key is one integer array with whole slices
         around it (x.at[idx], x.at[:, idx]): one scatter along that axis, no
         flat index per element.  None otherwise."""
@@ -306,19 +347,20 @@ class _AtIndex:
         k = key[arrays[0]]
         if not isinstance(k, Tracer) and np.asarray(k).dtype == np.bool_:
             return None
-        return arrays[0], _index_tracer(k, self.x.shape[arrays[0]], "at", self.x)
+        return arrays[0], _index_tracer(k, self.x.shape[arrays[0]], "at", self.x, mode is None)
 
-    def _scatter(self, op, values, mode):
+    def _scatter(self, op, values, mode, who="update"):
         """The scatter of `values` at the key, of x's shape, starting from
         op's identity."""
         from . import asarray, broadcast_to
+        mode = self._mode(mode, who)
         x = self.x
         v = values if isinstance(values, Tracer) else _lift(
             asarray(values) if isinstance(values, (list, tuple)) else values)
         if np.dtype(v.dtype) != np.dtype(x.dtype):
             v = v.astype(x.dtype)
         m = "clip" if mode == "clip" else "drop"
-        single = self._single_axis()
+        single = self._single_axis(mode)
         if single is not None:
             ax, idx = single
             shape = tuple(x.shape)
@@ -330,34 +372,52 @@ class _AtIndex:
         return _reshape_t(flat, tuple(x.shape))
 
     def get(self, mode=None, fill_value=None, **_):
+        """x[key]; with mode "fill" (or "drop") an element whose index is out
+        of range is fill_value (see _fill_value)."""
         from ._indexing import _getitem
+        from . import where
+        mode = self._mode(mode, "get")
+        key = self.key if isinstance(self.key, tuple) else (self.key,)
+        ints = builtins.any(not isinstance(k, slice) and k is not Ellipsis and k is not None for k in key)
+        if mode in ("fill", "drop") and ints:
+            r, _, ok = _advanced(self.x, self.key, "at", check=False)
+            if ok is None:
+                return r
+            return where(ok, r, _fill_value(np.dtype(self.x.dtype), fill_value))
         if _has_array_index(self.key):
-            return _advanced(self.x, self.key, "at")[0]
+            return _advanced(self.x, self.key, "at", check=mode is None)[0]
         return _getitem(self.x, self.key)
 
+    def _read(self, mode):
+        """The selected values, for an update in `mode`: an index out of range
+        is read clamped (its update is dropped or clamped by the scatter)."""
+        return self.get(mode=None if mode is None else "clip")
+
     def add(self, values, mode=None, **_):
-        return self.x + self._scatter("scatter_add", values, mode)
+        return self.x + self._scatter("scatter_add", values, mode, "add")
 
     def multiply(self, values, mode=None, **_):
-        return self.x * self._scatter("scatter_mul", values, mode)
+        return self.x * self._scatter("scatter_mul", values, mode, "multiply")
 
     mul = multiply
 
     def divide(self, values, mode=None, **_):
-        from . import asarray
-        return self.multiply(1.0 / asarray(values, dtype=self.x.dtype), mode)
+        """x / (the product of the values at each index, in x's dtype), as
+        JAX's: true division, so an integer x gives a float result."""
+        from . import true_divide
+        return true_divide(self.x, self._scatter("scatter_mul", values, mode, "divide"))
 
     def power(self, values, mode=None, **_):
         from . import power
-        return self.set(power(self.get(), values), mode)
+        return self.set(power(self._read(mode), values), mode)
 
     def min(self, values, mode=None, **_):
         from . import minimum
-        return minimum(self.x, self._scatter("scatter_min", values, mode))
+        return minimum(self.x, self._scatter("scatter_min", values, mode, "min"))
 
     def max(self, values, mode=None, **_):
         from . import maximum
-        return maximum(self.x, self._scatter("scatter_max", values, mode))
+        return maximum(self.x, self._scatter("scatter_max", values, mode, "max"))
 
     def set(self, values, mode=None, **_):
         """With indices that repeat, a float array gets the mean of the
@@ -367,16 +427,51 @@ class _AtIndex:
         x = self.x
         dt = np.dtype(x.dtype)
         if dt.kind == "f":
-            s = self._scatter("scatter_add", values, mode)
-            hits = self._scatter("scatter_add", ones_like(self.get()), mode)
+            s = self._scatter("scatter_add", values, mode, "set")
+            hits = self._scatter("scatter_add", ones_like(self._read(mode)), mode, "set")
             return where(hits > 0, s / where(hits > 0, hits, 1), x)
-        s = self._scatter("scatter_max", values, mode)
+        s = self._scatter("scatter_max", values, mode, "set")
         hit = _AtIndex(x.astype("int32") if dt == np.bool_ else x, self.key)
-        hits = hit._scatter("scatter_add", ones_like(hit.get()), mode)
+        hits = hit._scatter("scatter_add", ones_like(hit._read(mode)), mode, "set")
         return where(hits > 0, s, x)
 
     def apply(self, func, mode=None, **_):
-        return self.set(func(self.get()), mode)
+        """func applied at the key once per occurrence of an element, as
+        np.ufunc.at and JAX's: twice where an index repeats.  func must be
+        elementwise.  A concrete key whose elements are all distinct is
+        set(func(get())); otherwise each element's count of occurrences
+        bounds a loop over the whole array (Python int bounds for a concrete
+        key, so reverse-differentiable; a while_loop for a traced one)."""
+        from . import where, zeros
+        from .. import lax
+        self._mode(mode, "apply")
+        x = self.x
+        dt = np.dtype(x.dtype)
+        top = None
+        if not _has_traced_index(self.key):
+            c = np.zeros(tuple(x.shape), np.int32)
+            try:
+                np.add.at(c, self.key, 1)
+                top = int(c.max()) if c.size else 0
+            except IndexError:   # out of range with an explicit mode: counted by the scatter
+                top = None
+        if top is not None and top <= 1:
+            return self.set(func(self._read(mode)), mode)
+        counts = _AtIndex(zeros(tuple(x.shape), "int32"), self.key).add(1, mode)
+
+        def once(k, y):
+            return where(counts > k, func(y).astype(dt), y)
+        if top is not None and top <= 4:
+            y = x
+            for k in range(top):
+                y = once(k, y)
+            return y
+        return lax.fori_loop(0, top if top is not None else counts.max(), once, x)
+
+
+def _has_traced_index(key):
+    items = key if isinstance(key, tuple) else (key,)
+    return builtins.any(isinstance(k, Tracer) for k in items)
 
 
 def _at(x):

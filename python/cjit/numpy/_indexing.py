@@ -28,15 +28,12 @@ def _index_key_item(k):
     if isinstance(k, (bool, np.bool_)):
         raise NotImplementedError("cjit: indexing with a boolean is advanced indexing; only basic "
                                   "indexing (ints, slices, None, ...) is supported")
-    if isinstance(k, Tracer):
-        raise NotImplementedError(
-            "cjit: indexing with a traced value is not supported (it needs a gather); only basic "
-            "indexing with Python ints, slices, None and ... is supported. Make the index a "
-            "static argument if it is known at trace time")
-    if isinstance(k, (np.ndarray, list, tuple)):
-        raise NotImplementedError("cjit: indexing with arrays or lists (advanced indexing, "
-                                  "boolean masks) is not supported; only basic indexing with "
-                                  "ints, slices, None and ... is supported")
+    if isinstance(k, Tracer):   # integer and boolean ones went to the gather (_gather.py)
+        raise IndexError(f"only integers, slices, ..., None and integer or boolean arrays are valid "
+                         f"indices, got a traced {np.dtype(k.dtype).name} value")
+    if isinstance(k, (np.ndarray, list, tuple)):   # the same: only a non-integer array is left
+        raise IndexError(f"only integers, slices, ..., None and integer or boolean arrays are valid "
+                         f"indices, got {np.asarray(k).dtype.name} array")
     if isinstance(k, (int, np.integer)):
         return "int"
     if hasattr(type(k), "__index__"):

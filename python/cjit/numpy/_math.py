@@ -720,13 +720,13 @@ right_shift = bitwise_right_shift
 
 @_op("x")
 def real(x):
-    """The real part: x itself (cjit has no complex dtypes yet)."""
+    """The real part of a real x: x itself (complex x: _complex_api.py)."""
     return _lift(_operand(x, "real"))
 
 
 @_op("x")
 def imag(x):
-    """The imaginary part: zeros of x's dtype (cjit has no complex dtypes yet)."""
+    """The imaginary part of a real x: zeros of its dtype (complex x: _complex_api.py)."""
     x = _lift(_operand(x, "imag"))
     return x.trace.apply("constant", value=0 if x.dtype.kind != "f" else 0.0,
                          dtype=x.dtype.name, shape=tuple(x.shape), weak=False) \
@@ -735,7 +735,7 @@ def imag(x):
 
 @_op("x")
 def conj(x):
-    """The complex conjugate: x itself (cjit has no complex dtypes yet)."""
+    """The complex conjugate of a real x: x itself (complex x: _complex_api.py)."""
     return _lift(_operand(x, "conj"))
 
 

@@ -60,24 +60,24 @@ def piecewise(x, condlist, funclist, *args, **kw):
 
 @_op("x")
 def isreal(x):
-    """True everywhere: cjit has no complex dtypes."""
+    """For a real x: True everywhere (complex x: _complex_api.py)."""
     v = _lift(_operand(x, "isreal"))
     return (v != v) | True
 
 
 @_op("x")
 def iscomplex(x):
-    """False everywhere: cjit has no complex dtypes."""
+    """For a real x: False everywhere (complex x: _complex_api.py)."""
     return isreal._cjit_impl(x) & False
 
 
 def isrealobj(x):
-    """True: cjit has no complex dtypes."""
+    """For a real x: True (complex x: _complex_api.py)."""
     return True
 
 
 def iscomplexobj(x):
-    """False: cjit has no complex dtypes."""
+    """For a real x: False (complex x: _complex_api.py)."""
     return False
 
 

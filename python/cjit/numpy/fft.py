@@ -1,4 +1,6 @@
-"""cjit.numpy.fft: the array API's fft extension.
+"""cjit.numpy.fft: the array API's fft extension, with NumPy's and JAX's
+signatures (the array to transform is `a`, `d` and `axes` may be given by
+position).
 
 The frequency helpers (fftfreq, rfftfreq) and the shifts (fftshift,
 ifftshift) are real-valued and work like the rest of cjit.numpy, traced or
@@ -39,12 +41,12 @@ def _frequencies(n, d, dtype, device, who, real):
     return values if current_trace() is None else _lift(values)
 
 
-def fftfreq(n, /, *, d=1.0, dtype=None, device=None):
+def fftfreq(n, d=1.0, *, dtype=None, device=None):
     """The sample frequencies of an n-point FFT with sample spacing d."""
     return _frequencies(n, d, dtype, device, "fftfreq", real=False)
 
 
-def rfftfreq(n, /, *, d=1.0, dtype=None, device=None):
+def rfftfreq(n, d=1.0, *, dtype=None, device=None):
     """The non-negative sample frequencies of an n-point real FFT."""
     return _frequencies(n, d, dtype, device, "rfftfreq", real=True)
 
@@ -63,12 +65,12 @@ def _shift(x, axes, sign):
     return roll(x, shifts, axis=tuple(axes))
 
 
-def fftshift(x, /, *, axes=None):
+def fftshift(x, axes=None):
     """x rolled so that the zero frequency is in the middle of each axis."""
     return _shift(x, axes, +1)
 
 
-def ifftshift(x, /, *, axes=None):
+def ifftshift(x, axes=None):
     """The inverse of fftshift (they differ for odd lengths)."""
     return _shift(x, axes, -1)
 
@@ -258,15 +260,15 @@ def _axes_and_sizes(x, s, axes, who):
     return axes, list(s)
 
 
-def fft(x, /, n=None, axis=-1, norm=None):
+def fft(a, n=None, axis=-1, norm=None):
     """The discrete Fourier transform along one axis (NumPy's and the array
     API's signature)."""
-    return _run("fft", lambda v, n_, a_, m_: _transform(v, n_, a_, m_, False, "fft"), x, n, axis, norm)
+    return _run("fft", lambda v, n_, a_, m_: _transform(v, n_, a_, m_, False, "fft"), a, n, axis, norm)
 
 
-def ifft(x, /, n=None, axis=-1, norm=None):
+def ifft(a, n=None, axis=-1, norm=None):
     """The inverse discrete Fourier transform along one axis."""
-    return _run("ifft", lambda v, n_, a_, m_: _transform(v, n_, a_, m_, True, "ifft"), x, n, axis, norm)
+    return _run("ifft", lambda v, n_, a_, m_: _transform(v, n_, a_, m_, True, "ifft"), a, n, axis, norm)
 
 
 def _nd(x, s, axes, norm, inverse, who):
@@ -276,24 +278,24 @@ def _nd(x, s, axes, norm, inverse, who):
     return x
 
 
-def fftn(x, /, s=None, axes=None, norm=None):
+def fftn(a, s=None, axes=None, norm=None):
     """The N-dimensional transform over `axes` (all by default)."""
-    return _run("fftn", lambda v, s_, a_, m_: _nd(v, s_, a_, m_, False, "fftn"), x,
+    return _run("fftn", lambda v, s_, a_, m_: _nd(v, s_, a_, m_, False, "fftn"), a,
                 _ints(s), _ints(axes), norm)
 
 
-def ifftn(x, /, s=None, axes=None, norm=None):
+def ifftn(a, s=None, axes=None, norm=None):
     """The inverse N-dimensional transform."""
-    return _run("ifftn", lambda v, s_, a_, m_: _nd(v, s_, a_, m_, True, "ifftn"), x,
+    return _run("ifftn", lambda v, s_, a_, m_: _nd(v, s_, a_, m_, True, "ifftn"), a,
                 _ints(s), _ints(axes), norm)
 
 
-def fft2(x, /, s=None, axes=(-2, -1), norm=None):
-    return fftn(x, s=s, axes=axes, norm=norm)
+def fft2(a, s=None, axes=(-2, -1), norm=None):
+    return fftn(a, s=s, axes=axes, norm=norm)
 
 
-def ifft2(x, /, s=None, axes=(-2, -1), norm=None):
-    return ifftn(x, s=s, axes=axes, norm=norm)
+def ifft2(a, s=None, axes=(-2, -1), norm=None):
+    return ifftn(a, s=s, axes=axes, norm=norm)
 
 
 def _rfft(x, n, axis, norm, who="rfft"):
@@ -334,14 +336,14 @@ def _irfft(x, n, axis, norm, who="irfft"):
     return _transform(full, n, axis, norm, True, who).re
 
 
-def rfft(x, /, n=None, axis=-1, norm=None):
+def rfft(a, n=None, axis=-1, norm=None):
     """The transform of a real input: the n // 2 + 1 non-negative frequencies."""
-    return _run("rfft", _rfft, x, n, axis, norm)
+    return _run("rfft", _rfft, a, n, axis, norm)
 
 
-def irfft(x, /, n=None, axis=-1, norm=None):
+def irfft(a, n=None, axis=-1, norm=None):
     """The real inverse of rfft (n defaults to 2 (m - 1) for m input points)."""
-    return _run("irfft", _irfft, x, n, axis, norm)
+    return _run("irfft", _irfft, a, n, axis, norm)
 
 
 def _rfftn(x, s, axes, norm, who="rfftn"):
@@ -359,40 +361,40 @@ def _irfftn(x, s, axes, norm, who="irfftn"):
     return _irfft(x, sizes[-1], axes[-1], norm, who)
 
 
-def rfftn(x, /, s=None, axes=None, norm=None):
+def rfftn(a, s=None, axes=None, norm=None):
     """rfft over the last of `axes`, fft over the others."""
-    return _run("rfftn", _rfftn, x, _ints(s), _ints(axes), norm)
+    return _run("rfftn", _rfftn, a, _ints(s), _ints(axes), norm)
 
 
-def irfftn(x, /, s=None, axes=None, norm=None):
+def irfftn(a, s=None, axes=None, norm=None):
     """The inverse of rfftn."""
-    return _run("irfftn", _irfftn, x, _ints(s), _ints(axes), norm)
+    return _run("irfftn", _irfftn, a, _ints(s), _ints(axes), norm)
 
 
-def rfft2(x, /, s=None, axes=(-2, -1), norm=None):
-    return rfftn(x, s=s, axes=axes, norm=norm)
+def rfft2(a, s=None, axes=(-2, -1), norm=None):
+    return rfftn(a, s=s, axes=axes, norm=norm)
 
 
-def irfft2(x, /, s=None, axes=(-2, -1), norm=None):
-    return irfftn(x, s=s, axes=axes, norm=norm)
+def irfft2(a, s=None, axes=(-2, -1), norm=None):
+    return irfftn(a, s=s, axes=axes, norm=norm)
 
 
 _SWAP = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
-def hfft(x, /, n=None, axis=-1, norm=None):
+def hfft(a, n=None, axis=-1, norm=None):
     """The transform of a signal with Hermitian symmetry (a real spectrum)."""
     def impl(v, n_, a_, m_):
         if m_ not in _SWAP:
             _norm_scale(m_, 1, False, "hfft")
         return _irfft(_C().as_complex(v).conj(), n_, a_, _SWAP[m_], "hfft")
-    return _run("hfft", impl, x, n, axis, norm)
+    return _run("hfft", impl, a, n, axis, norm)
 
 
-def ihfft(x, /, n=None, axis=-1, norm=None):
+def ihfft(a, n=None, axis=-1, norm=None):
     """The inverse of hfft: the half spectrum of a real signal, conjugated."""
     def impl(v, n_, a_, m_):
         if m_ not in _SWAP:
             _norm_scale(m_, 1, False, "ihfft")
         return _rfft(v, n_, a_, _SWAP[m_], "ihfft").conj()
-    return _run("ihfft", impl, x, n, axis, norm)
+    return _run("ihfft", impl, a, n, axis, norm)

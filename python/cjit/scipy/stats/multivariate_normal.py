@@ -5,9 +5,9 @@ The covariance may be a scalar (s * I), a vector (a diagonal covariance),
 traced or not, or a concrete 2-D matrix (a NumPy array or nested lists): its
 Cholesky factor and that factor's inverse are then computed once by NumPy at
 trace time and enter the program as constants (x and mean stay
-differentiable).  A traced full covariance needs a Cholesky primitive
-(cjit.numpy.linalg.cholesky), which the C core does not have yet:
-NotImplementedError."""
+differentiable).  A traced full covariance is factored in the program
+(cjit.numpy.linalg.cholesky, then a triangular solve, as JAX's); one that is
+not positive definite gives nan there, as in JAX."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,11 +38,7 @@ def logpdf(x, mean=None, cov=1, allow_singular=False):
                          f"covariance) or a matrix, got shape {tuple(cov.shape)}")
     if cov.ndim == 2:
         if isinstance(cov, Tracer):
-            raise NotImplementedError(
-                f"cjit.scipy.stats.{who}: a traced full covariance matrix needs a Cholesky "
-                f"factorization (cjit.numpy.linalg.cholesky), which cjit does not have yet; "
-                f"pass the covariance as a concrete NumPy array (factored at trace time), or "
-                f"its diagonal as a vector")
+            return _logpdf_traced_full(x, mean, cov)
         return _logpdf_full(who, x, mean, cov)
     return _logpdf_diag(x, mean, cov)
 
@@ -92,6 +88,28 @@ def _logpdf_factored(x, mean, inv_chol_t, logdet):
     d = x - mean
     y = cnp.matmul(d, cnp.astype(inv_chol_t, d.dtype))     # rows of L^-1 (x - mean)
     maha = cnp.sum(y * y, axis=-1)
+    return -0.5 * (maha + logdet + k * LOG_2PI)
+
+
+@_op("x", "mean", "cov")
+def _logpdf_traced_full(x, mean, cov):
+    """With L = cholesky(cov): -(|L^-1 (x - mean)|^2 + 2 sum(log diag L) + k log 2 pi) / 2."""
+    from ..linalg import solve_triangular
+    who = "multivariate_normal.logpdf"
+    x, mean, cov = floats(who, x, mean, cov)
+    if x.ndim == 0:
+        x = cnp.reshape(x, (1,))
+    k = x.shape[-1]
+    if tuple(cov.shape) != (k, k):
+        raise ValueError(f"cjit.scipy.stats.{who}: cov must be {k}x{k} for x of {k} dimensions, got "
+                         f"shape {tuple(cov.shape)}")
+    chol = cnp.linalg.cholesky(cov)
+    d = cnp.broadcast_to(x - mean, tuple(cnp.broadcast_shapes(tuple(x.shape), tuple(cnp.shape(mean)))))
+    lead = tuple(d.shape[:-1])
+    cols = cnp.reshape(d, (-1, k)).T                        # one column per point
+    y = solve_triangular(chol, cols, lower=True)
+    maha = cnp.reshape(cnp.sum(y * y, axis=0), lead)
+    logdet = 2.0 * cnp.sum(cnp.log(cnp.diagonal(chol)))
     return -0.5 * (maha + logdet + k * LOG_2PI)
 
 
