@@ -91,17 +91,24 @@ def _product(first, re, im):
 
 
 @impl("linalg.eigvalsh")
-def _eigvalsh(x, UPLO="L"):
+def _eigvalsh(x, UPLO="L", *, symmetrize_input=True):
     """The eigenvalues of a Hermitian matrix: each eigenvalue of its real
-    embedding [[re, -im], [im, re]] (symmetric) twice."""
-    z = as_complex(x)
+    embedding [[re, -im], [im, re]] (symmetric) twice.  The matrix is
+    (x + x^H) / 2 with symmetrize_input (JAX's default), else the one x's
+    lower (UPLO='U': upper) triangle names."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"cjit.numpy.linalg.eigvalsh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    z = _square(x, "eigvalsh")
+    if symmetrize_input:
+        h = C.binop("mul", C.binop("add", z, _conj_transpose(z)), 0.5)
+        return _pair_means(_cnp().linalg.eigvalsh(_embed(h), symmetrize_input=False))
     if UPLO == "U":
         z = _conj_transpose(z)
     tri = lambda v, k: _cnp().tril(v, k)
     # the Hermitian matrix the lower triangle names (the diagonal's imaginary part is dropped)
     low = make(tri(z.re, 0), tri(z.im, -1))
     h = C.binop("add", low, _conj_transpose(make(tri(z.re, -1), tri(z.im, -1))))
-    return _pair_means(_cnp().linalg.eigvalsh(_embed(h)))
+    return _pair_means(_cnp().linalg.eigvalsh(_embed(h), symmetrize_input=False))
 
 
 @impl("linalg.svdvals")
