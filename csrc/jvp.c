@@ -314,7 +314,7 @@ static bool jvp_custom(cj_graph *g, int id, int *tan, int ***custom_tan, int las
     }
     for (int a = 0; a < nin; a++) in_tan[a] = tan[n->inputs[a]];
     for (int k = 0; k < b->nresults; k++) out[k] = -1;
-    bool ok = cj_custom_jvp(g, id, in_tan, out, err) == CJ_OK;
+    bool ok = cj_custom_jvp(g, id, in_tan, out, cj_jvp, err) == CJ_OK;
     free(in_tan);
     tan[id] = id;
     return ok;
