@@ -300,6 +300,30 @@ def _cast(x, dt):
     return x.trace.apply("cast", x, dtype=dt.name)
 
 
+_WITH_JVP = {}
+
+
+def _with_jvp(value, tangent):
+    """value (a function of Tracers) as a cjit.custom_jvp whose tangent
+    output is tangent(primals, tangents, out): for functions whose
+    composition has the right value but not the right derivative (branches
+    of max/abs/select whose slopes vanish at ties, or a select that cuts the
+    derivative with the value).  The rule is ordinary code, so second and
+    higher derivatives are its derivatives.  Made once per value function,
+    on first use (cjit.custom_jvp imports this package)."""
+    f = _WITH_JVP.get(value)
+    if f is None:
+        from .._custom import custom_jvp
+        f = custom_jvp(value)
+
+        def rule(primals, tangents):
+            out = f(*primals)
+            return out, tangent(primals, tangents, out)
+        f.defjvp(rule)
+        _WITH_JVP[value] = f
+    return f
+
+
 def _apply(op, *args, **attrs):
     return _trace_of(*args).apply(op, *args, **attrs)
 

@@ -21,6 +21,7 @@ from .. import numpy as cnp
 from ..nn import logsumexp as _logsumexp
 from ..nn import sigmoid as _sigmoid
 from ..numpy import _lift, _op, _operand
+from ..numpy._core import _with_jvp
 from . import _coefs
 
 __all__ = ["logsumexp", "expit", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfinv",
@@ -50,30 +51,58 @@ def logit(p):
     return cnp.subtract(cnp.log(x), cnp.log1p(cnp.negative(x)))
 
 
-def _xlog(who, x, y, f):
+def _xlog_value(x, y, f):
+    # where x == 0 (and y is not nan) the result is 0 and the log's input
+    # is made harmless, so that the value never sees log(0)
+    zero = cnp.logical_and(cnp.equal(x, 0), cnp.logical_not(cnp.isnan(y)))
+    safe = cnp.where(zero, 1.0 if f is cnp.log else 0.0, y)
+    return cnp.where(zero, 0.0, cnp.multiply(x, f(safe)))
+
+
+def _xlogy_value(x, y):
+    return _xlog_value(x, y, cnp.log)
+
+
+def _xlog1py_value(x, y):
+    return _xlog_value(x, y, cnp.log1p)
+
+
+def _xlogy_tangent(primals, tangents, out):
+    """d/dx = log(y), also at x == 0 (where the value's select would cut
+    it); d/dy = x / y (JAX's rule)."""
+    (x, y), (tx, ty) = primals, tangents
+    return tx * cnp.log(y) + ty * (x / y)
+
+
+def _xlog1py_tangent(primals, tangents, out):
+    (x, y), (tx, ty) = primals, tangents
+    return tx * cnp.log1p(y) + ty * (x / (1.0 + y))
+
+
+def _xlog(who, x, y, value, tangent):
     x = _lift(_operand(x, who))
     y = _lift(_operand(y, who))
     if x.dtype.kind != "f":
         x = cnp.astype(x, "float64")
     if y.dtype.kind != "f":
         y = cnp.astype(y, "float64")
-    # where x == 0 (and y is not nan) the result is 0 and the log's input
-    # is made harmless, so that neither the value nor the gradient sees log(0)
-    zero = cnp.logical_and(cnp.equal(x, 0), cnp.logical_not(cnp.isnan(y)))
-    safe = cnp.where(zero, 1.0 if f is cnp.log else 0.0, y)
-    return cnp.where(zero, 0.0, cnp.multiply(x, f(safe)))
+    dt = cnp.result_type(x, y)
+    x, y = cnp.astype(x, dt), cnp.astype(y, dt)
+    return _with_jvp(value, tangent)(x, y)
 
 
 @_op("x", "y")
 def xlogy(x, y):
-    """x * log(y), 0 where x == 0 (unless y is nan)."""
-    return _xlog("xlogy", x, y, cnp.log)
+    """x * log(y), 0 where x == 0 (unless y is nan); d/dx is log(y)
+    everywhere, as JAX's."""
+    return _xlog("xlogy", x, y, _xlogy_value, _xlogy_tangent)
 
 
 @_op("x", "y")
 def xlog1py(x, y):
-    """x * log1p(y), 0 where x == 0 (unless y is nan)."""
-    return _xlog("xlog1py", x, y, cnp.log1p)
+    """x * log1p(y), 0 where x == 0 (unless y is nan); d/dx is log1p(y)
+    everywhere."""
+    return _xlog("xlog1py", x, y, _xlog1py_value, _xlog1py_tangent)
 
 
 # ---------------------------------------------------------------------------
