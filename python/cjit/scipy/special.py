@@ -1,6 +1,8 @@
 """cjit.scipy.special: SciPy's special functions on traced values (as
-jax.scipy.special), composed from cjit.numpy's primitives, traced or eager,
-differentiable through the composition.
+jax.scipy.special), composed from cjit.numpy's primitives, traced or eager.
+Most differentiate by a closed-form rule of their own (_ruled: an internal
+custom_jvp), which holds at the domain's edges where the composition's
+guards would give 0 or nan; digamma through the composition.
 
 erf, erfc, erfinv, ndtr, ndtri, log_ndtr, gammaln and digamma evaluate
 piecewise polynomials fitted by scripts/fit_special.py against references
