@@ -4,13 +4,16 @@
  * The node holds the function (graphs[0]) and the rule (graphs[1]).  Only
  * the transformations read the rule:
  *   reverse mode  custom_vjp: the bwd graph inlined on the residuals (the
- *                 node's extra results) and the outputs' cotangents.
+ *                 node's extra results) and the outputs' cotangents, plus
+ *                 fwd's ordinary VJP of the residuals' cotangents (second
+ *                 order: a grad of a grad that inlined bwd).
  *                 custom_jvp: the rule's tangent outputs are linear in the
  *                 tangents, so their transpose is the VJP of the rule with
  *                 respect to its tangent parameters, taken at tangent zero
  *                 (autodiff.c on a copy of the rule).
  *   forward mode  custom_jvp: the rule inlined on primals and tangents.
- *                 custom_vjp: refused, as JAX does.
+ *                 custom_vjp: refused, as JAX does, unless a reverse pass
+ *                 read its residuals: then fwd's ordinary JVP.
  *   vmap          batching.c batches both graphs (custom_region).
  * The lowering first inlines every custom node's function
  * (cj_custom_expand, called by simplify), so what runs fuses, plans and
