@@ -71,14 +71,17 @@ def _xlog1py_value(x, y):
 
 def _xlogy_tangent(primals, tangents, out):
     """d/dx = log(y), also at x == 0 (where the value's select would cut
-    it); d/dy = x / y (JAX's rule)."""
+    it), as JAX; d/dy = x / y, 0 where x == 0 (the value is 0 for every y
+    there; JAX's 0 / 0 gives nan at y == 0)."""
     (x, y), (tx, ty) = primals, tangents
-    return tx * cnp.log(y) + ty * (x / y)
+    zero = cnp.equal(x, 0)
+    return tx * cnp.log(y) + ty * _W(zero, 0.0, x / _W(zero, 1.0, y))
 
 
 def _xlog1py_tangent(primals, tangents, out):
     (x, y), (tx, ty) = primals, tangents
-    return tx * cnp.log1p(y) + ty * (x / (1.0 + y))
+    zero = cnp.equal(x, 0)
+    return tx * cnp.log1p(y) + ty * _W(zero, 0.0, x / _W(zero, 1.0, 1.0 + y))
 
 
 def _xlog(who, x, y, value, tangent):
