@@ -406,17 +406,19 @@ RULE(div) { /* d/dy = -g * out / y */
            (!wants(c, r, 1) ||
             give(c, r, 1, un(c, CJ_OP_NEG, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, r->g, r->OUT), r->Y))));
 }
-RULE(pow) {
-    /* d/dx = g Y X^(Y-1), taken as 0 where Y == 0 (as JAX: X^0 is constant, even at
-     * X = 0 where Y X^(Y-1) would be 0 * inf); d/dy = g out log(X), taken as 0 where X <= 0 */
+/* See autodiff.h. */
+int cj_pow_dx(cj_graph *g, int X, int Y, int loc, cj_error *err) {
+    vjp_ctx ctx = {.g = g, .err = err, .loc = loc}, *c = &ctx;
+    int at0 = bin(c, CJ_OP_LOGICAL_AND, bin(c, CJ_OP_EQ, X, cst(c, 0)), bin(c, CJ_OP_EQ, Y, cst(c, 0)));
+    int xs = at0 < 0 ? -1 : cj_build_select(g, at0, cst(c, 1), X, loc, err);
+    int dx = bin(c, CJ_OP_MUL, Y, bin(c, CJ_OP_POW, xs, bin(c, CJ_OP_SUB, Y, cst(c, 1))));
+    return dx < 0 ? -1 : cj_build_select(g, at0, cst(c, 0), dx, loc, err);
+}
+
+RULE(pow) { /* d/dx: cj_pow_dx; d/dy = g out log(X), taken as 0 where X <= 0 */
     int X = r->X, Y = r->Y;
     bool ok = true;
-    if (wants(c, r, 0)) {
-        int dx = bin(c, CJ_OP_MUL, Y, bin(c, CJ_OP_POW, X, bin(c, CJ_OP_SUB, Y, cst(c, 1))));
-        int y0 = bin(c, CJ_OP_EQ, Y, cst(c, 0));
-        dx = dx < 0 || y0 < 0 ? -1 : cj_build_select(c->g, y0, cst(c, 0), dx, c->loc, c->err);
-        ok = give(c, r, 0, bin(c, CJ_OP_MUL, r->g, dx));
-    }
+    if (wants(c, r, 0)) ok = give(c, r, 0, bin(c, CJ_OP_MUL, r->g, cj_pow_dx(c->g, X, Y, c->loc, c->err)));
     if (ok && wants(c, r, 1)) {
         int positive = bin(c, CJ_OP_GT, X, cst(c, 0));
         int logx = positive < 0 ? -1 : cj_build_select(c->g, positive, un(c, CJ_OP_LOG, X), cst(c, 0), c->loc, c->err);

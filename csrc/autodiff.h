@@ -68,6 +68,13 @@ enum {
 };
 int cj_autodiff_rule_reads(cj_op op);
 
+/* d(X^Y)/dX = Y X^(Y-1) for pow's rules (autodiff.c, jvp.c), taken as 0 at
+ * X == Y == 0 (X^0 is constant; there the product would be 0 * inf).  The
+ * product reads X replaced by 1 at that point, so its own derivatives, which
+ * the select multiplies by 0, stay finite: x**0.0 has second derivative 0 at
+ * 0, and d/dY of the derivative at Y == 0 is 1/X.  -1 with err set. */
+int cj_pow_dx(cj_graph *g, int X, int Y, int loc, cj_error *err);
+
 /* The residuals of the backward pass in g: forward nodes (before
  * g->backward_start, computed rather than sources) that a node the outputs
  * depend on reads from the backward pass.  Writes their ids in order to

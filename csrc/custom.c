@@ -4,22 +4,27 @@
  * The node holds the function (graphs[0]) and the rule (graphs[1]).  Only
  * the transformations read the rule:
  *   reverse mode  custom_vjp: the bwd graph inlined on the residuals (the
- *                 node's extra results) and the outputs' cotangents.
+ *                 node's extra results) and the outputs' cotangents, plus
+ *                 fwd's ordinary VJP of the residuals' cotangents (second
+ *                 order: a grad of a grad that inlined bwd).
  *                 custom_jvp: the rule's tangent outputs are linear in the
  *                 tangents, so their transpose is the VJP of the rule with
  *                 respect to its tangent parameters, taken at tangent zero
  *                 (autodiff.c on a copy of the rule).
  *   forward mode  custom_jvp: the rule inlined on primals and tangents.
- *                 custom_vjp: refused, as JAX does.
+ *                 custom_vjp: refused, as JAX does, unless a reverse pass
+ *                 read its residuals: then fwd's ordinary JVP.
  *   vmap          batching.c batches both graphs (custom_region).
  * The lowering first inlines every custom node's function
  * (cj_custom_expand, called by simplify), so what runs fuses, plans and
  * checkpoints like code written without the rule. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "autodiff.h"
 #include "custom.h"
+#include "jvp.h"
 #include "regions.h"
 
 static bool is_float(cj_dtype dt) { return dt == CJ_FLOAT32 || dt == CJ_FLOAT64; }
@@ -118,9 +123,66 @@ cj_graph *cj_custom_expand(const cj_graph *src, cj_error *err) {
 
 /* ---- reverse mode -------------------------------------------------------------- */
 
-/* custom_vjp: bwd(residuals, cotangents, consts). */
+/* The cotangents of a custom_vjp's residuals (res_ct[no + r]), taken back to
+ * the primals through the function's ordinary derivative: a residual is a
+ * value of fwd like any other, and bwd's derivative in it (second order:
+ * grad of a grad that ran bwd) must reach x through fwd, as in JAX.  The
+ * VJP is built on a copy of fwd in a graph of its own, then inlined; the
+ * result is added to in_ct. */
+static cj_status vjp_of_residuals(cj_graph *g, const cj_body *b, const int *inputs, const int *res_ct, int *in_ct,
+                                  int loc, cj_vjp_fn *vjp, cj_error *err) {
+    int np = b->ncarry, nk = b->nconsts, no = b->nys, nr = b->nres, nin = np + nk, nct = 0, nwrt = 0;
+    for (int r = 0; r < nr; r++)
+        if (res_ct[no + r] >= 0 && is_float(b->result_dtype[no + r])) nct++;
+    if (!nct) return CJ_OK;
+    cj_graph *G = cj_graph_new();
+    int *buf = malloc(sizeof(int) * (3 * (size_t)nin + 4 * (size_t)(no + nr) + 8));
+    if (!G || !buf) {
+        cj_graph_free(G), free(buf);
+        return cj_error_set(err, CJ_ERR_MEMORY, "autodiff: out of memory");
+    }
+    int *slot = buf, *wrt = slot + nin + 1, *grads = wrt + nin + 1, *fouts = grads + nin + 1;
+    int *outs = fouts + no + nr + 1, *cts = outs + nr + 1, *args = cts + nr + 1; /* args: nin + nr */
+    /* G's slots: the primals and consts, then one cotangent per float residual */
+    for (int s = 0; s < nin && err->status == CJ_OK; s++) slot[s] = param(G, &g->nodes[inputs[s]], s, err);
+    if (err->status == CJ_OK) cj_graph_inline(G, b->graphs[0], slot, nin, fouts, -1, err);
+    nct = 0;
+    for (int r = 0; r < nr && err->status == CJ_OK; r++) {
+        if (res_ct[no + r] < 0 || !is_float(b->result_dtype[no + r])) continue;
+        cj_node like = G->nodes[fouts[no + r]];
+        outs[nct] = fouts[no + r];
+        cts[nct] = param(G, &like, nin + nct, err);
+        args[nin + nct++] = res_ct[no + r];
+    }
+    for (int a = 0; a < np; a++)
+        if (is_float(g->nodes[inputs[a]].dtype)) wrt[nwrt++] = slot[a];
+    if (err->status == CJ_OK && vjp(G, 0, outs, cts, nct, wrt, nwrt, grads, err) == CJ_OK &&
+        cj_graph_set_outputs(G, grads, nwrt, err) == CJ_OK) {
+        for (int s = 0; s < nin; s++) args[s] = inputs[s];
+        if (cj_graph_inline(g, G, args, nin + nct, grads, loc, err) == CJ_OK)
+            for (int a = 0, j = 0; a < np && err->status == CJ_OK; a++) {
+                if (!is_float(g->nodes[inputs[a]].dtype)) continue;
+                in_ct[a] = in_ct[a] < 0 ? grads[j] : cj_build_binary(g, CJ_OP_ADD, in_ct[a], grads[j], loc, err);
+                j++;
+            }
+    }
+    if (err->status == CJ_ERR_VALUE) { /* name the custom function, whose copy of fwd has no locations */
+        char msg[sizeof err->message];
+        size_t n = strlen(err->message);
+        if (n >= 7 && !strcmp(err->message + n - 7, " (at ?)")) err->message[n - 7] = 0;
+        snprintf(msg, sizeof msg, "%s (reached through a residual of the cjit.custom_vjp at %s: differentiating its "
+                 "bwd differentiates fwd, as in JAX)", err->message, cj_graph_loc_str(g, loc));
+        memcpy(err->message, msg, sizeof msg);
+    }
+    cj_graph_free(G);
+    free(buf);
+    return err->status;
+}
+
+/* custom_vjp: bwd(residuals, cotangents, consts), plus what reaches the
+ * residuals (vjp_of_residuals). */
 static cj_status vjp_by_bwd(cj_graph *g, int id, const cj_body *b, const int *inputs, const int *res_ct,
-                            int *in_ct, int loc, cj_error *err) {
+                            int *in_ct, int loc, cj_vjp_fn *vjp, cj_error *err) {
     int np = b->ncarry, nk = b->nconsts, no = b->nys, nr = b->nres, nargs = nr + no + nk;
     int *args = malloc(sizeof(int) * ((size_t)nargs + 1)), *outs = malloc(sizeof(int) * ((size_t)np + 1));
     if (!args || !outs) {
@@ -136,6 +198,7 @@ static cj_status vjp_by_bwd(cj_graph *g, int id, const cj_body *b, const int *in
         for (int a = 0; a < np; a++)
             if (is_float(g->nodes[inputs[a]].dtype)) in_ct[a] = outs[a];
     free(args), free(outs);
+    if (err->status == CJ_OK) vjp_of_residuals(g, b, inputs, res_ct, in_ct, loc, vjp, err);
     return err->status;
 }
 
@@ -194,17 +257,50 @@ cj_status cj_custom_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_v
     if (!inputs) return cj_error_set(err, CJ_ERR_MEMORY, "autodiff: out of memory");
     memcpy(inputs, g->nodes[id].inputs, sizeof(int) * (size_t)nin);
     cj_status st = b->jvp_rule ? vjp_by_jvp(g, b, inputs, res_ct, in_ct, loc, vjp, err)
-                               : vjp_by_bwd(g, id, b, inputs, res_ct, in_ct, loc, err);
+                               : vjp_by_bwd(g, id, b, inputs, res_ct, in_ct, loc, vjp, err);
     free(inputs);
     return st;
 }
 
 /* ---- forward mode --------------------------------------------------------------- */
 
+/* Whether some node reads a residual of custom_vjp node id: its bwd was
+ * inlined by a reverse pass (the residuals are read by nothing else). */
+static bool residuals_read(const cj_graph *g, int id, int no) {
+    for (int i = id + 1; i < g->nnodes; i++)
+        for (int a = 0; a < g->nodes[i].ninputs; a++) {
+            const cj_node *r = &g->nodes[g->nodes[i].inputs[a]];
+            if (r->op == CJ_OP_RESULT && r->inputs[0] == id && r->attrs.index >= no) return true;
+        }
+    return false;
+}
+
+/* Forward mode through a custom_vjp that a reverse pass has gone through
+ * (jacfwd(grad(f)), hessian): there fwd is ordinary code, as in JAX, whose
+ * inner VJP runs fwd as plain code under the outer transformation; every
+ * result's tangent is fwd's ordinary JVP (fwd inlined, then cj_jvp). */
+static cj_status jvp_of_fwd(cj_graph *g, int id, const cj_body *b, const int *in_tan, int *out_tan, cj_jvp_fn *jvp,
+                            cj_error *err) {
+    int nin = g->nodes[id].ninputs, np = b->ncarry, nout = b->nresults, loc = g->nodes[id].loc, nwrt = 0;
+    int *buf = malloc(sizeof(int) * (3 * (size_t)nin + 2 * (size_t)nout + 4));
+    if (!buf) return cj_error_set(err, CJ_ERR_MEMORY, "jvp: out of memory");
+    int *inputs = buf, *wrt = inputs + nin + 1, *tans = wrt + nin + 1, *fouts = tans + nin + 1, *t = fouts + nout + 1;
+    memcpy(inputs, g->nodes[id].inputs, sizeof(int) * (size_t)nin);
+    for (int a = 0; a < np; a++)
+        if (in_tan[a] >= 0) wrt[nwrt] = inputs[a], tans[nwrt++] = in_tan[a];
+    int start = g->nnodes;
+    if (cj_graph_inline(g, b->graphs[0], inputs, nin, fouts, loc, err) == CJ_OK &&
+        jvp(g, start, wrt, tans, nwrt, fouts, nout, t, err) == CJ_OK)
+        for (int k = 0; k < nout; k++) out_tan[k] = is_float(b->result_dtype[k]) ? t[k] : -1;
+    free(buf);
+    return err->status;
+}
+
 /* See custom.h. */
-cj_status cj_custom_jvp(cj_graph *g, int id, const int *in_tan, int *out_tan, cj_error *err) {
+cj_status cj_custom_jvp(cj_graph *g, int id, const int *in_tan, int *out_tan, cj_jvp_fn *jvp, cj_error *err) {
     const cj_body *b = cj_region_body(g, &g->nodes[id]);
     int loc = g->nodes[id].loc;
+    if (!b->jvp_rule && residuals_read(g, id, b->nys)) return jvp_of_fwd(g, id, b, in_tan, out_tan, jvp, err);
     if (!b->jvp_rule)
         return cj_error_set(err, CJ_ERR_VALUE,
                             "jvp: forward-mode differentiation of a cjit.custom_vjp function is not supported: "

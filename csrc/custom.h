@@ -5,6 +5,7 @@
 
 #include "autodiff.h"
 #include "graph.h"
+#include "jvp.h"
 
 /* A copy of src in which every custom node is replaced by the nodes of its
  * function (recursively), each keeping its source location; NULL with err
@@ -17,8 +18,10 @@ cj_graph *cj_custom_expand(const cj_graph *src, cj_error *err);
 cj_status cj_custom_vjp(cj_graph *g, int id, const int *res_ct, int *in_ct, cj_vjp_fn *vjp, cj_error *err);
 
 /* Forward mode through custom node id: in_tan[a] is the tangent of input
- * a (-1: none); out_tan[k] gets the tangent of output k (-1 for a non-float
- * one).  A custom_vjp node is refused with CJ_ERR_VALUE. */
-cj_status cj_custom_jvp(cj_graph *g, int id, const int *in_tan, int *out_tan, cj_error *err);
+ * a (-1: none); out_tan[k] gets the tangent of result k (-1 for a non-float
+ * one).  A custom_vjp node is refused with CJ_ERR_VALUE, unless a reverse
+ * pass went through it (its residuals are read): then fwd is differentiated
+ * as ordinary code by `jvp` (cj_jvp, passed in), as in JAX. */
+cj_status cj_custom_jvp(cj_graph *g, int id, const int *in_tan, int *out_tan, cj_jvp_fn *jvp, cj_error *err);
 
 #endif

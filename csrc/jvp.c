@@ -123,12 +123,9 @@ RULE(div) { /* tx / y - ty * out / y */
     int b = t[1] < 0 ? -1 : un(c, CJ_OP_NEG, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, t[1], id), Y));
     return add_opt(c, a, b);
 }
-RULE(pow) { /* as autodiff.c: d/dx = y x^(y-1), 0 where y == 0; d/dy = out log x, 0 where x <= 0 */
+RULE(pow) { /* as autodiff.c: d/dx = cj_pow_dx; d/dy = out log x, 0 where x <= 0 */
     int a = -1, b = -1;
-    if (t[0] >= 0) {
-        int dx = bin(c, CJ_OP_MUL, Y, bin(c, CJ_OP_POW, X, bin(c, CJ_OP_SUB, Y, cst(c, 1))));
-        a = bin(c, CJ_OP_MUL, t[0], sel(c, bin(c, CJ_OP_EQ, Y, cst(c, 0)), cst(c, 0), dx));
-    }
+    if (t[0] >= 0) a = bin(c, CJ_OP_MUL, t[0], cj_pow_dx(c->g, X, Y, c->loc, c->err));
     if (t[1] >= 0) {
         int logx = sel(c, bin(c, CJ_OP_GT, X, cst(c, 0)), un(c, CJ_OP_LOG, X), cst(c, 0));
         b = bin(c, CJ_OP_MUL, bin(c, CJ_OP_MUL, t[1], id), logx);
@@ -314,7 +311,7 @@ static bool jvp_custom(cj_graph *g, int id, int *tan, int ***custom_tan, int las
     }
     for (int a = 0; a < nin; a++) in_tan[a] = tan[n->inputs[a]];
     for (int k = 0; k < b->nresults; k++) out[k] = -1;
-    bool ok = cj_custom_jvp(g, id, in_tan, out, err) == CJ_OK;
+    bool ok = cj_custom_jvp(g, id, in_tan, out, cj_jvp, err) == CJ_OK;
     free(in_tan);
     tan[id] = id;
     return ok;

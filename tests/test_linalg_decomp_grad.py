@@ -150,6 +150,30 @@ def test_eigh_gradient_is_symmetric_and_of_the_symmetric_part():
     np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("which", ["eigvalsh", "eigh_w", "eigh_v", "scipy"])
+def test_eigh_value_and_gradient_agree_on_a_nonsymmetric_input(which):
+    """Both are of (a + a^T) / 2, as JAX's default symmetrize_input=True:
+    the gradient is the finite differences of the value itself (before, the
+    value read one triangle and the gradient was the symmetric part's)."""
+    a = rng.standard_normal((4, 4))
+    f = {"eigvalsh": lambda x: cnp.sum(cnp.linalg.eigvalsh(x) ** 3),
+         "eigh_w": lambda x: cnp.sum(cnp.sin(cnp.linalg.eigh(x, UPLO="U")[0])),
+         "eigh_v": lambda x: (lambda w, v: cnp.sum((v * w[None, :]) @ _t(v) * _weights((4, 4))))(
+             *cnp.linalg.eigh(x)),
+         "scipy": lambda x: cnp.sum(csl.eigh(x, lower=False, eigvals_only=True) ** 2)}[which]
+    np.testing.assert_allclose(np.asarray(cjit.grad(f)(a)), _fd_grad(f, a), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(cnp.linalg.eigvalsh(a)), np.linalg.eigvalsh((a + a.T) / 2), rtol=1e-12)
+
+
+def test_eigh_without_symmetrizing_reads_one_triangle():
+    a = rng.standard_normal((4, 4))
+    for uplo in ("L", "U"):
+        np.testing.assert_allclose(np.asarray(cnp.linalg.eigvalsh(a, UPLO=uplo, symmetrize_input=False)),
+                                   np.linalg.eigvalsh(a, UPLO=uplo), atol=1e-12)
+        np.testing.assert_allclose(np.asarray(cnp.linalg.eigh(a, UPLO=uplo, symmetrize_input=False)[0]),
+                                   np.linalg.eigvalsh(a, UPLO=uplo), atol=1e-12)
+
+
 def test_results_without_a_rule_are_refused_with_the_shape():
     a = rng.standard_normal((4, 3))
     with pytest.raises(ValueError, match=r"svd: has no gradient for U or Vt with full_matrices=True.*\(4 x 3\)"):
@@ -257,9 +281,12 @@ def test_scipy_qr_eigh_svd_conventions():
             np.testing.assert_allclose(np.abs(np.asarray(g)), np.abs(w), atol=1e-12)
     s = a.T @ a
     np.testing.assert_allclose(np.asarray(csl.eigh(s, eigvals_only=True)), sl.eigh(s, eigvals_only=True), rtol=1e-12)
-    w, v = csl.eigh(np.triu(s), lower=False)
-    np.testing.assert_allclose(np.asarray(w), sl.eigh(s)[0], rtol=1e-12)
-    np.testing.assert_allclose(np.abs(np.asarray(v)), np.abs(sl.eigh(s)[1]), atol=1e-10)
+    # as JAX's, the input is symmetrized: (a + a^T) / 2, whichever triangle `lower` names
+    t = np.triu(s)
+    for lower in (True, False):
+        w, v = csl.eigh(t, lower=lower)
+        np.testing.assert_allclose(np.asarray(w), sl.eigh((t + t.T) / 2)[0], rtol=1e-12)
+        np.testing.assert_allclose(np.abs(np.asarray(v)), np.abs(sl.eigh((t + t.T) / 2)[1]), atol=1e-10)
     u, sv, vh = csl.svd(a)
     assert np.asarray(u).shape == (5, 5) and np.asarray(vh).shape == (3, 3)
     np.testing.assert_allclose(np.asarray(csl.svd(a, compute_uv=False)), sl.svd(a, compute_uv=False), rtol=1e-12)

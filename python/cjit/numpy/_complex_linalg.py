@@ -91,17 +91,24 @@ def _product(first, re, im):
 
 
 @impl("linalg.eigvalsh")
-def _eigvalsh(x, UPLO="L"):
+def _eigvalsh(x, UPLO="L", *, symmetrize_input=True):
     """The eigenvalues of a Hermitian matrix: each eigenvalue of its real
-    embedding [[re, -im], [im, re]] (symmetric) twice."""
-    z = as_complex(x)
+    embedding [[re, -im], [im, re]] (symmetric) twice.  The matrix is
+    (x + x^H) / 2 with symmetrize_input (JAX's default), else the one x's
+    lower (UPLO='U': upper) triangle names."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"cjit.numpy.linalg.eigvalsh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    z = _square(x, "eigvalsh")
+    if symmetrize_input:
+        h = C.binop("mul", C.binop("add", z, _conj_transpose(z)), 0.5)
+        return _pair_means(_cnp().linalg.eigvalsh(_embed(h), symmetrize_input=False))
     if UPLO == "U":
         z = _conj_transpose(z)
     tri = lambda v, k: _cnp().tril(v, k)
     # the Hermitian matrix the lower triangle names (the diagonal's imaginary part is dropped)
     low = make(tri(z.re, 0), tri(z.im, -1))
     h = C.binop("add", low, _conj_transpose(make(tri(z.re, -1), tri(z.im, -1))))
-    return _pair_means(_cnp().linalg.eigvalsh(_embed(h)))
+    return _pair_means(_cnp().linalg.eigvalsh(_embed(h), symmetrize_input=False))
 
 
 @impl("linalg.svdvals")
@@ -241,7 +248,8 @@ def _lu_diagonal(x, who):
         ar, ai, sign = carry
         col = lambda a: c.sum(c.where(cols == k, a, 0.0), axis=-1)[..., :, None]      # (..., n, 1)
         row = lambda a, at: c.sum(c.where(at, a, 0.0), axis=-2, keepdims=True)       # (..., 1, n)
-        mag = c.where(rows >= k, col(ar) ** 2 + col(ai) ** 2, -1.0)[..., 0]
+        # |re| + |im|, as LAPACK's izamax: no squares to overflow or underflow
+        mag = c.where(rows >= k, c.abs(col(ar)) + c.abs(col(ai)), -1.0)[..., 0]
         p = c.argmax(mag, axis=-1)[..., None, None]                                   # (..., 1, 1)
         at_p, at_k = rows == p, rows == k
         # rows k and p swapped
@@ -251,10 +259,13 @@ def _lu_diagonal(x, who):
         sign = c.where(p[..., 0, 0] == k, sign, -sign)
         cr, ci = col(ar), col(ai)
         vr, vi = row(cr, at_k), row(ci, at_k)                                         # the pivot, (..., 1, 1)
-        # l = column k below the pivot / pivot (a zero pivot divides by 1: its column is zero)
+        # l = column k below the pivot / pivot (a zero pivot divides by 1: its column is zero),
+        # with the pivot scaled by its larger part m first: c / v = (c conj(v / m)) / |v / m|^2 / m,
+        # where |v / m|^2 is in [1, 2], so no square overflows or underflows
         zero = (vr == 0) & (vi == 0)
-        den = c.where(zero, 1.0, vr * vr + vi * vi)
-        sr, si = c.where(zero, 1.0, vr), c.where(zero, 0.0, vi)
+        m = c.where(zero, 1.0, c.maximum(c.abs(vr), c.abs(vi)))
+        sr, si = c.where(zero, 1.0, vr / m), c.where(zero, 0.0, vi / m)
+        den = (sr * sr + si * si) * m
         below = rows > k
         lr = c.where(below, (cr * sr + ci * si) / den, 0.0)
         li = c.where(below, (ci * sr - cr * si) / den, 0.0)
@@ -322,14 +333,20 @@ def _qr_pair(x, mode):
         cr, ci = pick(ar, cols == j, -1), pick(ai, cols == j, -1)                   # column j, (..., m, 1)
         alr, ali = pick(cr, rows == j, -2), pick(ci, rows == j, -2)                 # a_jj, (..., 1, 1)
         below = rows > j
+        # the column from row j down, divided by its largest part (as LAPACK's scaled norms):
+        # the squares below neither overflow nor underflow; tau and v do not depend on the
+        # scale, beta is scaled back
+        big = c.max(c.where(rows >= j, c.maximum(c.abs(cr), c.abs(ci)), 0.0), axis=-2, keepdims=True)
+        sc = c.where(big == 0, 1.0, big)
+        cr, ci, alr_s, ali_s = cr / sc, ci / sc, alr / sc, ali / sc
         xnorm2 = c.sum(c.where(below, cr * cr + ci * ci, 0.0), axis=-2, keepdims=True)
-        beta = -c.where(alr < 0, -1.0, 1.0) * c.sqrt(alr * alr + ali * ali + xnorm2)
+        beta = -c.where(alr < 0, -1.0, 1.0) * c.sqrt(alr_s * alr_s + ali_s * ali_s + xnorm2)
         keep = (xnorm2 == 0) & (ali == 0)                                            # H = I, beta = alpha
         safe = c.where(keep, 1.0, beta)
-        tau = make(c.where(keep, 0.0, (beta - alr) / safe), c.where(keep, 0.0, -ali / safe))
-        beta = c.where(keep, alr, beta)
+        tau = make(c.where(keep, 0.0, (beta - alr_s) / safe), c.where(keep, 0.0, -ali_s / safe))
         # v below j: column / (alpha - beta)
-        dr, di = c.where(keep, 1.0, alr - beta), c.where(keep, 0.0, ali)
+        dr, di = c.where(keep, 1.0, alr_s - beta), c.where(keep, 0.0, ali_s)
+        beta = c.where(keep, alr, beta * sc)
         den = dr * dr + di * di
         v = make(c.where(below, (cr * dr + ci * di) / den, c.where(rows == j, 1.0, 0.0)),
                  c.where(below, (ci * dr - cr * di) / den, 0.0))

@@ -306,6 +306,39 @@ def _cast(x, dt):
     return x.trace.apply("cast", x, dtype=dt.name)
 
 
+_WITH_JVP = {}
+
+
+def _with_jvp(value, tangent, uses_out=False):
+    """value (a function of Tracers) as a cjit.custom_jvp whose tangent
+    output is tangent(primals, tangents, out): for functions whose
+    composition has the right value but not the right derivative (branches
+    of max/abs/select whose slopes vanish at ties, or a select that cuts the
+    derivative with the value).  The rule is ordinary code, so second and
+    higher derivatives are its derivatives.  Inside its own rule a custom
+    function is the plain one (decision 119), whose derivative is the
+    composition's; a tangent that reads out (uses_out) gets it from a second
+    custom function with the same rule, so that second derivatives are the
+    rule's too.  Made once per value function, on first use (cjit.custom_jvp
+    imports this package)."""
+    key = (value, tangent, uses_out)
+    f = _WITH_JVP.get(key)
+    if f is None:
+        from .._custom import custom_jvp
+        pair = [custom_jvp(value), custom_jvp(value) if uses_out else None]
+
+        def make_rule(other):
+            def rule(primals, tangents):
+                out = (other or pair[0])(*primals)
+                return out, tangent(primals, tangents, out)
+            return rule
+        pair[0].defjvp(make_rule(pair[1]))
+        if uses_out:
+            pair[1].defjvp(make_rule(pair[0]))
+        f = _WITH_JVP[key] = pair[0]
+    return f
+
+
 def _apply(op, *args, **attrs):
     return _trace_of(*args).apply(op, *args, **attrs)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from ._core import (_BOOL, _F32, _F64, _apply, _common, _info, _is_float, _lift, _op,
-                    _operand, _result_type)
+                    _operand, _result_type, _with_jvp)
 
 __all__ = ["arctan", "atan", "arctan2", "atan2", "arcsin", "asin", "arccos", "acos", "arcsinh",
            "asinh", "arccosh", "acosh", "arctanh", "atanh", "sinh", "cosh", "tan", "log2",
@@ -342,11 +342,7 @@ def copysign(x1, x2):
     return t.apply("select", flip, t.apply("neg", a), a)
 
 
-@_op("x1", "x2")
-def hypot(x1, x2):
-    """sqrt(x1^2 + x2^2) without overflow: m * sqrt(1 + (n/m)^2) with m, n
-    the larger and smaller magnitude; inf if either is infinite."""
-    a, b = _common([_f(x1, "hypot"), _f(x2, "hypot")], "hypot")
+def _hypot_value(a, b):
     t = a.trace
     a, b = t.apply("abs", a), t.apply("abs", b)
     m = t.apply("maximum", a, b)
@@ -359,8 +355,34 @@ def hypot(x1, x2):
     return t.apply("select", inf, math.inf, r)
 
 
-def _logaddexp(who, x1, x2, exp_fn, scale):
-    a, b = _common([_f(x1, who), _f(x2, who)], who)
+def _hypot_tangent(primals, tangents, out):
+    """(x1 t1 + x2 t2) / r, as (x/m) / sqrt((x1/m)^2 + (x2/m)^2) with m the
+    larger magnitude (no overflow; m's own slope cancels, so ties of the
+    two magnitudes leave the second derivative alone); 0 at the origin, nan
+    at an infinite leg (as JAX)."""
+    (a, b), (ta, tb) = primals, tangents
+    t = a.trace
+    m = t.apply("maximum", t.apply("abs", a), t.apply("abs", b))
+    zero = t.apply("eq", m, 0)
+    ms = t.apply("select", zero, 1.0, m)
+    ua, ub = t.apply("div", a, ms), t.apply("div", b, ms)
+    s2 = t.apply("add", t.apply("mul", ua, ua), t.apply("mul", ub, ub))
+    s = t.apply("sqrt", t.apply("select", zero, 1.0, s2))    # no sqrt(0): its slope is inf
+    d = t.apply("add", t.apply("mul", ta, t.apply("div", ua, s)), t.apply("mul", tb, t.apply("div", ub, s)))
+    return t.apply("select", zero, 0.0, d)
+
+
+@_op("x1", "x2")
+def hypot(x1, x2):
+    """sqrt(x1^2 + x2^2) without overflow: m * sqrt(1 + (n/m)^2) with m, n
+    the larger and smaller magnitude; inf if either is infinite.  The
+    derivative is a rule of its own (x / hypot), so that it is smooth where
+    the magnitudes tie: max/min's slopes jump there."""
+    a, b = _common([_f(x1, "hypot"), _f(x2, "hypot")], "hypot")
+    return _with_jvp(_hypot_value, _hypot_tangent)(a, b)
+
+
+def _logaddexp_value(a, b, exp_fn, scale):
     t = a.trace
     m = t.apply("maximum", a, b)
     d = t.apply("sub", a, b)
@@ -372,17 +394,57 @@ def _logaddexp(who, x1, x2, exp_fn, scale):
     return t.apply("add", m, r)
 
 
+def _logaddexp_tangent(primals, tangents, scale):
+    """The weights are sigmoid(+-(x1 - x2) / scale) (scale 1, or 1/ln 2 for
+    base 2), evaluated from exp(-|d|) so that nothing overflows, with |d| a
+    select whose slope is +-1 on each side: the second derivative at a tie
+    is s (1 - s) / scale, not 0.  Equal infinities share evenly, as the
+    value's gradient always did."""
+    (a, b), (ta, tb) = primals, tangents
+    t = a.trace
+    d = t.apply("sub", a, b)
+    d = t.apply("select", t.apply("isnan", d), 0.0, d)
+    if scale != 1.0:
+        d = t.apply("div", d, scale)
+    pos = t.apply("ge", d, 0)
+    e = t.apply("exp", t.apply("select", pos, t.apply("neg", d), d))    # exp(-|d|)
+    inv = t.apply("div", 1.0, t.apply("add", e, 1.0))
+    big, small = inv, t.apply("mul", e, inv)                            # sigmoid(|d|), sigmoid(-|d|)
+    wa = t.apply("select", pos, big, small)
+    wb = t.apply("select", pos, small, big)
+    return t.apply("add", t.apply("mul", ta, wa), t.apply("mul", tb, wb))
+
+
+def _lae_value(a, b):
+    return _logaddexp_value(a, b, lambda t, v: t.apply("exp", v), 1.0)
+
+
+def _lae2_value(a, b):
+    return _logaddexp_value(a, b, lambda t, v: t.apply("pow", 2.0, v), 1.0 / _LN2)
+
+
+def _lae_tangent(primals, tangents, out):
+    return _logaddexp_tangent(primals, tangents, 1.0)
+
+
+def _lae2_tangent(primals, tangents, out):
+    return _logaddexp_tangent(primals, tangents, 1.0 / _LN2)
+
+
 @_op("x1", "x2")
 def logaddexp(x1, x2):
     """log(exp(x1) + exp(x2)) = max + log1p(exp(-|x1 - x2|)); the gradient
-    splits evenly at ties."""
-    return _logaddexp("logaddexp", x1, x2, lambda t, v: t.apply("exp", v), 1.0)
+    is a rule of its own (sigmoid(x1 - x2), and its mirror), so that the
+    second derivative at a tie is 1/4, not the kink's 0."""
+    a, b = _common([_f(x1, "logaddexp"), _f(x2, "logaddexp")], "logaddexp")
+    return _with_jvp(_lae_value, _lae_tangent)(a, b)
 
 
 @_op("x1", "x2")
 def logaddexp2(x1, x2):
-    """log2(2**x1 + 2**x2)."""
-    return _logaddexp("logaddexp2", x1, x2, lambda t, v: t.apply("pow", 2.0, v), 1.0 / _LN2)
+    """log2(2**x1 + 2**x2), with logaddexp's kind of rule."""
+    a, b = _common([_f(x1, "logaddexp2"), _f(x2, "logaddexp2")], "logaddexp2")
+    return _with_jvp(_lae2_value, _lae2_tangent)(a, b)
 
 
 def _round_half_even(x):

@@ -205,25 +205,37 @@ def qr(x, mode="reduced"):
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
 
+def _eigh_input(x, UPLO, symmetrize_input, who):
+    """The matrix the eigen decomposition reads: (x + x^T) / 2 with
+    symmetrize_input (JAX's default: the value and the gradient are then
+    both of the symmetric part), else x's lower triangle (its upper one with
+    UPLO='U'), as NumPy."""
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"cjit.numpy.linalg.{who}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    a = _matrices(x, who, square=True)
+    if symmetrize_input:
+        return (a + matrix_transpose(a)) * 0.5
+    return matrix_transpose(a) if UPLO == "U" else a
+
+
 @_op("x")
-def _eigh(x):
-    a = _matrices(x, "eigh", square=True)
+def _eigh(x, UPLO="L", symmetrize_input=True):
+    a = _eigh_input(x, UPLO, symmetrize_input, "eigh")
     return a.trace.apply("eigh", a, mode=0), a.trace.apply("eigh", a, mode=1)
 
 
-def eigh(x, UPLO="L"):
+def eigh(x, UPLO="L", symmetrize_input=True):
     """Eigenvalues (ascending) and eigenvectors (columns) of each symmetric
-    matrix (LAPACK's syevd): its lower triangle read, or its upper one with
-    UPLO='U', as NumPy."""
-    if UPLO not in ("L", "U"):
-        raise ValueError(f"cjit.numpy.linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-    return EighResult(*_eigh(matrix_transpose(x) if UPLO == "U" else x))
+    matrix (LAPACK's syevd): of (x + x^T) / 2, as JAX; with
+    symmetrize_input=False, of the matrix x's lower triangle names (its
+    upper one with UPLO='U')."""
+    return EighResult(*_eigh(x, UPLO, bool(symmetrize_input)))
 
 
 @_op("x")
-def eigvalsh(x, UPLO="L"):
-    """The eigenvalues (ascending) of each symmetric matrix."""
-    a = _matrices(matrix_transpose(x) if UPLO == "U" else x, "eigvalsh", square=True)
+def eigvalsh(x, UPLO="L", *, symmetrize_input=True):
+    """The eigenvalues (ascending) of each symmetric matrix, as eigh's."""
+    a = _eigh_input(x, UPLO, symmetrize_input, "eigvalsh")
     return a.trace.apply("eigh", a, mode=0)
 
 

@@ -1,6 +1,8 @@
 """cjit.scipy.special: SciPy's special functions on traced values (as
-jax.scipy.special), composed from cjit.numpy's primitives, traced or eager,
-differentiable through the composition.
+jax.scipy.special), composed from cjit.numpy's primitives, traced or eager.
+Most differentiate by a closed-form rule of their own (_ruled: an internal
+custom_jvp), which holds at the domain's edges where the composition's
+guards would give 0 or nan; digamma through the composition.
 
 erf, erfc, erfinv, ndtr, ndtri, log_ndtr, gammaln and digamma evaluate
 piecewise polynomials fitted by scripts/fit_special.py against references
@@ -21,6 +23,7 @@ from .. import numpy as cnp
 from ..nn import logsumexp as _logsumexp
 from ..nn import sigmoid as _sigmoid
 from ..numpy import _lift, _op, _operand
+from ..numpy._core import _with_jvp
 from . import _coefs
 
 __all__ = ["logsumexp", "expit", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfinv",
@@ -50,30 +53,61 @@ def logit(p):
     return cnp.subtract(cnp.log(x), cnp.log1p(cnp.negative(x)))
 
 
-def _xlog(who, x, y, f):
+def _xlog_value(x, y, f):
+    # where x == 0 (and y is not nan) the result is 0 and the log's input
+    # is made harmless, so that the value never sees log(0)
+    zero = cnp.logical_and(cnp.equal(x, 0), cnp.logical_not(cnp.isnan(y)))
+    safe = cnp.where(zero, 1.0 if f is cnp.log else 0.0, y)
+    return cnp.where(zero, 0.0, cnp.multiply(x, f(safe)))
+
+
+def _xlogy_value(x, y):
+    return _xlog_value(x, y, cnp.log)
+
+
+def _xlog1py_value(x, y):
+    return _xlog_value(x, y, cnp.log1p)
+
+
+def _xlogy_tangent(primals, tangents, out):
+    """d/dx = log(y), also at x == 0 (where the value's select would cut
+    it), as JAX; d/dy = x / y, 0 where x == 0 (the value is 0 for every y
+    there; JAX's 0 / 0 gives nan at y == 0)."""
+    (x, y), (tx, ty) = primals, tangents
+    zero = cnp.equal(x, 0)
+    return tx * cnp.log(y) + ty * _W(zero, 0.0, x / _W(zero, 1.0, y))
+
+
+def _xlog1py_tangent(primals, tangents, out):
+    (x, y), (tx, ty) = primals, tangents
+    zero = cnp.equal(x, 0)
+    return tx * cnp.log1p(y) + ty * _W(zero, 0.0, x / _W(zero, 1.0, 1.0 + y))
+
+
+def _xlog(who, x, y, value, tangent):
     x = _lift(_operand(x, who))
     y = _lift(_operand(y, who))
     if x.dtype.kind != "f":
         x = cnp.astype(x, "float64")
     if y.dtype.kind != "f":
         y = cnp.astype(y, "float64")
-    # where x == 0 (and y is not nan) the result is 0 and the log's input
-    # is made harmless, so that neither the value nor the gradient sees log(0)
-    zero = cnp.logical_and(cnp.equal(x, 0), cnp.logical_not(cnp.isnan(y)))
-    safe = cnp.where(zero, 1.0 if f is cnp.log else 0.0, y)
-    return cnp.where(zero, 0.0, cnp.multiply(x, f(safe)))
+    dt = cnp.result_type(x, y)
+    x, y = cnp.astype(x, dt), cnp.astype(y, dt)
+    return _with_jvp(value, tangent)(x, y)
 
 
 @_op("x", "y")
 def xlogy(x, y):
-    """x * log(y), 0 where x == 0 (unless y is nan)."""
-    return _xlog("xlogy", x, y, cnp.log)
+    """x * log(y), 0 where x == 0 (unless y is nan); d/dx is log(y)
+    everywhere, as JAX's."""
+    return _xlog("xlogy", x, y, _xlogy_value, _xlogy_tangent)
 
 
 @_op("x", "y")
 def xlog1py(x, y):
-    """x * log1p(y), 0 where x == 0 (unless y is nan)."""
-    return _xlog("xlog1py", x, y, cnp.log1p)
+    """x * log1p(y), 0 where x == 0 (unless y is nan); d/dx is log1p(y)
+    everywhere."""
+    return _xlog("xlog1py", x, y, _xlog1py_value, _xlog1py_tangent)
 
 
 # ---------------------------------------------------------------------------
@@ -156,26 +190,63 @@ def _erf_parts(a, small_below):
 # ---------------------------------------------------------------------------
 # the error function and the normal distribution
 
-@_op("x")
-def erf(x):
-    """The error function, 2/sqrt(pi) * integral of exp(-t^2) from 0 to x."""
-    x, out = _float64(x, "erf")
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+_HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
+
+
+_SLOPES = {}
+
+
+def _ruled(who, value, slope, uses_out=False):
+    """An elementwise function of one float (computed in float64) whose
+    derivative is slope(x, out) * t, a rule of its own: the piecewise
+    evaluation's selects and clamps have slopes that vanish (or turn into
+    0 * inf) at the domain's edges, where the rule has the limit, and the
+    polynomials' own slopes are less accurate than their values."""
+    if who not in _SLOPES:
+        _SLOPES[who] = lambda p, t, o: t[0] * slope(p[0], o)
+
+    def fn(x):
+        x, out = _float64(x, who)
+        return _back(_with_jvp(value, _SLOPES[who], uses_out)(x), out)
+    return fn
+
+
+def _erf_value(x):
     a = _abs(x)
     small, s, g = _erf_parts(a, 1.0)
     ac = cnp.minimum(a, 40.0)
     r = _W(small, s, 1.0 - _exp_neg_sq(ac, 1.0) * g)
-    return _back(_W(x < 0, -r, r), out)
+    return _W(x < 0, -r, r)
+
+
+def _gauss(x):
+    """2/sqrt(pi) exp(-x^2), from x clamped to [-40, 40] (exp(-1600) is 0
+    already): 0 at +-inf, and so is its slope (no inf * 0)."""
+    xc = cnp.clip(x, -40.0, 40.0)
+    return _TWO_OVER_SQRT_PI * cnp.exp(-(xc * xc))
+
+
+@_op("x")
+def erf(x):
+    """The error function, 2/sqrt(pi) * integral of exp(-t^2) from 0 to x."""
+    return _ruled("erf", _erf_value, lambda x, out: _gauss(x))(x)
+
+
+def _erfc_value(x):
+    a = _abs(x)
+    small, s, g = _erf_parts(a, 0.5)
+    ac = cnp.minimum(a, 40.0)
+    r = _W(small, 1.0 - s, _exp_neg_sq(ac, 1.0) * g)
+    return _W(x < 0, 2.0 - r, r)
 
 
 @_op("x")
 def erfc(x):
     """1 - erf(x), with relative accuracy in the tail."""
-    x, out = _float64(x, "erfc")
-    a = _abs(x)
-    small, s, g = _erf_parts(a, 0.5)
-    ac = cnp.minimum(a, 40.0)
-    r = _W(small, 1.0 - s, _exp_neg_sq(ac, 1.0) * g)
-    return _back(_W(x < 0, 2.0 - r, r), out)
+    return _ruled("erfc", _erfc_value, lambda x, out: -_gauss(x))(x)
 
 
 def _half_erfc_scaled(x):
@@ -188,20 +259,34 @@ def _half_erfc_scaled(x):
     return a, small, _W(small, 0.5 - 0.5 * s, 0.5 * (e * g)), g
 
 
+def _ndtr_value(x):
+    _, _, h, _ = _half_erfc_scaled(x)
+    return _W(x < 0, h, 1.0 - h)
+
+
+def _normal_pdf(x):
+    """exp(-x^2/2) / sqrt(2 pi), from x clamped to [-40, 40] (as _gauss)."""
+    xc = cnp.clip(x, -40.0, 40.0)
+    return _INV_SQRT_2PI * cnp.exp(-0.5 * (xc * xc))
+
+
 @_op("x")
 def ndtr(x):
     """The standard normal CDF, (1 + erf(x / sqrt(2))) / 2, with relative
     accuracy for x < 0."""
-    x, out = _float64(x, "ndtr")
-    _, _, h, _ = _half_erfc_scaled(x)
-    return _back(_W(x < 0, h, 1.0 - h), out)
+    return _ruled("ndtr", _ndtr_value, lambda x, out: _normal_pdf(x))(x)
 
 
-@_op("x")
-def log_ndtr(x):
-    """log(ndtr(x)), accurate in both tails: -x^2/2 + log(erfcx(|x|/sqrt 2)/2)
-    below -1, log1p(-ndtr(-x)) above 0."""
-    x, out = _float64(x, "log_ndtr")
+def _log_ndtr_slope(x, out):
+    """pdf / ndtr: below -1 as sqrt(2/pi) / erfcx(|x|/sqrt 2) (no underflow;
+    +inf at -inf), else pdf / ndtr (0 at +inf)."""
+    _, _, h, g = _half_erfc_scaled(x)
+    low = x < -1.0
+    tail = math.sqrt(2.0 / math.pi) / _W(low, g, 1.0)
+    return _W(low, tail, _normal_pdf(x) / _W(low, 0.5, _W(x < 0, h, 1.0 - h)))
+
+
+def _log_ndtr_value(x):
     _, _, h, g = _half_erfc_scaled(x)
     low = x < -1.0
     neg = x < 0
@@ -210,7 +295,14 @@ def log_ndtr(x):
     r_low = -0.5 * (x_low * x_low) + cnp.log(0.5 * g_low)
     r_mid = cnp.log(_W(cnp.logical_and(neg, cnp.logical_not(low)), h, 0.5))
     r_high = cnp.log1p(-_W(neg, 0.0, h))
-    return _back(_W(low, r_low, _W(neg, r_mid, r_high)), out)
+    return _W(low, r_low, _W(neg, r_mid, r_high))
+
+
+@_op("x")
+def log_ndtr(x):
+    """log(ndtr(x)), accurate in both tails: -x^2/2 + log(erfcx(|x|/sqrt 2)/2)
+    below -1, log1p(-ndtr(-x)) above 0."""
+    return _ruled("log_ndtr", _log_ndtr_value, _log_ndtr_slope)(x)
 
 
 def _erfinv_tail_parts(central, var):
@@ -220,10 +312,7 @@ def _erfinv_tail_parts(central, var):
     return _piecewise(var, conds, pieces)
 
 
-@_op("y")
-def erfinv(y):
-    """The inverse of erf on [-1, 1] (+-inf at +-1, nan outside)."""
-    y, out = _float64(y, "erfinv")
+def _erfinv_value(y):
     a = _abs(y)
     central = a <= 0.75
     tail = cnp.logical_not(central)
@@ -235,13 +324,17 @@ def erfinv(y):
     p = _erfinv_tail_parts(central, _W(central, u, r))
     v = _W(central, a * p, p * _SQRT1_2)
     v = _W(a == 1.0, math.inf, _W(a > 1.0, math.nan, v))
-    return _back(_W(y < 0, -v, v), out)
+    return _W(y < 0, -v, v)
 
 
-@_op("p")
-def ndtri(p):
-    """The inverse of ndtr on [0, 1] (-inf at 0, inf at 1, nan outside)."""
-    p, out = _float64(p, "ndtri")
+@_op("y")
+def erfinv(y):
+    """The inverse of erf on [-1, 1] (+-inf at +-1, nan outside); its slope
+    1 / erf'(erfinv(y)) is +inf at +-1 and nan outside."""
+    return _ruled("erfinv", _erfinv_value, lambda y, out: _HALF_SQRT_PI * cnp.exp(out * out), True)(y)
+
+
+def _ndtri_value(p):
     q = p - 0.5
     aq = _abs(q)
     central = aq <= 0.375
@@ -254,7 +347,14 @@ def ndtri(p):
     v = _W(central, _SQRT2 * (y * poly), _W(q < 0, -poly, poly))
     v = _W(p == 0.0, -math.inf, _W(p == 1.0, math.inf, v))
     bad = cnp.logical_or(cnp.logical_or(p < 0.0, p > 1.0), cnp.isnan(p))
-    return _back(_W(bad, math.nan, v), out)
+    return _W(bad, math.nan, v)
+
+
+@_op("p")
+def ndtri(p):
+    """The inverse of ndtr on [0, 1] (-inf at 0, inf at 1, nan outside); its
+    slope 1 / pdf(ndtri(p)) is +inf at 0 and 1 and nan outside."""
+    return _ruled("ndtri", _ndtri_value, lambda p, out: _SQRT_2PI * cnp.exp(0.5 * (out * out)), True)(p)
 
 
 # ---------------------------------------------------------------------------
@@ -300,18 +400,27 @@ def _sinpi_cospi(x):
     return cnp.sin(math.pi * f), cnp.cos(math.pi * f)
 
 
-@_op("x")
-def gammaln(x):
-    """log|Gamma(x)| (inf at 0 and the negative integers)."""
-    x, out = _float64(x, "gammaln")
+def _gammaln_value(x):
     pos = x > 0
     y = _W(pos, x, 1.0 - x)
     lg = _lgamma_pos(y)
     x_neg = _W(pos, -0.5, x)
     s, _ = _sinpi_cospi(x_neg)
     neg = _LOG_PI - cnp.log(_abs(s)) - lg
-    r = _W(pos, lg, _W(x == -math.inf, -math.inf, neg))
-    return _back(r, out)
+    return _W(pos, lg, _W(x == -math.inf, -math.inf, neg))
+
+
+def _gammaln_slope(x, out):
+    """digamma, nan at the poles (0 and the negative integers: the slope is
+    -inf on one side and +inf on the other), +inf at +inf."""
+    pole = cnp.logical_and(x <= 0, cnp.floor(x) == x)
+    return _W(pole, math.nan, _digamma_value(_W(pole, 1.0, x)))
+
+
+@_op("x")
+def gammaln(x):
+    """log|Gamma(x)| (inf at 0 and the negative integers)."""
+    return _ruled("gammaln", _gammaln_value, _gammaln_slope)(x)
 
 
 def _digamma_pos(y):
@@ -336,11 +445,7 @@ def _digamma_pos(y):
     return _W(lt1, near - 1.0 / y_small, _W(asym, asy, near + acc))
 
 
-@_op("x")
-def digamma(x):
-    """psi(x) = d/dx log Gamma(x) (as SciPy: -inf at 0.0, inf at -0.0, nan
-    at the negative integers)."""
-    x, out = _float64(x, "digamma")
+def _digamma_value(x):
     pos = x > 0
     y = _W(pos, x, 1.0 - x)
     d = _digamma_pos(y)
@@ -349,12 +454,24 @@ def digamma(x):
     is_int = s == 0.0
     s = _W(is_int, 1.0, s)
     neg = d - math.pi * (c / s)
-    neg = _W(is_int, math.nan, neg)
+    # at a negative integer n: nan, as SciPy, written nan - 1/(x - n) so
+    # that the slope there is +inf (trigamma's pole, as JAX) and not a
+    # constant's 0
+    n = cnp.floor(x_neg + 0.5)
+    pole = cnp.logical_and(is_int, x < 0)
+    neg = _W(is_int, math.nan - 1.0 / _W(pole, x_neg - n, 1.0), neg)
     zero = x == 0.0
-    # psi(+0) = -inf and psi(-0) = +inf: 1/x tells the two zeros apart
-    at_zero = _W(1.0 / _W(zero, x, 1.0) > 0, -math.inf, math.inf)
-    r = _W(pos, d, _W(zero, at_zero, _W(x == -math.inf, math.nan, neg)))
-    return _back(r, out)
+    # psi(+0) = -inf and psi(-0) = +inf: -1/x, whose slope is +inf
+    at_zero = -1.0 / _W(zero, x, 1.0)
+    return _W(pos, d, _W(zero, at_zero, _W(x == -math.inf, math.nan, neg)))
+
+
+@_op("x")
+def digamma(x):
+    """psi(x) = d/dx log Gamma(x) (as SciPy: -inf at 0.0, inf at -0.0, nan
+    at the negative integers; its slope is +inf at those poles)."""
+    x, out = _float64(x, "digamma")
+    return _back(_digamma_value(x), out)
 
 
 psi = digamma
