@@ -415,13 +415,13 @@ int cj_pow_dx(cj_graph *g, int X, int Y, int loc, cj_error *err) {
     return dx < 0 ? -1 : cj_build_select(g, at0, cst(c, 0), dx, loc, err);
 }
 
-RULE(pow) { /* d/dx: cj_pow_dx; d/dy = g out log(X), taken as 0 where X <= 0 */
+RULE(pow) { /* d/dx: cj_pow_dx; d/dy = g out log(X), taken as 0 where X == 0 (nan where X < 0, as JAX) */
     int X = r->X, Y = r->Y;
     bool ok = true;
     if (wants(c, r, 0)) ok = give(c, r, 0, bin(c, CJ_OP_MUL, r->g, cj_pow_dx(c->g, X, Y, c->loc, c->err)));
     if (ok && wants(c, r, 1)) {
-        int positive = bin(c, CJ_OP_GT, X, cst(c, 0));
-        int logx = positive < 0 ? -1 : cj_build_select(c->g, positive, un(c, CJ_OP_LOG, X), cst(c, 0), c->loc, c->err);
+        int zero = bin(c, CJ_OP_EQ, X, cst(c, 0));
+        int logx = zero < 0 ? -1 : cj_build_select(c->g, zero, cst(c, 0), un(c, CJ_OP_LOG, X), c->loc, c->err);
         ok = give(c, r, 1, bin(c, CJ_OP_MUL, bin(c, CJ_OP_MUL, r->g, r->OUT), logx));
     }
     return ok;

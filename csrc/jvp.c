@@ -123,11 +123,11 @@ RULE(div) { /* tx / y - ty * out / y */
     int b = t[1] < 0 ? -1 : un(c, CJ_OP_NEG, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, t[1], id), Y));
     return add_opt(c, a, b);
 }
-RULE(pow) { /* as autodiff.c: d/dx = cj_pow_dx; d/dy = out log x, 0 where x <= 0 */
+RULE(pow) { /* as autodiff.c: d/dx = cj_pow_dx; d/dy = out log x, 0 where x == 0, nan where x < 0 */
     int a = -1, b = -1;
     if (t[0] >= 0) a = bin(c, CJ_OP_MUL, t[0], cj_pow_dx(c->g, X, Y, c->loc, c->err));
     if (t[1] >= 0) {
-        int logx = sel(c, bin(c, CJ_OP_GT, X, cst(c, 0)), un(c, CJ_OP_LOG, X), cst(c, 0));
+        int logx = sel(c, bin(c, CJ_OP_EQ, X, cst(c, 0)), cst(c, 0), un(c, CJ_OP_LOG, X));
         b = bin(c, CJ_OP_MUL, bin(c, CJ_OP_MUL, t[1], id), logx);
     }
     return add_opt(c, a, b);

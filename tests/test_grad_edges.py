@@ -207,3 +207,45 @@ def test_special_function_derivatives(name, u, edge):
     fd2 = (float(g1(x + h)) - float(g1(x - h))) / (2 * h)
     assert math.isclose(float(g1(x)), fd1, rel_tol=1e-5, abs_tol=1e-8), (name, x, float(g1(x)), fd1)
     assert math.isclose(float(g2(x)), fd2, rel_tol=1e-4, abs_tol=1e-6), (name, x, float(g2(x)), fd2)
+
+
+# ---- slopes where a function has none, or where the composition's selects gave one ----
+
+def test_arctan2_gradient_at_the_origin_is_nan_and_exact_elsewhere():
+    # Was [1, 0] at the origin (the selects of the composition), where the
+    # function has no derivative; JAX gives nan.
+    g = cjit.grad(lambda y, x: cnp.arctan2(y, x), argnums=(0, 1))
+    assert all(math.isnan(float(v)) for v in g(0.0, 0.0))
+    assert [float(v) for v in g(1.0, 2.0)] == pytest.approx([0.4, -0.2], rel=1e-15)
+    # huge legs: no overflow of x^2 + y^2
+    assert [float(v) for v in g(3e200, 4e200)] == pytest.approx([1.6e-201, -1.2e-201], rel=1e-14)
+
+
+def test_pow_slope_in_the_exponent_is_nan_below_zero_and_zero_at_zero():
+    # Was 0 for x < 0, where x**y has no derivative in y (log of a negative
+    # number); JAX gives nan.  At x == 0 it stays 0, as JAX.
+    for grad in (cjit.grad, lambda f: (lambda p: cjit.jvp(f, (p,), (1.0,))[1])):
+        assert math.isnan(float(grad(lambda p: cnp.power(-3.0, p))(2.0)))
+        assert float(grad(lambda p: cnp.power(0.0, p))(2.0)) == 0.0
+        assert float(grad(lambda p: cnp.power(2.0, p))(3.0)) == pytest.approx(8 * math.log(2), rel=1e-15)
+
+
+def _arctan2_derivatives(y, x):
+    """First and second derivatives of arctan2 in float64, by hand."""
+    r2 = x * x + y * y
+    return (np.array([x / r2, -y / r2]),
+            np.array([[-2 * x * y, y * y - x * x], [y * y - x * x, 2 * x * y]]) / (r2 * r2))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.floats(-100, 100), st.floats(-100, 100), st.floats(-80, 80))
+def test_generated_arctan2_derivatives_over_magnitudes(ey, ex, shift):
+    # points of every quadrant whose legs differ by up to 10^100 in size,
+    # against the derivatives by hand (float64, no overflow at these sizes)
+    y, x = math.copysign(10.0 ** (ey / 4 + shift / 4), ey), math.copysign(10.0 ** (ex / 4 + shift / 4), ex)
+    note((y, x))
+    want_g, want_h = _arctan2_derivatives(y, x)
+    got_g = np.array([float(v) for v in cjit.grad(lambda a, b: cnp.arctan2(a, b), argnums=(0, 1))(y, x)])
+    got_h = cjit.hessian(lambda v: cnp.arctan2(v[0], v[1]))(np.array([y, x]))
+    np.testing.assert_allclose(got_g, want_g, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(got_h, want_h, rtol=1e-12, atol=1e-300 + 1e-12 * np.abs(want_h).max())

@@ -127,13 +127,32 @@ def _signbit_f(x):
 @_op("x1", "x2")
 def arctan2(x1, x2):
     """atan(x1 / x2) in the quadrant of (x2, x1), with IEEE's signed zeros
-    and infinities (NumPy's special cases)."""
+    and infinities (NumPy's special cases).  Its derivative is a rule of its
+    own (_arctan2_tangent): the composition's selects would give the origin
+    a finite slope where there is none."""
     y, x = _common([_f(x1, "arctan2"), _f(x2, "arctan2")], "arctan2")
-    t = y.trace
     if tuple(y.shape) != tuple(x.shape):
         shape = _bshape(y.shape, x.shape, "arctan2", y, x)
         y = _bcast(y, shape)
         x = _bcast(x, shape)
+    return _with_jvp(_arctan2_value, _arctan2_tangent)(y, x)
+
+
+def _arctan2_tangent(primals, tangents, out):
+    """(x t_y - y t_x) / (x^2 + y^2), as (u_x t_y - u_y t_x) / (m (u_x^2 +
+    u_y^2)) with m the larger magnitude and u = . / m, so that nothing
+    overflows; nan at the origin and where a leg is infinite, as JAX."""
+    (y, x), (ty, tx) = primals, tangents
+    t = y.trace
+    m = t.apply("maximum", t.apply("abs", y), t.apply("abs", x))
+    uy, ux = t.apply("div", y, m), t.apply("div", x, m)
+    s2 = t.apply("add", t.apply("mul", uy, uy), t.apply("mul", ux, ux))
+    num = t.apply("sub", t.apply("mul", ux, ty), t.apply("mul", uy, tx))
+    return t.apply("div", num, t.apply("mul", m, s2))
+
+
+def _arctan2_value(y, x):
+    t = y.trace
     ay, ax = _sabs(y), _sabs(x)
     swap = t.apply("gt", ay, ax)
     num = t.apply("select", swap, ax, ay)
