@@ -49,9 +49,9 @@ def canonical_dtype(dtype, what="dtype"):
 
 def _env_x64():
     for name in ("CJIT_ENABLE_X64", "JAX_ENABLE_X64"):
-        v = os.environ.get(name)
-        if v is not None:
-            return v.strip().lower() not in ("", "0", "false", "no", "off")
+        v = os.environ.get(name, "").strip().lower()
+        if v:           # set and not empty: CJIT_ENABLE_X64 first
+            return v not in ("0", "false", "no", "off")
     return False
 
 
