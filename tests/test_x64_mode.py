@@ -148,6 +148,22 @@ def test_explicit_float64_warns_and_gives_float32():
         assert cnp.zeros(3, np.float64).dtype == F64
 
 
+def test_the_warning_names_the_users_line_and_not_cjits_own_requests():
+    import cjit.scipy.special as sp
+    with cjit.enable_x64(False):
+        with pytest.warns(UserWarning, match="requested in astype") as rec:
+            cjit.jit(lambda x: x.astype("float64"))(np.ones(2))
+        assert rec[0].filename == __file__
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            # cjit's own int64 indices and float64 upcasts are narrowed silently
+            assert cnp.searchsorted(np.arange(5.0), np.array([1.5, 3.2])).dtype == I32
+            assert sp.gammaln(np.arange(1, 4)).dtype == F32
+            assert cnp.median(np.arange(5)).dtype == F32
+            assert cjit.jit(cnp.linalg.matrix_rank)(np.eye(3)).dtype == I32
+            assert cnp.nonzero(np.arange(3))[0].dtype == I32
+
+
 # ---------------------------------------------------------------------------
 # arguments and promotion
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 import operator
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -95,6 +96,27 @@ def default_int():
     return _I64 if _x64[0] else _I32
 
 
+# modules a request passes through between the caller and the function asked
+_PASS_THROUGH = frozenset(("cjit._dtypes", "cjit.numpy._core", "cjit._jitted", "cjit._signature",
+                           "cjit._trace_state"))
+
+
+def _user_stacklevel():
+    """The warnings stacklevel of the code that asked requested_dtype's
+    caller for a dtype, or None when that code is cjit's own."""
+    f = sys._getframe(2)            # requested_dtype's caller
+    home = f.f_globals.get("__name__", "")
+    level = 2
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        # the dispatching decorators of cjit.numpy (a function named wrapper) pass it on too
+        if mod != home and mod not in _PASS_THROUGH and f.f_code.co_name != "wrapper":
+            return None if mod == "cjit" or mod.startswith("cjit.") else level
+        f = f.f_back
+        level += 1
+    return None
+
+
 def requested_dtype(dtype, who):
     """The dtype a creation function or astype uses for `dtype=`: a Python
     type (float, int, complex) names the mode's default; a 64-bit dtype given
@@ -113,11 +135,14 @@ def requested_dtype(dtype, who):
         return dtype        # the caller's canonical_dtype names the problem
     if not _x64[0] and (dt in _NARROW or dt == np.complex128):
         narrow = canonicalize_dtype(dt)
+        level = _user_stacklevel()
+        if level is None:
+            return narrow       # cjit's own code asked (an internal index or upcast): no warning
         warnings.warn(f"Explicitly requested dtype {dt.name} requested in {who} is not available, "
                       f"and will be truncated to dtype {narrow.name}. To enable more dtypes, set "
                       f"the jax_enable_x64 configuration option (cjit.config.update) or the "
                       f"CJIT_ENABLE_X64 / JAX_ENABLE_X64 shell environment variable.",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=level)
         return narrow
     return dt
 
