@@ -81,6 +81,25 @@ int cj_dtype_size(cj_dtype dt)
 }
 
 /* True for the dtypes whose integer bits are read without a sign. */
+static bool x64_on = true;
+
+void cj_set_x64(bool on)
+{
+    x64_on = on;
+}
+
+bool cj_x64_enabled(void)
+{
+    return x64_on;
+}
+
+cj_dtype cj_dtype_canon(cj_dtype dt)
+{
+    if (x64_on)
+        return dt;
+    return dt == CJ_INT64 ? CJ_INT32 : dt == CJ_UINT64 ? CJ_UINT32 : dt == CJ_FLOAT64 ? CJ_FLOAT32 : dt;
+}
+
 bool cj_dtype_unsigned(cj_dtype dt)
 {
     return dt == CJ_BOOL || dt == CJ_UINT32 || dt == CJ_UINT8 || dt == CJ_UINT16 || dt == CJ_UINT64;

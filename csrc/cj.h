@@ -82,6 +82,16 @@ double cj_dtype_int_to_double(cj_dtype dt, int64_t v);
 /* v wrapped into integer or bool dtype dt as a C cast (NumPy's astype) does;
  * bool is v != 0. */
 int64_t cj_dtype_wrap_int(cj_dtype dt, int64_t v);
+/* JAX's jax_enable_x64, process-wide (the bindings set it from cjit.config
+ * before each trace).  Off, the dtypes promotion would make up (NumPy's
+ * int32 + float32 = float64, a weak float meeting an int, an int sum, int
+ * true division) are their 32-bit counterparts; a 64-bit operand given
+ * explicitly keeps its dtype. */
+void cj_set_x64(bool on);
+bool cj_x64_enabled(void);
+/* dt, or with x64 off its 32-bit counterpart (int64 -> int32, uint64 ->
+ * uint32, float64 -> float32). */
+cj_dtype cj_dtype_canon(cj_dtype dt);
 
 typedef struct {
     int rank;

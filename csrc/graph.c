@@ -598,7 +598,9 @@ cj_dtype cj_promote(cj_dtype a, bool a_weak, cj_dtype b, bool b_weak, bool *weak
         return ka <= kb ? b : kind_default(ka);
     if (b_weak)
         return kb <= ka ? a : kind_default(kb);
-    return strong_table[a][b];
+    cj_dtype r = strong_table[a][b];
+    /* x64 off: a wider dtype made up by the table becomes its 32-bit one */
+    return r == a || r == b ? r : cj_dtype_canon(r);
 }
 
 /* See graph.h.  Strong operands are promoted among themselves first; a

@@ -109,7 +109,7 @@ int cj_build_unary(cj_graph *g, cj_op op, int x, int loc, cj_error *err)
     }
     cj_dtype in_dt = n.dtype, out_dt = n.dtype;
     if (is_float_math(op) && k != CJ_KIND_FLOAT)
-        in_dt = out_dt = CJ_FLOAT64;
+        in_dt = out_dt = cj_dtype_canon(CJ_FLOAT64);
     if (op == CJ_OP_LOGICAL_NOT)
         in_dt = out_dt = CJ_BOOL;
     if (op == CJ_OP_ISNAN || op == CJ_OP_ISFINITE)
@@ -229,14 +229,14 @@ int cj_build_binary(cj_graph *g, cj_op op, int x, int y, int loc, cj_error *err)
     if (op == CJ_OP_LOGICAL_AND || op == CJ_OP_LOGICAL_OR)
         operand_dt = CJ_BOOL;
     else if (op == CJ_OP_DIV && !is_float(dt))
-        operand_dt = CJ_FLOAT64;
+        operand_dt = cj_dtype_canon(CJ_FLOAT64);
     else if (cj_op_has_flag(op, CJ_OPF_BITS) && is_float(dt))
         return fail(g, err, CJ_ERR_TYPE, opname, loc,
                     "is only supported for integer and bool operands (operands %s and %s)",
                     describe(&a, da, sizeof da), describe(&b, db, sizeof db));
     else if ((op == CJ_OP_FLOORDIV || op == CJ_OP_POW || op == CJ_OP_SHIFT_LEFT || op == CJ_OP_SHIFT_RIGHT_LOGICAL ||
               op == CJ_OP_SHIFT_RIGHT_ARITHMETIC || op == CJ_OP_ROTATE_LEFT) && dt == CJ_BOOL)
-        operand_dt = CJ_INT64;
+        operand_dt = cj_dtype_canon(CJ_INT64);
     else if (op == CJ_OP_SUB && dt == CJ_BOOL)
         return fail(g, err, CJ_ERR_TYPE, opname, loc,
                     "boolean subtract, the `-` operator, is not supported, use logical_xor or "
@@ -316,7 +316,7 @@ int cj_build_fma(cj_graph *g, int x, int y, int z, int loc, cj_error *err)
     cj_dtype dt = cj_promote(a.dtype, a.weak, b.dtype, b.weak, &weak_ab);
     dt = cj_promote(dt, weak_ab, c.dtype, c.weak, &weak);
     if (!is_float(dt))
-        dt = CJ_FLOAT64;
+        dt = cj_dtype_canon(CJ_FLOAT64);
     int in[3];
     for (int i = 0; i < 3; i++)
         if ((in[i] = coerce(g, "fma", ids[i], dt, &out, loc, err)) < 0)

@@ -19,7 +19,7 @@ static inline bool dtype_ok(cj_dtype dt) { return (int)dt >= 0 && dt < CJ_NUM_DT
 /* The dtype a weak scalar of this kind takes on its own (NumPy's defaults). */
 static inline cj_dtype kind_default(cj_kind k)
 {
-    return k == CJ_KIND_FLOAT ? CJ_FLOAT64 : k == CJ_KIND_INT ? CJ_INT64 : CJ_BOOL;
+    return cj_dtype_canon(k == CJ_KIND_FLOAT ? CJ_FLOAT64 : k == CJ_KIND_INT ? CJ_INT64 : CJ_BOOL);
 }
 
 /* The float math ops that NumPy computes in floating point only. */

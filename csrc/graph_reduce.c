@@ -45,7 +45,7 @@ int cj_build_reduce(cj_graph *g, cj_op op, int x, uint32_t axes, int loc, cj_err
     /* NumPy sums and multiplies bool and the narrower integers in the
      * platform integer: int64, or uint64 for the unsigned */
     if ((op == CJ_OP_REDUCE_SUM || op == CJ_OP_REDUCE_PROD) && cj_dtype_kind(dt) != CJ_KIND_FLOAT)
-        dt = dt != CJ_BOOL && cj_dtype_unsigned(dt) ? CJ_UINT64 : CJ_INT64;
+        dt = cj_dtype_canon(dt != CJ_BOOL && cj_dtype_unsigned(dt) ? CJ_UINT64 : CJ_INT64);
     int xi = coerce(g, opname, x, dt, &n.shape, loc, err);
     if (xi < 0 || axes == 0)
         return xi;

@@ -58,6 +58,8 @@ static PyObject *str_call_slow;   /* interned "_call_slow" */
 typedef union {
     double f;
     int64_t i;
+    float f32;      /* x64 off: Python floats and ints are weak float32 and int32 */
+    int32_t i32;
     npy_bool b;
 } scalar;
 
@@ -182,6 +184,8 @@ static bool walk(key_builder *k, PyObject *o, int depth)
         cj_dtype dt;
         if (!PyArray_ISCARRAY_RO(a) || !cj_py_dtype_from_descr(PyArray_DESCR(a), &dt))
             return false;
+        if (cj_dtype_canon(dt) != dt)
+            return false;   /* x64 off: the Python path converts it to 32 bits */
         int nd = PyArray_NDIM(a);
         if (nd > CJ_MAX_RANK || !put_u8(k, 'a') || !put_u8(k, (unsigned)dt) || !put_u8(k, (unsigned)nd)
             || !put(k, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)nd))
@@ -191,7 +195,10 @@ static bool walk(key_builder *k, PyObject *o, int depth)
     if (t == &PyFloat_Type) {
         if (k->nleaves >= LEAF_MAX)
             return false;
-        k->value[k->nleaves].f = PyFloat_AS_DOUBLE(o);
+        if (cj_x64_enabled())
+            k->value[k->nleaves].f = PyFloat_AS_DOUBLE(o);
+        else
+            k->value[k->nleaves].f32 = (float)PyFloat_AS_DOUBLE(o);
         return put_u8(k, 'f') && add_leaf(k, o, &k->value[k->nleaves]);
     }
     if (t == &PyBool_Type) {
@@ -209,7 +216,13 @@ static bool walk(key_builder *k, PyObject *o, int depth)
             PyErr_Clear();
             return false;   /* the Python path names the argument */
         }
-        k->value[k->nleaves].i = (int64_t)v;
+        if (cj_x64_enabled()) {
+            k->value[k->nleaves].i = (int64_t)v;
+        } else {
+            if (v < INT32_MIN || v > INT32_MAX)
+                return false;   /* the Python path raises OverflowError */
+            k->value[k->nleaves].i32 = (int32_t)v;
+        }
         return put_u8(k, 'i') && add_leaf(k, o, &k->value[k->nleaves]);
     }
     if (o == Py_None)
@@ -229,7 +242,8 @@ static bool build_key(key_builder *k, PyObject *const *args, Py_ssize_t nargs, P
 {
     k->len = 0;
     k->nleaves = 0;
-    if (!put_u8(k, 'A') || !walk_seq(k, args, nargs, 0))
+    /* the mode is part of the key: an entry traced in one is never served in the other */
+    if (!put_u8(k, cj_x64_enabled() ? 'A' : 'a') || !walk_seq(k, args, nargs, 0))
         return false;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (nkw == 0)

@@ -197,7 +197,23 @@ static PyObject *mod_trim_memory(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* _set_x64(flag): cjit.config's jax_enable_x64, read by promotion
+ * (cj_dtype_canon) and the call fast path's key.  Returns the old value. */
+static PyObject *mod_set_x64(PyObject *self, PyObject *flag)
+{
+    (void)self;
+    int on = PyObject_IsTrue(flag);
+    if (on < 0)
+        return NULL;
+    bool old = cj_x64_enabled();
+    cj_set_x64(on != 0);
+    return PyBool_FromLong(old);
+}
+
 static PyMethodDef module_methods[] = {
+    {"_set_x64", mod_set_x64, METH_O,
+     "_set_x64($module, flag, /)\n--\n\nSets jax_enable_x64 for promotion and the call fast path; "
+     "returns the previous value."},
     {"result_type", mod_result_type, METH_O,
      "result_type($module, operands, /)\n--\n\n(dtype, weak) of operands given as (dtype, weak) pairs (NEP 50)."},
     {"user_location", mod_user_location, METH_NOARGS,

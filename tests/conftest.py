@@ -21,6 +21,11 @@ import textwrap
 # disk cache's own tests (test_disk_cache.py) turn it on with a directory of
 # their own.
 os.environ["CJIT_CACHE"] = "0"
+# Most tests compare with NumPy in float64: the suite runs with x64 on
+# (JAX's jax_enable_x64), set before cjit is imported so that subprocesses
+# inherit it.  tests/test_x64_mode.py checks the default mode (x64 off) in
+# subprocesses without it and under cjit.enable_x64(False).
+os.environ["CJIT_ENABLE_X64"] = "1"
 _SESSION_CACHE_DIR = tempfile.mkdtemp(prefix="cjit-test-cache-")
 os.environ["CJIT_CACHE_DIR"] = _SESSION_CACHE_DIR
 

@@ -35,9 +35,14 @@ def test_precision_is_accepted_and_ignored():
 def test_config_options():
     cjit.config.update("jax_enable_x64", True)
     assert cjit.config.jax_enable_x64 is True
-    with pytest.warns(RuntimeWarning, match="float64"):
-        cjit.config.update("jax_enable_x64", False)
-    cjit.config.update("jax_enable_x64", True)
+    cjit.config.update("jax_enable_x64", False)       # x64 off: 32-bit defaults
+    try:
+        assert cjit.config.jax_enable_x64 is False
+        assert cjit.config.read("jax_enable_x64") is False
+        assert cnp.zeros(2).dtype == np.float32
+    finally:
+        cjit.config.update("jax_enable_x64", True)
+    assert cnp.zeros(2).dtype == np.float64
     cjit.config.update("jax_platform_name", "cpu")
     with pytest.raises(ValueError, match="tpu"):
         cjit.config.update("jax_platforms", "tpu")

@@ -52,7 +52,7 @@ from ._grad_extras import closure_convert, custom_gradient, jacobian, linear_tra
 from ._custom import custom_jvp, custom_vjp  # noqa: E402
 from ._remat import checkpoint, remat, saved_residuals  # noqa: E402
 from ._inspect import make_jaxpr  # noqa: E402
-from ._config import config  # noqa: E402
+from ._config import config, enable_x64  # noqa: E402
 from . import numpy  # noqa: E402
 from .numpy import stop_gradient  # noqa: E402
 from . import nn  # noqa: E402
@@ -63,6 +63,7 @@ from . import test_util  # noqa: E402
 from . import scipy  # noqa: E402
 from . import random  # noqa: E402
 from . import lax  # noqa: E402
+from . import experimental  # noqa: E402
 if _os.environ.get("CJIT_CACHE", "1").strip().lower() not in ("", "0", "false", "no", "off"):
     # the persistent cache's modules (sqlite3, hashlib: 3-10 ms of loading
     # shared libraries) load with cjit, not inside the first call, as JAX's do
@@ -79,5 +80,5 @@ __all__ = [
     "tree", "debug", "block_until_ready", "default_backend", "device_count", "device_get",
     "disable_jit", "ensure_compile_time_eval", "eval_shape", "local_device_count", "local_devices",
     "named_scope", "pure_callback", "jacobian", "linear_transpose", "custom_gradient",
-    "closure_convert", "test_util",
+    "closure_convert", "test_util", "enable_x64", "experimental",
 ]

@@ -3,17 +3,17 @@
 cjit does; an option cjit has no counterpart for raises, naming it."""
 from __future__ import annotations
 
+import contextlib
 import os
-import warnings
+
+from ._dtypes import set_x64, x64_enabled
 
 
 def _x64(value):
-    # cjit always has 64-bit types: float64 is the default float, as JAX's
-    # with x64 on.  Turning it off would change every default, so it warns.
-    if not value:
-        warnings.warn("cjit.config: jax_enable_x64=False has no effect; cjit's default float is "
-                      "float64 (pass float32 arrays or dtype=float32 for 32-bit work)",
-                      RuntimeWarning, stacklevel=3)
+    # float32/int32 defaults when off (JAX's default), float64/int64 when on;
+    # a function traced in one mode is never served in the other (the mode
+    # is part of every cache key)
+    set_x64(bool(value))
 
 
 def _disable_jit(value):
@@ -55,12 +55,15 @@ class _Config:
             known = ", ".join(sorted(_OPTIONS))
             raise AttributeError(f"cjit.config: no option {name!r} (cjit knows {known})")
         _OPTIONS[name](value)
-        self._values[name] = value
+        if name != "jax_enable_x64":
+            self._values[name] = value
 
     def read(self, name):
         if name not in _OPTIONS:
             raise AttributeError(f"cjit.config: no option {name!r}")
-        return self._values.get(name, True if name == "jax_enable_x64" else None)
+        if name == "jax_enable_x64":
+            return x64_enabled()
+        return self._values.get(name)
 
     def __getattr__(self, name):
         if name in _OPTIONS:
@@ -75,3 +78,22 @@ class _Config:
 
 
 config = _Config()
+
+
+@contextlib.contextmanager
+def enable_x64(new_val=True):
+    """Within the block, jax_enable_x64 is new_val (JAX's
+    jax.experimental.enable_x64); the old value comes back after it.  The
+    mode is process-wide, not per thread."""
+    old = set_x64(bool(new_val))
+    try:
+        yield
+    finally:
+        set_x64(old)
+
+
+@contextlib.contextmanager
+def disable_x64():
+    """enable_x64(False) (JAX's jax.experimental.disable_x64)."""
+    with enable_x64(False):
+        yield

@@ -29,6 +29,7 @@ import time
 import warnings
 
 from . import _cjit
+from ._dtypes import x64_enabled
 
 _DB_NAME = "cache.db"
 _FORMAT = b"cjit-disk-cache-2"   # changes when the key's recipe or the schema does
@@ -114,6 +115,9 @@ def _key(conn, lowered, donate):
                  if k in ("CJIT_PASSES", "CJIT_LOOP_ONE_FUNCTION") or k.startswith("CJIT_LLVM_"))
     h.update(repr(env).encode())
     h.update(b"blas=1" if _cjit._blas_in_use() else b"blas=0")
+    # the mode (jax_enable_x64) the graph was traced in; the graph's dtypes
+    # already differ where the mode mattered, this keeps the modes apart
+    h.update(b"x64=1" if x64_enabled() else b"x64=0")
     h.update(repr(sorted(set(int(i) for i in donate))).encode())
     h.update(lowered.key_bytes())
     return h.hexdigest()

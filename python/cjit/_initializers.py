@@ -3,6 +3,8 @@ init(key, shape, dtype) drawing with cjit.random, so for the same key, shape
 and dtype the values are JAX's (the arithmetic after the draw is the same)."""
 from __future__ import annotations
 
+from ._dtypes import canonicalize_dtype, default_float
+
 import sys
 
 import numpy as np
@@ -19,7 +21,8 @@ _TRUNCATED_STD = 0.87962566103423978
 
 
 def _dtype(dtype):
-    return np.dtype(np.float64 if dtype is None else dtype)
+    # the mode's default float; float64 given with x64 off is float32 (JAX's initializers)
+    return canonicalize_dtype(default_float() if dtype is None else dtype)
 
 
 def zeros(key, shape, dtype=None):

@@ -11,7 +11,7 @@ from . import _tree
 from ._budget import _fit_memory_budget, forced_remat, take_budget_request
 from ._cache import _all_jitted, _CacheDict, _count, _Entry, _stats
 from ._devices import Array, _check_device
-from ._dtypes import _aval_str
+from ._dtypes import _aval_str, x64_enabled
 from ._signature import (_abstract_leaves, _argnums, _ArgSpec, _convert_leaves, _fun_name,
                          _Inline, _LeafError, _output_tracer)
 from ._stages import Lowered
@@ -137,7 +137,7 @@ class Jitted(_cjit.JitBase):
         except _LeafError as e:
             raise e.exc_type(e.message.format(arg=self._arg_desc(
                 spec.leaf_name(_tree.treedef_of(node), e.index, call[0])))) from None
-        key = (node, statics, tuple(avals))
+        key = (node, statics, tuple(avals), x64_enabled())
         entry = self._cache.get(key)
         if entry is None:
             with self._lock:
@@ -253,9 +253,11 @@ class Jitted(_cjit.JitBase):
         last = self._last_key
         if last is None:
             return "first call" if not self._cache else "cache miss"
-        node, statics, avals = key
-        onode, ostatics, oavals = last
+        node, statics, avals, x64 = key
+        onode, ostatics, oavals, ox64 = last
         spec = self._spec
+        if x64 != ox64:
+            return f"jax_enable_x64 changed: {ox64} -> {x64}"
         if node != onode:
             return (f"argument structure changed: {_tree.treedef_of(onode)} -> "
                     f"{_tree.treedef_of(node)}")
@@ -391,7 +393,7 @@ class _CudaJitted(Jitted):
             x = leaves[i]
             arrays[i] = x
             avals[i] = (x.dtype, x.shape, False)
-        key = (node, statics, tuple(avals))
+        key = (node, statics, tuple(avals), x64_enabled())
         with self._lock:
             entry = self._cache.get(key)
             if entry is None:

@@ -12,7 +12,7 @@ from . import _cjit
 from . import _tree
 from ._cjit import Tracer
 from ._devices import Array
-from ._dtypes import (_BOOL, _F64, _I64, _INT64_MAX, _INT64_MIN, _SUPPORTED, _SUPPORTED_NAMES,
+from ._dtypes import (_NARROW, x64_enabled, _BOOL, _F64, _I64, _INT64_MAX, _INT64_MIN, _SUPPORTED, _SUPPORTED_NAMES,
                       ShapeDtypeStruct, canonical_dtype)
 
 
@@ -146,7 +146,29 @@ def _convert_leaves(leaves):
         a, aval = _convert_leaf_slow(i, x)
         arrays.append(a)
         avals.append(aval)
+    if not x64_enabled():
+        _narrow_leaves(arrays, avals)
     return arrays, avals
+
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _narrow_leaves(arrays, avals, abstract=False):
+    """x64 off: 64-bit leaves become 32-bit (as JAX converts them, no
+    warning); a Python int that int32 cannot hold raises OverflowError."""
+    for i, (a, aval) in enumerate(zip(arrays, avals)):
+        dt, shape, weak = aval
+        narrow = _NARROW.get(dt)
+        if narrow is None:
+            continue
+        if weak and dt == _I64 and a is not None and not _I32_MIN <= int(a) <= _I32_MAX:
+            raise _LeafError(i, OverflowError,
+                             f"cjit: argument {{arg}} = {int(a)} does not fit in int32 "
+                             f"(jax_enable_x64 is off)")
+        if not abstract:
+            arrays[i] = np.ascontiguousarray(a, dtype=narrow).reshape(shape)
+        avals[i] = (narrow, shape, weak)
 
 
 def _abstract_leaves(leaves):
@@ -155,6 +177,9 @@ def _abstract_leaves(leaves):
     for i, x in enumerate(leaves):
         _, aval = _convert_leaf_slow(i, x, allow_sds=True)
         avals.append(aval)
+    if not x64_enabled():
+        # only a Python int's value is checked (it must fit in int32)
+        _narrow_leaves([x if type(x) is int else None for x in leaves], avals, abstract=True)
     return avals
 
 
@@ -163,7 +188,18 @@ def _tracer_desc(t):
 
 
 def _output_tracer(trace, x, describe):
-    """A Tracer for one output leaf of a traced function."""
+    """A Tracer for one output leaf of a traced function; with x64 off a
+    64-bit one (a Python scalar, a closed-over array, an int64 index an op
+    made inside) comes out as its 32-bit counterpart."""
+    t = _output_tracer_any(trace, x, describe)
+    if not x64_enabled():
+        narrow = _NARROW.get(t.dtype)
+        if narrow is not None:
+            t = trace.apply("cast", t, dtype=narrow.name)
+    return t
+
+
+def _output_tracer_any(trace, x, describe):
     if isinstance(x, Tracer):
         if x.trace is not trace:
             if x.trace.finished:

@@ -5,6 +5,8 @@ Each works on traced values inside jit and eagerly on arrays outside it
 """
 from __future__ import annotations
 
+from ._dtypes import default_float, requested_dtype
+
 import math
 
 from . import numpy as cnp
@@ -56,7 +58,7 @@ def _stable_max(x, axes, keep_inf=False):
 def _float(x, who):
     x = _lift(_operand(x, who))
     if x.dtype.kind != "f":
-        x = cnp.astype(x, "float64")
+        x = cnp.astype(x, default_float())
     return x
 
 
@@ -110,10 +112,10 @@ def gelu(x, approximate=True):
 
 
 @_op("x")
-def one_hot(x, num_classes, *, dtype="float64", axis=-1):
+def one_hot(x, num_classes, *, dtype=None, axis=-1):
     """An array with a new axis of length num_classes that is 1 where the
     index equals x and 0 elsewhere (out-of-range indices give all zeros)."""
-    dt = canonical_dtype(dtype)
+    dt = default_float() if dtype is None else canonical_dtype(requested_dtype(dtype, "one_hot"))
     num_classes = int(num_classes)
     if num_classes < 0:
         raise ValueError(f"cjit.nn.one_hot: num_classes must be >= 0, got {num_classes}")

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import numpy as cnp
 from ._cjit import Tracer
+from ._dtypes import default_float, requested_dtype, x64_enabled
 from ._xla_math import erf32, erfinv32, erfinv64, fma, xla_log
 from .numpy._core import _lift, _op
 from .tree_util import register_pytree_node_class
@@ -140,7 +141,8 @@ def _seed_words(seed):
     if isinstance(seed, int) and not -(1 << 63) <= seed < (1 << 64):
         raise OverflowError(f"cjit.random.key: seed {seed} does not fit in 64 bits")
     v = int(s)
-    if s.dtype.itemsize <= 4:
+    if s.dtype.itemsize <= 4 or not x64_enabled():
+        # x64 off, JAX takes the seed as int32: its high word is 0
         v &= 0xFFFFFFFF
     v &= (1 << 64) - 1
     return np.array([v >> 32, v & 0xFFFFFFFF], dtype=np.uint32)
@@ -278,7 +280,8 @@ def _shape(shape, who):
 
 
 def _float_dtype(dtype, who):
-    dt = np.dtype(np.float64 if dtype is None else dtype)
+    # the mode's default float; float64 asked for with x64 off: float32, warned
+    dt = np.dtype(default_float() if dtype is None else requested_dtype(dtype, f"random.{who}"))
     if dt.kind != "f" or dt.itemsize not in (4, 8):
         raise TypeError(f"cjit.random.{who}: dtype must be float32 or float64, got {dt}")
     return dt.name

@@ -29,6 +29,8 @@ import operator
 
 import numpy as np
 
+from .._dtypes import canonicalize_dtype
+
 from .. import nn as _nn
 from .. import numpy as cnp
 
@@ -105,6 +107,7 @@ def glorot_normal(in_axis=-2, out_axis=-1, dtype=np.float64):
     trunc_std = 0.87962566103423978
 
     def init(key, shape, dtype=dtype):
+        dtype = canonicalize_dtype(dtype)   # x64 off: float32, as JAX's
         shape = tuple(int(d) for d in shape)
         if len(shape) < 2:
             raise ValueError(f"glorot_normal needs a shape of rank 2 or more, got {shape}")
@@ -124,6 +127,7 @@ def glorot_normal(in_axis=-2, out_axis=-1, dtype=np.float64):
 def normal(stddev=1e-2, dtype=np.float64):
     """Normal with mean 0 and standard deviation `stddev`."""
     def init(key, shape, dtype=dtype):
+        dtype = canonicalize_dtype(dtype)   # x64 off: float32, as JAX's
         shape = tuple(int(d) for d in shape)
         if _is_numpy_key(key):
             return (_generator(key).standard_normal(shape) * stddev).astype(dtype)
@@ -134,11 +138,11 @@ def normal(stddev=1e-2, dtype=np.float64):
 
 
 def zeros(key, shape, dtype=np.float64):
-    return np.zeros(tuple(int(d) for d in shape), dtype)
+    return np.zeros(tuple(int(d) for d in shape), canonicalize_dtype(dtype))
 
 
 def ones(key, shape, dtype=np.float64):
-    return np.ones(tuple(int(d) for d in shape), dtype)
+    return np.ones(tuple(int(d) for d in shape), canonicalize_dtype(dtype))
 
 
 # ---- activations ------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from ..api import canonical_dtype, current_trace
+from .._dtypes import canonicalize_dtype, default_float, default_int, requested_dtype
 from .._cjit import Tracer
 from ._core import (_BOOL, _F64, _I64, _U64, _cast, _flat_seq, _is_float, _lift, _operand,
                     _shape_arg, _shape_of, _stack_nested, _weak_int_dtype)
@@ -68,7 +69,8 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None):
     unless given (int -> int64, float -> float64, bool -> bool)."""
     _no_device(device, "full")
     s = _shape_for_creation(shape, "full")
-    dt = canonical_dtype(dtype if dtype is not None else _fill_dtype(fill_value))
+    dt = canonical_dtype(requested_dtype(dtype, "full") if dtype is not None
+                         else canonicalize_dtype(_fill_dtype(fill_value)))
     if isinstance(fill_value, Tracer):
         return _full_traced(fill_value.trace, s, fill_value, dt)
     trace = current_trace()
@@ -78,21 +80,22 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None):
 
 
 def zeros(shape, dtype=float, order="C", *, device=None):
-    """An array of zeros (float64 unless dtype is given)."""
+    """An array of zeros (the default float unless dtype is given)."""
     _no_device(device, "zeros")
-    return full(shape, 0, canonical_dtype(dtype))
+    return full(shape, 0, canonical_dtype(requested_dtype(dtype, "zeros")))
 
 
 def ones(shape, dtype=float, order="C", *, device=None):
-    """An array of ones (float64 unless dtype is given)."""
+    """An array of ones (the default float unless dtype is given)."""
     _no_device(device, "ones")
-    return full(shape, 1, canonical_dtype(dtype))
+    return full(shape, 1, canonical_dtype(requested_dtype(dtype, "ones")))
 
 
 def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """full() with a's shape and dtype unless given."""
     _no_device(device, "full_like")
-    dt = canonical_dtype(dtype if dtype is not None else _fill_like_dtype(a))
+    dt = canonical_dtype(requested_dtype(dtype, "full_like") if dtype is not None
+                         else canonicalize_dtype(_fill_like_dtype(a)))
     s = _shape_of(a) if shape is None else shape
     return full(s, fill_value, dt)
 
@@ -144,9 +147,9 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None):
     if dtype is None:
         # NumPy's arange of an int past int64 (2**63) is a float64 one
         all_int = all_int and all(-(1 << 63) <= v < (1 << 63) for v in (start, stop, step))
-        dt = _I64 if all_int else _F64
+        dt = default_int() if all_int else default_float()
     else:
-        dt = canonical_dtype(dtype)
+        dt = canonical_dtype(requested_dtype(dtype, "arange"))
     trace = current_trace()
     if trace is None:
         return np.arange(start, stop, step, dtype=dt)
@@ -188,10 +191,12 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if type(a) in (list, tuple) and any(isinstance(y, Tracer) for y in _flat_seq(a)):
         r = _stack_nested(a)
         return r if dtype is None else astype(r, dtype)
-    dt = None if dtype is None else canonical_dtype(dtype)
+    dt = None if dtype is None else canonical_dtype(requested_dtype(dtype, "asarray"))
     outside = current_trace() is None
     arr = np.asarray(a, dtype=dt, copy=copy if outside else None)
     canonical_dtype(arr.dtype, "cjit.numpy.asarray: dtype")
+    if dt is None and canonicalize_dtype(arr.dtype) != arr.dtype:
+        arr = arr.astype(canonicalize_dtype(arr.dtype))    # x64 off: as JAX, no warning
     if outside:
         return arr
     return _lift(arr)
@@ -204,9 +209,11 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
     if current_trace() is None and not isinstance(object, Tracer) and not (
             type(object) in (list, tuple) and any(isinstance(y, Tracer)
                                                   for y in _flat_seq(object))):
-        dt = None if dtype is None else canonical_dtype(dtype)
+        dt = None if dtype is None else canonical_dtype(requested_dtype(dtype, "array"))
         arr = np.array(object, dtype=dt, copy=True)
         canonical_dtype(arr.dtype, "cjit.numpy.array: dtype")
+        if canonicalize_dtype(arr.dtype) != arr.dtype:
+            arr = arr.astype(canonicalize_dtype(arr.dtype))
         return arr
     return asarray(object, dtype)
 
@@ -239,7 +246,7 @@ def eye(N, M=None, k=0, dtype=float, order="C", *, device=None):
     n = operator.index(N)
     m = n if M is None else operator.index(M)
     k = operator.index(k)
-    dt = canonical_dtype(dtype if dtype is not None else float)
+    dt = canonical_dtype(requested_dtype(dtype if dtype is not None else float, "eye"))
     trace = current_trace()
     if trace is None:
         return np.eye(n, m, k, dtype=dt)
@@ -267,7 +274,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         raise ValueError(f"cjit.numpy.linspace: number of samples, {num}, must be non-negative")
     if axis != 0:
         raise NotImplementedError("cjit.numpy.linspace: only axis=0 is supported")
-    dt = _F64 if dtype is None else canonical_dtype(dtype)
+    dt = default_float() if dtype is None else canonical_dtype(requested_dtype(dtype, "linspace"))
     trace = current_trace()
     if trace is None:
         r = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep, dtype=dt)
@@ -290,7 +297,7 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     """base ** linspace(start, stop, num)."""
     y = linspace(start, stop, num, endpoint=endpoint, axis=axis)
     trace = current_trace()
-    dt = _F64 if dtype is None else canonical_dtype(dtype)
+    dt = default_float() if dtype is None else canonical_dtype(requested_dtype(dtype, "logspace"))
     if trace is None:
         return np.power(base, y).astype(dt)
     r = trace.apply("pow", float(base), y)
@@ -357,7 +364,7 @@ def tri(N, M=None, k=0, dtype=float):
     """Ones at and below the k-th diagonal of an N x M array."""
     n = operator.index(N)
     m = n if M is None else operator.index(M)
-    dt = canonical_dtype(dtype)
+    dt = canonical_dtype(requested_dtype(dtype, "tri"))
     trace = current_trace()
     if trace is None:
         return np.tri(n, m, k, dtype=dt)

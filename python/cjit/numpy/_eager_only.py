@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._dtypes import default_int
 from ..api import canonical_dtype, current_trace
 from .._cjit import Tracer
 
@@ -33,17 +34,17 @@ def nonzero(a):
     (a,) = _concrete("nonzero", _SHAPE, a)
     if a.ndim == 0:
         raise ValueError("cjit.numpy.nonzero: not defined for 0-d arrays (the array API's rule)")
-    return tuple(i.astype(np.int64) for i in np.nonzero(a))
+    return tuple(i.astype(default_int()) for i in np.nonzero(a))
 
 
 def argwhere(a):
     (a,) = _concrete("argwhere", _SHAPE, a)
-    return np.argwhere(a).astype(np.int64)
+    return np.argwhere(a).astype(default_int())
 
 
 def flatnonzero(a):
     (a,) = _concrete("flatnonzero", _SHAPE, a)
-    return np.flatnonzero(a).astype(np.int64)
+    return np.flatnonzero(a).astype(default_int())
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,

@@ -5,6 +5,7 @@ import builtins
 
 import numpy as np
 
+from .._dtypes import requested_dtype
 from ..api import canonical_dtype
 from .._cjit import Tracer
 from ._core import (_BOOL, _F64, _apply, _cast, _info, _is_float, _lift, _op, _operand,
@@ -204,7 +205,7 @@ def astype(x, dtype, copy=True, *, device=None):
     the array API's (the CPU only)."""
     if device is not None and device != "cpu" and getattr(device, "platform", None) != "cpu":
         raise ValueError(f"cjit.numpy.astype: device={device!r}; cjit runs on the CPU only")
-    dt = canonical_dtype(dtype)
+    dt = canonical_dtype(requested_dtype(dtype, "astype"))
     x = _lift(_operand(x, "astype"))
     if x.dtype == dt and not x.weak:
         return x

@@ -20,6 +20,8 @@ tiny.
 """
 from __future__ import annotations
 
+from .._dtypes import default_float
+
 import math
 
 from ._core import (_BOOL, _F32, _F64, _apply, _common, _info, _is_float, _lift, _op,
@@ -47,10 +49,11 @@ _BIG = 2.0 ** 28                   # past this, x*x no longer matters next to x 
 
 
 def _f(x, who):
-    """x as a float Tracer: ints and bools become float64, as NumPy's math."""
+    """x as a float Tracer: ints and bools become the default float (float64,
+    as NumPy's math; float32 with x64 off)."""
     x = _lift(_operand(x, who))
     if not _is_float(x.dtype):
-        x = x.trace.apply("cast", x, dtype="float64")
+        x = x.trace.apply("cast", x, dtype=default_float().name)
     return x
 
 

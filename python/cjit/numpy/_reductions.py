@@ -1,6 +1,8 @@
 """cjit.numpy's reductions: sum, prod, max, min, mean, var, argmax, argmin."""
 from __future__ import annotations
 
+from .._dtypes import canonicalize_dtype, default_float
+
 import builtins
 
 from ..api import canonical_dtype
@@ -33,7 +35,7 @@ def _reduce(prim, x, axes, keepdims):
 def _accumulator(dt):
     """NumPy's dtype for sums and products of bool or integer dtype dt: the
     platform integer, int64, and uint64 for the unsigned."""
-    return _U64 if dt.kind == "u" else _I64
+    return canonicalize_dtype(_U64 if dt.kind == "u" else _I64)   # x64 off: uint32, int32
 
 
 def _accumulate(name, a, axis, dtype, out, keepdims, initial, where):
@@ -111,10 +113,10 @@ def _count_of(shape, axes):
 def _mean_t(x, axes, dtype, keepdims):
     if dtype is not None:
         dt = canonical_dtype(dtype)
-        work = dt if _is_float(dt) else _F64
+        work = dt if _is_float(dt) else default_float()
     else:
         dt = None
-        work = x.dtype if _is_float(x.dtype) else _F64
+        work = x.dtype if _is_float(x.dtype) else default_float()
     x = _cast(x, work)
     s = _reduce("reduce_sum", x, axes, keepdims)
     r = s.trace.apply("div", s, float(_count_of(x.shape, axes)))
@@ -148,10 +150,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, 
     axes = _norm_axes(axis, x.ndim)
     if dtype is not None:
         dt = canonical_dtype(dtype)
-        work = dt if _is_float(dt) else _F64
+        work = dt if _is_float(dt) else default_float()
     else:
         dt = None
-        work = x.dtype if _is_float(x.dtype) else _F64
+        work = x.dtype if _is_float(x.dtype) else default_float()
     x = _cast(x, work)
     t = x.trace
     m = _mean_t(x, axes, None, True)
