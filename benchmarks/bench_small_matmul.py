@@ -24,6 +24,9 @@ import time
 import numpy as np
 
 import cjit
+# float64 rows (and NumPy's float64 references) need cjit's 64-bit mode, as
+# JAX's do; without it 64-bit inputs become 32-bit (docs/API.md, section 2)
+cjit.config.update("jax_enable_x64", True)
 import cjit.numpy as cnp
 from cjit import _cjit
 

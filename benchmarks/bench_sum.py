@@ -16,6 +16,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import median_ms  # noqa: E402
 
 import cjit  # noqa: E402
+# float64 rows (and NumPy's float64 references) need cjit's 64-bit mode, as
+# JAX's do; without it 64-bit inputs become 32-bit (docs/API.md, section 2)
+cjit.config.update("jax_enable_x64", True)
 
 try:
     import jax

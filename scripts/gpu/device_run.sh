@@ -174,8 +174,10 @@ note "smoke: rc=$smoke_rc $(grep -h '^SMOKE:\|^cuda_status:\|^cjit:' "$ENVLOG" |
 
 # ---- (a) the CUDA tests ------------------------------------------------------
 # pytest from a process that has imported cjit from .gpu first (and says so),
-# so that no other cjit on the path can stand in for it
-PYTEST=("$PY" -c 'import sys, cjit
+# so that no other cjit on the path can stand in for it.  The suite runs in
+# 64-bit mode (tests/conftest.py sets CJIT_ENABLE_X64=1 before its import of
+# cjit; this import comes first, so the variable is set here).
+PYTEST=(env CJIT_ENABLE_X64=1 "$PY" -c 'import sys, cjit
 where = sys.argv.pop(1)
 print("pytest: cjit from", cjit.__file__, flush=True)
 if not cjit.__file__.startswith(where):
