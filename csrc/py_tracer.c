@@ -414,21 +414,29 @@ static PyObject *tracer_m_item(PyObject *self, PyObject *args, PyObject *kwargs)
     return concrete_method(self, "item() / tolist()", "item", args, kwargs);
 }
 
-static PyObject *tracer_m_tolist(PyObject *self, PyObject *args, PyObject *kwargs)
+/* Never a value, even where one is known (as JAX's TracerArrayConversionError
+ * and its tolist()): NumPy would compute on it untraced, and a gradient
+ * through it would be lost. */
+static PyObject *no_value(PyObject *self, const char *what)
 {
-    return concrete_method(self, "item() / tolist()", "tolist", args, kwargs);
+    cj_py_tracer *t = (cj_py_tracer *)self;
+    if (t->trace->finished)
+        return leak_error(t);
+    return concretization_error(t, what);
 }
 
-/* Never a value, even where one is known (as JAX's TracerArrayConversionError):
- * NumPy would compute on it untraced, and a gradient through it would be lost. */
+static PyObject *tracer_m_tolist(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)args;
+    (void)kwargs;
+    return no_value(self, "tolist()");
+}
+
 static PyObject *tracer_m_array(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)args;
     (void)kwargs;
-    cj_py_tracer *t = (cj_py_tracer *)self;
-    if (t->trace->finished)
-        return leak_error(t);
-    return concretization_error(t, "conversion to a NumPy array (np.asarray, np.array)");
+    return no_value(self, "conversion to a NumPy array (np.asarray, np.array)");
 }
 
 static Py_ssize_t tracer_len(PyObject *self)
@@ -605,7 +613,7 @@ static PyMethodDef tracer_methods[] = {
     KW_METHOD("nonzero", tracer_m_nonzero, "cjit.numpy.nonzero(self, ...)"),
     KW_METHOD("ptp", tracer_m_ptp, "cjit.numpy.ptp(self, ...)"),
     KW_METHOD("item", tracer_m_item, "the value (ConcretizationError where it is abstract)"),
-    KW_METHOD("tolist", tracer_m_tolist, "the value (ConcretizationError where it is abstract)"),
+    KW_METHOD("tolist", tracer_m_tolist, "raises ConcretizationError"),
     KW_METHOD("__array__", tracer_m_array, "raises ConcretizationError"),
     KW_METHOD("__array_ufunc__", tracer_m_array_ufunc,
               "NumPy's operators on a traced value run as Tracer's own; other ufuncs raise "

@@ -303,3 +303,32 @@ def test_generated_piecewise_grad_matches_derivatives(case):
         # and of f itself through cjit's forward pass, which takes the same branch at x +- h
         fx = (float(f(x + h)) - float(f(x - h))) / (2 * h)
         assert got == pytest.approx(fx, rel=1e-6, abs=1e-6)
+
+
+def test_tolist_stays_an_error():
+    # as in JAX (ConcretizationTypeError): only item() gives a value
+    with pytest.raises(ConcretizationError, match="tolist"):
+        cjit.grad(lambda x: x * x.tolist() if x > 0 else x)(2.)
+
+
+_JAX_CASES = [
+    ("doc", jax_doc_f, [2., 4.]),
+    ("while", lambda x: _doubling(x), [1., 3., 20.]),
+    ("item", lambda x: x * x.item() if x > 0 else x ** 3, [2., -1.5]),
+    ("nested", lambda x: x ** 3 if x > 0 else x ** 2, [2., -2.]),
+]
+
+
+def _doubling(x):
+    while x < 10.:
+        x = x * 2.
+    return x
+
+
+@pytest.mark.parametrize("name,f,xs", _JAX_CASES, ids=[c[0] for c in _JAX_CASES])
+def test_against_jax(name, f, xs):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    for x in xs:
+        assert float(cjit.grad(f)(x)) == float(jax.grad(f)(x))
+        assert float(cjit.hessian(f)(x)) == float(jax.hessian(f)(x))
