@@ -4,7 +4,7 @@ Python layer (api.py, numpy.py, nn.py).  Users never import it directly.
 Everything numerical happens in C.  Python decides *what* to trace (pytrees,
 static arguments, the cache); C records, checks, compiles and runs.
 """
-from typing import Any, Sequence
+from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 # ---- exceptions (re-exported by cjit.errors) ---------------------------
