@@ -328,7 +328,11 @@ def _doubling(x):
 @pytest.mark.parametrize("name,f,xs", _JAX_CASES, ids=[c[0] for c in _JAX_CASES])
 def test_against_jax(name, f, xs):
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    for x in xs:
-        assert float(cjit.grad(f)(x)) == float(jax.grad(f)(x))
-        assert float(cjit.hessian(f)(x)) == float(jax.hessian(f)(x))
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)    # restored: other tests rely on JAX's default
+    try:
+        for x in xs:
+            assert float(cjit.grad(f)(x)) == float(jax.grad(f)(x))
+            assert float(cjit.hessian(f)(x)) == float(jax.hessian(f)(x))
+    finally:
+        jax.config.update("jax_enable_x64", before)
