@@ -97,6 +97,7 @@ typedef struct {
     int nfinal_locs;
     bool finished;
     PyObject *weakrefs;   /* weak reference support */
+    PyObject *concrete;   /* Trace.concrete: the evaluator of values, or NULL (abstract) */
 } cj_py_trace;
 
 typedef struct {

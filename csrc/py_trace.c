@@ -4,6 +4,7 @@
  * batch and checkpoint regions are py_trace_ad.c; the Tracer type is
  * py_tracer.c. */
 #include "py_trace.h"
+#include "regions.h"   /* cj_graph_copy */
 
 #include <limits.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@ static int trace_traverse(cj_py_trace *tr, visitproc visit, void *arg)
 {
     Py_VISIT(tr->arrays);
     Py_VISIT(tr->array_ids);
+    Py_VISIT(tr->concrete);
     return 0;
 }
 
@@ -39,6 +41,7 @@ static int trace_clear(cj_py_trace *tr)
 {
     Py_CLEAR(tr->arrays);
     Py_CLEAR(tr->array_ids);
+    Py_CLEAR(tr->concrete);
     return 0;
 }
 
@@ -79,6 +82,7 @@ static void trace_mark_finished(cj_py_trace *tr)
     }
     Py_CLEAR(tr->array_ids);
     Py_CLEAR(tr->arrays);
+    Py_CLEAR(tr->concrete);   /* a leaked Tracer must not keep the inputs' values alive */
 }
 
 static PyObject *trace_param(cj_py_trace *tr, PyObject *args, PyObject *kwargs)
@@ -177,6 +181,104 @@ done:
     return result;
 }
 
+/* The node ids of a sequence of this trace's Tracers, PyMem_Malloc'd (one
+ * entry at least), or NULL with an exception naming `method`. */
+static int *own_tracer_ids(cj_py_trace *tr, PyObject *seq_obj, Py_ssize_t *n, const char *method)
+{
+    PyObject *seq = PySequence_Fast(seq_obj, "expected a sequence of traced values");
+    if (seq == NULL)
+        return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    int *ids = *n < INT32_MAX / 2 ? PyMem_Malloc((size_t)(*n > 0 ? *n : 1) * sizeof(int)) : NULL;
+    if (ids == NULL) {
+        Py_DECREF(seq);
+        return (int *)PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        if (!Tracer_Check(o) || ((cj_py_tracer *)o)->trace != tr) {
+            PyErr_Format(PyExc_TypeError, "Trace.%s: item %zd is not a traced value of this trace",
+                         method, i);
+            PyMem_Free(ids);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        ids[i] = ((cj_py_tracer *)o)->id;
+    }
+    Py_DECREF(seq);
+    return ids;
+}
+
+/* Trace.snapshot(outputs) -> Lowered of a copy of the graph so far with
+ * these outputs; the trace goes on.  Used to evaluate a value while
+ * tracing, when every input of the trace is concrete (Trace.concrete). */
+static PyObject *trace_snapshot(cj_py_trace *tr, PyObject *outputs)
+{
+    if (trace_check_live(tr, "snapshot") < 0)
+        return NULL;
+    Py_ssize_t n;
+    int *ids = own_tracer_ids(tr, outputs, &n, "snapshot");
+    if (ids == NULL)
+        return NULL;
+    cj_error err = {0};
+    cj_graph *g = cj_graph_copy(tr->graph, &err);
+    if (g == NULL || cj_graph_set_outputs(g, ids, (int)n, &err) != CJ_OK) {
+        PyMem_Free(ids);
+        cj_graph_free(g);
+        return cj_py_raise(&err);
+    }
+    PyMem_Free(ids);
+    /* the trace may close over more arrays later: the copy keeps its own list */
+    PyObject *arrays = PyList_GetSlice(tr->arrays, 0, PyList_GET_SIZE(tr->arrays));
+    if (arrays == NULL) {
+        cj_graph_free(g);
+        return NULL;
+    }
+    PyObject *result = cj_py_lowered_new(g, arrays);   /* owns g, even on failure */
+    Py_DECREF(arrays);
+    return result;
+}
+
+/* Trace.depends(value, sources) -> bool: whether the value reads any of
+ * the sources (directly or through other nodes). */
+static PyObject *trace_depends(cj_py_trace *tr, PyObject *args)
+{
+    PyObject *value, *sources;
+    if (!PyArg_ParseTuple(args, "O!O:depends", &cj_py_TracerType, &value, &sources))
+        return NULL;
+    if (trace_check_live(tr, "depends") < 0)
+        return NULL;
+    if (((cj_py_tracer *)value)->trace != tr) {
+        PyErr_SetString(PyExc_TypeError, "Trace.depends: the value belongs to another trace");
+        return NULL;
+    }
+    Py_ssize_t n;
+    int *src = own_tracer_ids(tr, sources, &n, "depends");
+    if (src == NULL)
+        return NULL;
+    int top = ((cj_py_tracer *)value)->id;
+    /* mark[i]: node i is read by `value` (walk down: inputs have smaller ids) */
+    char *mark = PyMem_Calloc((size_t)top + 1, 1);
+    if (mark == NULL) {
+        PyMem_Free(src);
+        return PyErr_NoMemory();
+    }
+    mark[top] = 1;
+    for (int i = top; i >= 0; i--) {
+        if (!mark[i])
+            continue;
+        const cj_node *nd = &tr->graph->nodes[i];
+        for (int k = 0; k < nd->ninputs; k++)
+            mark[nd->inputs[k]] = 1;
+    }
+    bool found = false;
+    for (Py_ssize_t k = 0; k < n && !found; k++)
+        found = src[k] <= top && mark[src[k]];
+    PyMem_Free(mark);
+    PyMem_Free(src);
+    return PyBool_FromLong(found);
+}
+
 /* Trace.finish_error() -> None; a no-op when already finished. */
 static PyObject *trace_finish_error(cj_py_trace *tr, PyObject *unused)
 {
@@ -212,6 +314,10 @@ static PyMethodDef trace_methods[] = {
      "jvp($self, wrt, tangents, outputs, first, /)\n--\n\nAppends the forward-mode tangents."},
     {"batch", (PyCFunction)trace_batch, METH_VARARGS,
      "batch($self, placeholders, batched, size, outputs, first, /)\n--\n\nAppends a batched copy."},
+    {"snapshot", (PyCFunction)trace_snapshot, METH_O,
+     "snapshot($self, outputs, /)\n--\n\nA Lowered of the graph so far with these outputs."},
+    {"depends", (PyCFunction)trace_depends, METH_VARARGS,
+     "depends($self, value, sources, /)\n--\n\nWhether value reads any of sources."},
     {"finish_error", (PyCFunction)trace_finish_error, METH_NOARGS,
      "finish_error($self, /)\n--\n\nEnds the trace without outputs."},
     {NULL, NULL, 0, NULL},
@@ -223,8 +329,32 @@ static PyObject *trace_get_finished(cj_py_trace *tr, void *closure)
     return PyBool_FromLong(tr->finished);
 }
 
+static PyObject *trace_get_concrete(cj_py_trace *tr, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(tr->concrete != NULL ? tr->concrete : Py_None);
+}
+
+static int trace_set_concrete(cj_py_trace *tr, PyObject *v, void *closure)
+{
+    (void)closure;
+    if (v != NULL && v != Py_None && !PyCallable_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "Trace.concrete must be callable or None");
+        return -1;
+    }
+    if (v != NULL && v != Py_None && tr->finished) {
+        PyErr_SetString(PyExc_RuntimeError, "Trace.concrete: this trace has already finished");
+        return -1;
+    }
+    Py_XSETREF(tr->concrete, v == NULL || v == Py_None ? NULL : Py_NewRef(v));
+    return 0;
+}
+
 static PyGetSetDef trace_getset[] = {
     {"finished", (getter)trace_get_finished, NULL, "True once finish() or finish_error() ran.", NULL},
+    {"concrete", (getter)trace_get_concrete, (setter)trace_set_concrete,
+     "None (values are abstract), or evaluate(tracer) -> NumPy array or None: what bool(), "
+     "int(), float(), indexing and item() of this trace's values ask", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

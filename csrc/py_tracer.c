@@ -185,29 +185,55 @@ static PyObject *tracer_invert(PyObject *self)
     return tracer_unop(self, t->dtype == CJ_BOOL ? CJ_OP_LOGICAL_NOT : CJ_OP_BITWISE_NOT);
 }
 
-static int tracer_bool(PyObject *self)
-{
-    cj_py_tracer *t = (cj_py_tracer *)self;
-    if (t->trace->finished)
-        leak_error(t);
-    else
-        concretization_error(t, "bool() (an if, while, and, or, not)");
-    return -1;
-}
-
-static PyObject *tracer_concrete(PyObject *self, const char *what)
+/* The value of t as a new NumPy array, from its trace's evaluator
+ * (Trace.concrete, set where every input of the trace is concrete: grad
+ * and friends called outside jit); without one, or when it answers None
+ * (a value of a vmap, lax or custom-rule body), ConcretizationError for
+ * `what`.  NULL with an exception set on failure. */
+static PyObject *concrete_value(PyObject *self, const char *what)
 {
     cj_py_tracer *t = (cj_py_tracer *)self;
     if (t->trace->finished)
         return leak_error(t);
-    return concretization_error(t, what);
+    PyObject *hook = t->trace->concrete;
+    if (hook == NULL)
+        return concretization_error(t, what);
+    Py_INCREF(hook);   /* the evaluator may reset Trace.concrete while it runs */
+    PyObject *v = PyObject_CallOneArg(hook, self);
+    Py_DECREF(hook);
+    if (v == Py_None) {
+        Py_DECREF(v);
+        return concretization_error(t, what);
+    }
+    return v;
 }
 
-static PyObject *tracer_int(PyObject *self) { return tracer_concrete(self, "int()"); }
-static PyObject *tracer_float(PyObject *self) { return tracer_concrete(self, "float()"); }
+static int tracer_bool(PyObject *self)
+{
+    PyObject *v = concrete_value(self, "bool() (an if, while, and, or, not)");
+    if (v == NULL)
+        return -1;
+    int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* conv(value of self), the value made concrete first. */
+static PyObject *tracer_convert(PyObject *self, const char *what, PyObject *(*conv)(PyObject *))
+{
+    PyObject *v = concrete_value(self, what);
+    if (v == NULL)
+        return NULL;
+    PyObject *r = conv(v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *tracer_int(PyObject *self) { return tracer_convert(self, "int()", PyNumber_Long); }
+static PyObject *tracer_float(PyObject *self) { return tracer_convert(self, "float()", PyNumber_Float); }
 static PyObject *tracer_index(PyObject *self)
 {
-    return tracer_concrete(self, "using a traced value as an index (__index__)");
+    return tracer_convert(self, "using a traced value as an index (__index__)", PyNumber_Index);
 }
 
 /* x % y and divmod(x, y), either operand traced: NumPy's remainder (the
@@ -367,18 +393,50 @@ static PyObject *tracer_m_flatten(PyObject *self, PyObject *unused)
     return call_cnp("reshape", Py_BuildValue("(O(i))", self, -1), NULL);
 }
 
+/* self's value's method `name` (item, tolist, __array__) with these arguments. */
+static PyObject *concrete_method(PyObject *self, const char *what, const char *name, PyObject *args,
+                                 PyObject *kwargs)
+{
+    PyObject *v = concrete_value(self, what);
+    if (v == NULL)
+        return NULL;
+    PyObject *m = PyObject_GetAttrString(v, name);
+    Py_DECREF(v);
+    if (m == NULL)
+        return NULL;
+    PyObject *r = PyObject_Call(m, args, kwargs);
+    Py_DECREF(m);
+    return r;
+}
+
 static PyObject *tracer_m_item(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return concrete_method(self, "item() / tolist()", "item", args, kwargs);
+}
+
+/* Never a value, even where one is known (as JAX's TracerArrayConversionError
+ * and its tolist()): NumPy would compute on it untraced, and a gradient
+ * through it would be lost. */
+static PyObject *no_value(PyObject *self, const char *what)
+{
+    cj_py_tracer *t = (cj_py_tracer *)self;
+    if (t->trace->finished)
+        return leak_error(t);
+    return concretization_error(t, what);
+}
+
+static PyObject *tracer_m_tolist(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)args;
     (void)kwargs;
-    return tracer_concrete(self, "item() / tolist()");
+    return no_value(self, "tolist()");
 }
 
 static PyObject *tracer_m_array(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)args;
     (void)kwargs;
-    return tracer_concrete(self, "conversion to a NumPy array (np.asarray, np.array)");
+    return no_value(self, "conversion to a NumPy array (np.asarray, np.array)");
 }
 
 static Py_ssize_t tracer_len(PyObject *self)
@@ -554,8 +612,8 @@ static PyMethodDef tracer_methods[] = {
     KW_METHOD("searchsorted", tracer_m_searchsorted, "cjit.numpy.searchsorted(self, ...)"),
     KW_METHOD("nonzero", tracer_m_nonzero, "cjit.numpy.nonzero(self, ...)"),
     KW_METHOD("ptp", tracer_m_ptp, "cjit.numpy.ptp(self, ...)"),
-    KW_METHOD("item", tracer_m_item, "raises ConcretizationError"),
-    KW_METHOD("tolist", tracer_m_item, "raises ConcretizationError"),
+    KW_METHOD("item", tracer_m_item, "the value (ConcretizationError where it is abstract)"),
+    KW_METHOD("tolist", tracer_m_tolist, "raises ConcretizationError"),
     KW_METHOD("__array__", tracer_m_array, "raises ConcretizationError"),
     KW_METHOD("__array_ufunc__", tracer_m_array_ufunc,
               "NumPy's operators on a traced value run as Tracer's own; other ufuncs raise "

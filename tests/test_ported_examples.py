@@ -273,9 +273,15 @@ def test_sinusoid():
         assert float(m.dd_fun(v)) == pytest.approx(-math.sin(v), rel=1e-14, abs=1e-15)
     # the Taylor series runs on concrete values ...
     assert abs(float(m.taylor_sine(1.0)) - math.sin(1.0)) < 0.2
-    # ... and its data-dependent break cannot be traced: a clear error naming the line
+    # ... and so does its grad outside jit (as in autograd and JAX): at x = 1 the
+    # series stops after x - x**3/6, whose derivative is 1 - x**2/2; at x = 2 after
+    # x - x**3/6 + x**5/120 - x**7/5040 (the last term is -0.025)
+    assert float(cjit.grad(m.taylor_sine)(1.0)) == pytest.approx(0.5, rel=1e-14)
+    d2 = 1 - 2.0 ** 2 / 2 + 2.0 ** 4 / 24 - 2.0 ** 6 / 720
+    assert float(cjit.grad(m.taylor_sine)(2.0)) == pytest.approx(d2, rel=1e-13)
+    # under jit the break's value is abstract: a clear error naming the line
     with pytest.raises(cjit.errors.ConcretizationError, match="ag_sinusoid.py"):
-        cjit.grad(m.taylor_sine)(1.0)
+        cjit.jit(cjit.grad(m.taylor_sine))(1.0)
 
 
 def test_ravel_pytree():

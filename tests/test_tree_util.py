@@ -368,11 +368,14 @@ def test_traced_integer_slice_bound_still_raises_inside_jit():
                                   [0, 2, 4, 0, 0])
 
 
-def test_concretization_of_the_differentiated_argument_still_raises():
+def test_concretization_of_the_differentiated_argument_uses_its_value():
+    # outside jit, as in JAX, the differentiated argument's value decides the branch
     g = cjit.grad(lambda w, i: cnp.sum(w) if w[0] > 0 else cnp.sum(w * i))
+    np.testing.assert_array_equal(g(np.ones(3), 2), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(g(-np.ones(3), 2), [2.0, 2.0, 2.0])
+    assert g._cjit_concrete.route == "values"
     with pytest.raises(cjit.errors.ConcretizationError, match="bool"):
-        g(np.ones(3), 1)
-    assert g._cjit_concrete.preferred is False
+        cjit.jit(g)(np.ones(3), 1)
 
 
 # ---- optional: the same structures as jax.tree_util -----------------------------

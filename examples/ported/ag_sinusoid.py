@@ -1,13 +1,13 @@
 """Port of HIPS/autograd examples/sinusoid.py to cjit.
 
-Status: first half runs unchanged; second half blocked.
+Status: runs unchanged.
 Changes: imports; plots dropped.  The first half (grad and grad-of-grad of
 ``np.sin`` at scalars) runs as written.  The second half sums a Taylor
 series until ``if np.abs(currterm) < 0.2: break``: Python control flow on a
-differentiated value.  autograd runs the function on concrete values; cjit
-traces it, so ``grad`` raises ``cjit.errors.ConcretizationError`` there (JAX
-does too).  Missing: data-dependent loops (``lax.while_loop``), or an
-eager, non-tracing grad.
+differentiated value.  autograd runs the function on concrete values, and
+so do JAX's and cjit's ``grad`` called outside ``jit``; under ``jit`` the
+value is abstract and the ``if`` raises ``cjit.errors.ConcretizationError``
+(as in JAX).
 """
 import cjit.numpy as np                         # was: import autograd.numpy as np
 from cjit import grad                           # was: from autograd import grad
@@ -28,7 +28,7 @@ def taylor_sine(x):
     for i in range(1000):
         currterm = -currterm * x ** 2 / ((2 * i + 3) * (2 * i + 2))
         ans = ans + currterm
-        if np.abs(currterm) < 0.2:          # needs a concrete value: fails under cjit.grad
+        if np.abs(currterm) < 0.2:          # a concrete value: grad outside jit only
             break
     return ans
 

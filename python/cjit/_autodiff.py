@@ -23,6 +23,7 @@ import numpy as np
 from . import _cjit, _grad_extras, _tree
 from .errors import ConcretizationError
 from ._budget import take_forced_chain
+from ._concrete import call_on_values
 from ._transform_util import FLOATS, argnums_tuple, leaf_node
 from .api import Jitted, _output_tracer, current_trace, forced_remat, request_memory_budget
 
@@ -192,38 +193,52 @@ def _traced_or_compiled(fun, traced, argnums):
     jit or another grad), and on concrete values runs an internal jit of
     itself, so that repeated calls hit the compile cache.
 
-    Outside jit, the arguments not in `argnums` are concrete, as in JAX: a
-    trace that needs one of them concrete (a slice bound, an `if`) raises
-    ConcretizationError, and the call is then retried with their scalars
-    static (see _ConcreteCalls); from then on this function takes that
-    route directly."""
+    Outside jit, every argument is concrete, as in JAX: a trace that needs
+    a value (a slice bound, an `if`) raises ConcretizationError, and the
+    call is then retried with the other arguments' scalars static (see
+    _ConcreteCalls), and if that is not enough, on the values themselves
+    (_concrete.call_on_values: traced again per call, Python control flow
+    decided by this call's values).  The route that worked is remembered
+    and taken directly from then on."""
     functools.update_wrapper(traced, fun)
     compiled = Jitted(traced, _internal=True)
     concrete = _ConcreteCalls(traced, argnums)
+
+    def on_values(args, kwargs):
+        return call_on_values(traced, args, kwargs, concrete.argnums)
 
     @functools.wraps(fun)
     def transformed(*args, **kwargs):
         if current_trace() is not None:
             return traced(*args, **kwargs)
-        if concrete.preferred:
-            return concrete(args, kwargs)
+        if concrete.route == "values":
+            return on_values(args, kwargs)
+        if concrete.route == "static":
+            try:
+                return concrete(args, kwargs)
+            except ConcretizationError:
+                pass         # these values need more than static scalars
+            result = on_values(args, kwargs)
+            concrete.route = "values"
+            return result
         try:
             return compiled(*args, **kwargs)
         except TypeError as e:
             # ConcretizationError (a TypeError): a value that is concrete in
             # JAX was traced; another TypeError: jit refused a leaf that
             # JAX would pass through untraced (a string, a function).
-            if not concrete.can_help(args, kwargs, isinstance(e, ConcretizationError)):
+            concretization = isinstance(e, ConcretizationError)
+            if not concretization and not concrete.can_help(args, kwargs, False):
                 raise
-            first_error = e
-        try:
-            result = concrete(args, kwargs)
-        except ConcretizationError:
-            if isinstance(first_error, ConcretizationError):
-                # not one of the other arguments' values: the first error says it
-                raise first_error from None
-            raise
-        concrete.preferred = True
+        if concrete.can_help(args, kwargs, concretization):
+            try:
+                result = concrete(args, kwargs)
+                concrete.route = "static"
+                return result
+            except ConcretizationError:
+                pass
+        result = on_values(args, kwargs)
+        concrete.route = "values"
         return result
 
     transformed._cjit_compiled = compiled
@@ -298,7 +313,7 @@ class _ConcreteCalls:
     def __init__(self, traced, argnums):
         self.traced = traced
         self.argnums = argnums
-        self.preferred = False
+        self.route = None      # None: the compiled route; "static" or "values" (see above)
         self._jitted = None
 
     def _diff_positions(self, nargs):
@@ -471,6 +486,17 @@ def _eager_vjp_jits(fun, has_aux, who):
     return pair
 
 
+def _eager_vjp_route(fun):
+    """A list, per function, that holds True once its vjp needed values
+    (later calls go to the values directly); a fresh one when fun cannot be
+    a weak key."""
+    with _eager_vjp_lock:
+        try:
+            return _eager_vjp_cache.setdefault(fun, {}).setdefault("values", [])
+        except TypeError:
+            return []
+
+
 def vjp(fun, *primals, has_aux=False):
     """Returns ``(fun(*primals), vjp_fn)`` (plus ``aux`` with ``has_aux``);
     ``vjp_fn(cotangent)`` returns a tuple with one gradient per primal."""
@@ -480,9 +506,22 @@ def vjp(fun, *primals, has_aux=False):
 
     # On concrete values: the forward runs compiled now, and each vjp_fn
     # call runs one compiled function that recomputes the forward and
-    # appends the backward (cached per function and signature).
+    # appends the backward (cached per function and signature).  Python
+    # control flow on the primals: both run on the values (_concrete.py).
     forward, backward_compiled = _eager_vjp_jits(fun, bool(has_aux), who)
-    result = forward(*primals)
+    on_values = _eager_vjp_route(fun)
+    result = None
+    if not on_values:
+        try:
+            result = forward(*primals)
+        except ConcretizationError:
+            on_values[:] = [True]
+    if on_values:
+        result = call_on_values(fun, primals, {}, tuple(range(len(primals))))
+
+        def backward_compiled(ps, ct):
+            return call_on_values(lambda p, c: _vjp_traced(fun, p, has_aux, who)[1](c),
+                                  (ps, ct), {}, (0, 1))
     out, aux = (result if has_aux else (result, None))
     out_leaves, out_treedef = _tree.flatten(out)
 

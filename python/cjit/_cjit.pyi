@@ -4,7 +4,7 @@ Python layer (api.py, numpy.py, nn.py).  Users never import it directly.
 Everything numerical happens in C.  Python decides *what* to trace (pytrees,
 static arguments, the cache); C records, checks, compiles and runs.
 """
-from typing import Any, Sequence
+from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 # ---- exceptions (re-exported by cjit.errors) ---------------------------
@@ -48,6 +48,16 @@ class Trace:
         only through nodes with ids >= first."""
     def finish_error(self) -> None:
         """Ends the trace without outputs (tracing raised)."""
+    def snapshot(self, outputs: Sequence["Tracer"]) -> "Lowered":
+        """A Lowered of a copy of the graph so far with these outputs; the
+        trace goes on (evaluating a value while tracing, _concrete.py)."""
+    def depends(self, value: "Tracer", sources: Sequence["Tracer"]) -> bool:
+        """Whether value reads any of sources, directly or not."""
+    concrete: Optional[Callable[["Tracer"], Any]]
+    """None (values are abstract), or an evaluator: bool(), int(), float(),
+    __index__ and item() of this trace's values call it with the Tracer and
+    use the NumPy array it returns (None: abstract after all).  Cleared when
+    the trace finishes."""
 
 # Primitive names accepted by Trace.apply, with their attributes:
 #   unary: neg abs sign exp expm1 log log1p sqrt reciprocal tanh sin cos floor

@@ -15,6 +15,8 @@ import weakref
 import numpy as np
 
 from . import _cjit, _tree
+from .errors import ConcretizationError
+from ._concrete import call_on_values
 from ._signature import _output_tracer
 from ._trace_state import current_trace
 from ._jitted import Jitted
@@ -107,7 +109,17 @@ def jvp(fun, primals, tangents, has_aux=False):
     ref = weakref.ref(fun) if _weakable(fun) else (lambda: fun)
     compiled = _eager(fun, ("jvp", bool(has_aux)), lambda: Jitted(
         lambda p, t: _jvp_traced(ref(), p, t, who, has_aux), _internal=True))
-    return compiled(tuple(primals), tuple(tangents))
+    on_values = _eager(fun, ("jvp-values", bool(has_aux)), lambda: [])
+    if not on_values:
+        try:
+            return compiled(tuple(primals), tuple(tangents))
+        except ConcretizationError:
+            pass
+    # Python control flow on the primals: traced and run on these values
+    result = call_on_values(lambda p, t: _jvp_traced(fun, p, t, who, has_aux),
+                            (tuple(primals), tuple(tangents)), {}, (0, 1))
+    on_values[:] = [True]   # later calls go here directly
+    return result
 
 
 def _weakable(fun):
@@ -174,15 +186,26 @@ def _assemble(out_def, in_parts, blocks, single):
     return _tree.unflatten(out_def, per_out)
 
 
-def _transformed(fun, traced, kind):
-    """Runs `traced` in the trace in progress, or through an internal jit of it."""
+def _transformed(fun, traced, argnums):
+    """Runs `traced` in the trace in progress, or through an internal jit of
+    it; outside jit, a trace that needs a value of the arguments (Python
+    control flow on them) is run on the values instead (_concrete.py), and
+    later calls go there directly."""
     compiled = Jitted(traced, _internal=True)
+    route = []     # ["values"] once the compiled route raised ConcretizationError
 
     @functools.wraps(fun)
     def call(*args, **kwargs):
         if current_trace() is not None:
             return traced(*args, **kwargs)
-        return compiled(*args, **kwargs)
+        if not route:
+            try:
+                return compiled(*args, **kwargs)
+            except ConcretizationError:
+                pass
+        result = call_on_values(traced, args, kwargs, argnums)
+        route[:] = ["values"]
+        return result
     call._cjit_compiled = compiled
     return call
 
@@ -224,7 +247,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
         jac = _assemble(out_def, parts, blocks, single)
         return (jac, fun(*args, **kwargs)[1]) if has_aux else jac
 
-    return _transformed(fun, traced, "jacfwd")
+    return _transformed(fun, traced, nums)
 
 
 def jacrev(fun, argnums=0, has_aux=False):
@@ -271,7 +294,7 @@ def jacrev(fun, argnums=0, has_aux=False):
         jac = _assemble(out_def, parts, blocks, single)
         return (jac, r[2]) if has_aux else jac
 
-    return _transformed(fun, traced, "jacrev")
+    return _transformed(fun, traced, nums)
 
 
 def hessian(fun, argnums=0, has_aux=False):

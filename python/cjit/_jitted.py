@@ -9,6 +9,7 @@ import threading
 from . import _cjit
 from . import _tree
 from ._budget import _fit_memory_budget, forced_remat, take_budget_request
+from ._concrete import abstract_call
 from ._cache import _all_jitted, _CacheDict, _count, _Entry, _stats
 from ._devices import Array, _check_device
 from ._dtypes import _aval_str, x64_enabled
@@ -119,10 +120,14 @@ class Jitted(_cjit.JitBase):
         """A call the C fast path did not serve.  _fkey: the signature
         bytes of the arguments when the fast path could serve the next call
         like this one (then the entry is handed to it), else None."""
-        if current_trace() is not None:
+        trace = current_trace()
+        if trace is not None:
             # jit inside jit (or a jitted function called while tracing):
-            # trace the body into the enclosing graph.
-            return self._fun(*args, **kwargs)
+            # trace the body into the enclosing graph, its values abstract
+            # even where grad outside jit knows the enclosing trace's.
+            if self._internal:
+                return self._fun(*args, **kwargs)
+            return abstract_call(trace, self._fun, args, kwargs)
         if not self._internal and _env_flag(_K_DISABLE_JIT):
             return self._fun(*args, **kwargs)
         spec = self._spec
@@ -373,8 +378,9 @@ class _CudaJitted(Jitted):
         it), so donated cjit.Arrays stay as they are."""
 
     def __call__(self, *args, **kwargs):
-        if current_trace() is not None:
-            return self._fun(*args, **kwargs)
+        trace = current_trace()
+        if trace is not None:
+            return abstract_call(trace, self._fun, args, kwargs)
         spec = self._spec
         dyn_args, dyn_kwargs, statics, call = spec.split(args, kwargs)
         leaves, node = _tree.flatten_args(dyn_args, dyn_kwargs)

@@ -16,6 +16,7 @@ import numpy as np
 from . import _cjit, _tree
 from ._jitted import Jitted
 from ._transform_util import leaf_node
+from ._concrete import note_abstract
 from ._signature import _output_tracer
 from ._trace_state import current_trace, user_location
 
@@ -116,6 +117,7 @@ def _vmap_traced(fun, in_axes, out_axes, axis_size, args, kwargs):
              for _, t in mapped]
     first = trace.mark()
     placeholders = [trace.apply("name", z, name="") for z in zeros]
+    note_abstract(trace, placeholders)   # per-example values are abstract, as in JAX
     new_leaves = list(leaves)
     for (k, _), p in zip(mapped, placeholders):
         new_leaves[k] = p

@@ -18,6 +18,7 @@ import enum
 import numpy as np
 
 from . import _cjit, _tree
+from ._concrete import note_abstract
 from ._signature import _output_tracer
 from ._trace_state import _K_DISABLE_JIT, _env_flag, current_trace, user_location
 
@@ -67,7 +68,9 @@ def _placeholders(trace, templates, drop_leading=False):
 
 
 def _names(trace, zeros):
-    return [trace.apply("name", z, name="") for z in zeros]
+    names = [trace.apply("name", z, name="") for z in zeros]
+    note_abstract(trace, names)   # a body's values have no value (grad on values, _concrete.py)
+    return names
 
 
 def _cast(trace, t, dtype):
@@ -251,6 +254,7 @@ def _scan_traced(trace, f, init, xs, length, reverse, with_index, levels=None, l
         z_x = _placeholders(trace, xs_t, drop_leading=True)
         first = trace.mark()
         ph_idx = trace.apply("name", z_idx, name="")
+        note_abstract(trace, [ph_idx])
         ph_c, ph_x = _names(trace, z_c), _names(trace, z_x)
         c_in = _tree.unflatten(init_def, ph_c)
         x_in = _tree.unflatten(xs_def, ph_x)
