@@ -62,6 +62,9 @@ COMPILE_ARGS = ["-std=c11", "-O2", "-g", "-Wall", "-Wextra",
                 # every value: a new op in ops.def is a compile error until
                 # each switch has decided what it does with it
                 "-Wswitch-enum",
+                # a call without a declaration truncates a returned pointer
+                # to int under C89 rules: always an error, not only in CI
+                "-Werror=implicit-function-declaration",
                 # only PyInit__cjit (marked by PyMODINIT_FUNC) is exported
                 "-fvisibility=hidden"]
 LINK_ARGS = []
