@@ -170,8 +170,9 @@ cj_executable *cj_compile_keeping(const cj_graph *src, const bool *donated, int 
 }
 
 /* See pipeline.h. */
-cj_status cj_plan_peak(const cj_graph *src, int64_t *peak, cj_error *err) {
-    cj_lower_options o = {.mark_library_calls = cj_blas_plan, .threads = cj_runtime_num_threads()};
+cj_status cj_plan_peak(const cj_graph *src, const bool *donated, int ndonated, int64_t *peak, cj_error *err) {
+    cj_lower_options o = {.donated = donated, .ndonated = ndonated,
+                          .mark_library_calls = cj_blas_plan, .threads = cj_runtime_num_threads()};
     cj_lowered l;
     if (cj_lower(src, &o, &l, err) != CJ_OK) return err->status;
     *peak = l.plan.peak_bytes;

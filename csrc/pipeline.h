@@ -46,9 +46,10 @@ void cj_jit_target(char *buf, size_t n);
 /* The canonical bytes of graph g (plan_io.c), for a cache key (malloc'd). */
 cj_status cj_graph_key_bytes(const cj_graph *g, uint8_t **out, size_t *len, cj_error *err);
 void cj_executable_free(cj_executable *x);
-/* The peak bytes cj_compile's plan for g would have, without generating
- * code (the oracle of memory_budget).  Returns CJ_OK and sets *peak. */
-cj_status cj_plan_peak(const cj_graph *g, int64_t *peak, cj_error *err);
+/* The peak bytes cj_compile's plan for g would have with the same donated
+ * parameters, without generating code (the oracle of memory_budget).
+ * Returns CJ_OK and sets *peak. */
+cj_status cj_plan_peak(const cj_graph *g, const bool *donated, int ndonated, int64_t *peak, cj_error *err);
 
 /* The compiled graph's signature, for the caller's checks. */
 int cj_executable_nparams(const cj_executable *x);

@@ -310,17 +310,25 @@ static PyObject *lowered_forward_chain(cj_py_lowered *lw, PyObject *unused)
     return list;
 }
 
-/* Lowered.plan_peak() -> int: the peak bytes of the plan compile() would
- * make, without generating code. */
-static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *unused)
+/* Lowered.plan_peak(donate=()) -> int: the peak bytes of the plan
+ * compile(donate) would make, without generating code. */
+static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *args, PyObject *kwargs)
 {
-    (void)unused;
+    static char *kwlist[] = {"donate", NULL};
+    PyObject *donate = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:plan_peak", kwlist, &donate))
+        return NULL;
+    bool *donated = NULL;
+    if (parse_donate(lw, donate, &donated) < 0)
+        return NULL;
+    int ndonated = donated ? lw->graph->nparams : 0;
     cj_error err = {0};
     int64_t peak = 0;
     cj_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = cj_plan_peak(lw->graph, &peak, &err);
+    st = cj_plan_peak(lw->graph, donated, ndonated, &peak, &err);
     Py_END_ALLOW_THREADS
+    PyMem_Free(donated);
     if (st != CJ_OK)
         return cj_py_raise(&err);
     return PyLong_FromLongLong(peak);
@@ -349,8 +357,9 @@ static PyMethodDef lowered_methods[] = {
      "forward_values($self, /)\n--\n\nThe computed values before the backward pass."},
     {"forward_chain", (PyCFunction)lowered_forward_chain, METH_NOARGS,
      "forward_chain($self, /)\n--\n\nThe values a chain schedule may checkpoint, in order."},
-    {"plan_peak", (PyCFunction)lowered_plan_peak, METH_NOARGS,
-     "plan_peak($self, /)\n--\n\nPeak bytes of the memory plan, without compiling."},
+    {"plan_peak", (PyCFunction)(void (*)(void))lowered_plan_peak, METH_VARARGS | METH_KEYWORDS,
+     "plan_peak($self, /, donate=())\n--\n\nPeak bytes of the memory plan compile(donate) would make, "
+     "without compiling."},
     {"as_text", (PyCFunction)lowered_as_text, METH_NOARGS,
      "as_text($self, /)\n--\n\nThe graph, one op a line, with source locations."},
     {"compile", (PyCFunction)(void (*)(void))lowered_compile, METH_VARARGS | METH_KEYWORDS,

@@ -185,12 +185,13 @@ def _fit_chain(jitted, treedef, call, avals, budget, bounds):
     one of equal recomputation), or None with the floor's peak."""
     n = len(bounds) - 1
     tried = {}
+    donate = jitted._donated_leaves(treedef, call[0])
 
     def at(c):
         if c not in tried:
             keep, stores = revolve_schedule(n, c)
             result = _trace_with(jitted, treedef, call, avals, chain=(bounds, keep, stores))
-            tried[c] = (result[0].plan_peak(), result)
+            tried[c] = (result[0].plan_peak(donate), result)
         return tried[c]
 
     floor = at(0)[0]
@@ -232,8 +233,11 @@ def _fit_memory_budget(jitted, treedef, call, avals, budget, lowered, out_treede
     oracle, so the answer is known before anything runs.  Binomial
     checkpointing over the forward chain when there is one, else (or when
     that cannot fit) the candidates of _candidates.  Raises
-    MemoryBudgetError naming the floor: the least peak cjit can reach."""
-    peak = lowered.plan_peak()
+    MemoryBudgetError naming the floor: the least peak cjit can reach.
+    Every peak is the one compile() makes: with the jitted function's
+    donated arguments."""
+    donate = jitted._donated_leaves(treedef, call[0])
+    peak = lowered.plan_peak(donate)
     if peak <= budget:
         return lowered, out_treedef, out_avals
     least = peak
@@ -247,13 +251,13 @@ def _fit_memory_budget(jitted, treedef, call, avals, budget, lowered, out_treede
         # scans: keep every k-th carry and recompute the segments, on 2, 3, 4 levels
         for levels in (2, 3, 4):
             result = _trace_with(jitted, treedef, call, avals, scan_levels=levels)
-            p = result[0].plan_peak()
+            p = result[0].plan_peak(donate)
             if p <= budget:
                 return result
             least = min(least, p)
     for force in _candidates(lowered.forward_values()):
         result = _trace_with(jitted, treedef, call, avals, force=force)
-        p = result[0].plan_peak()
+        p = result[0].plan_peak(donate)
         if p <= budget:
             return result
         least = min(least, p)
