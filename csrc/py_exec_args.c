@@ -152,7 +152,10 @@ static const char *donation_refused(PyObject *obj)
         return NULL;
     PyArrayObject *a = (PyArrayObject *)obj;
     for (;;) {
-        if (!PyArray_ISWRITEABLE(a))
+        /* a cjit.Array is read-only to its users, not to the cjit call it
+         * is donated to */
+        if (!PyArray_ISWRITEABLE(a) && !(cj_py.array_type != NULL
+                                         && PyObject_TypeCheck((PyObject *)a, cj_py.array_type)))
             return "it is read-only";
         if (PyArray_CHKFLAGS(a, NPY_ARRAY_OWNDATA))
             return NULL;

@@ -33,7 +33,8 @@ static void output_capsule_free(PyObject *cap)
     cj_stats_alloc(-nbytes);
 }
 
-/* A new writeable C-contiguous array of shape s and dtype dt whose memory
+/* A new read-only C-contiguous array (a cjit.Array once registered) of
+ * shape s and dtype dt whose memory
  * is counted by the runtime until NumPy frees it; *data is its buffer. */
 PyObject *new_output(const cj_shape *s, cj_dtype dt, void **data)
 {
@@ -68,8 +69,8 @@ PyObject *new_output(const cj_shape *s, cj_dtype dt, void **data)
         Py_DECREF(cap);   /* frees the block */
         return NULL;
     }
-    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr /* stolen */, s->rank, dims, NULL,
-                                         block + OUT_ALIGN, NPY_ARRAY_CARRAY, NULL);
+    PyObject *arr = PyArray_NewFromDescr(cj_py_result_type(), descr /* stolen */, s->rank, dims, NULL,
+                                         block + OUT_ALIGN, NPY_ARRAY_CARRAY_RO, NULL);
     if (arr == NULL) {
         Py_DECREF(cap);
         return NULL;
@@ -135,8 +136,8 @@ PyObject *donated_output(PyArrayObject *donor, const cj_shape *s, cj_dtype dt)
         dims[d] = (npy_intp)s->dims[d];
     PyArray_Descr *descr = PyArray_DescrFromType(cj_py_npy_type(dt));   /* new ref */
     PyObject *arr = descr == NULL ? NULL
-        : PyArray_NewFromDescr(&PyArray_Type, descr /* stolen */, s->rank, dims, NULL,
-                               PyArray_DATA(donor), NPY_ARRAY_CARRAY, NULL);
+        : PyArray_NewFromDescr(cj_py_result_type(), descr /* stolen */, s->rank, dims, NULL,
+                               PyArray_DATA(donor), NPY_ARRAY_CARRAY_RO, NULL);
     if (arr == NULL) {
         Py_DECREF(keeper);
         return NULL;
@@ -157,9 +158,13 @@ PyObject *param_copy(cj_py_executable *e, int slot, const void *data)
     npy_intp dims[CJ_MAX_RANK];
     for (int d = 0; d < s->rank; d++)
         dims[d] = (npy_intp)s->dims[d];
-    PyObject *a = PyArray_SimpleNew(s->rank, dims, cj_py_npy_type(e->param_dtypes[slot]));
-    if (a != NULL)
+    PyArray_Descr *descr = PyArray_DescrFromType(cj_py_npy_type(e->param_dtypes[slot]));   /* new ref */
+    PyObject *a = descr == NULL ? NULL
+        : PyArray_NewFromDescr(cj_py_result_type(), descr /* stolen */, s->rank, dims, NULL, NULL, 0, NULL);
+    if (a != NULL) {
         memcpy(PyArray_DATA((PyArrayObject *)a), data, (size_t)PyArray_NBYTES((PyArrayObject *)a));
+        PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
+    }
     return a;
 }
 
@@ -244,6 +249,10 @@ static void remember_consumed(PyObject *a)
 
 static bool was_consumed(PyObject *a)
 {
+    if (cj_py.deleted_type != NULL && Py_TYPE(a) == cj_py.deleted_type)
+        return true;
+    if (Py_TYPE(a) == cj_py.array_type)
+        return false;   /* a consumed cjit.Array changed its type (consume_donations) */
     if (!PyArray_Check(a) || PyArray_ISWRITEABLE((PyArrayObject *)a))
         return false;   /* consumed arrays are read-only: the common case costs a flag test */
     PyObject *key = PyLong_FromVoidPtr(a);
@@ -293,6 +302,13 @@ void consume_donations(const cj_plan *p, int nparams, void *const *params, PyObj
         if (p->donated[slot] && PyArray_Check(leaves[slot])
             && PyArray_DATA((PyArrayObject *)leaves[slot]) == params[slot]) {
             PyArray_CLEARFLAGS((PyArrayObject *)leaves[slot], NPY_ARRAY_WRITEABLE);
+            if (Py_TYPE(leaves[slot]) == cj_py.array_type && cj_py.deleted_type != NULL) {
+                /* a cjit.Array is deleted, as JAX deletes donated arrays */
+                if (PyObject_SetAttrString(leaves[slot], "__class__", (PyObject *)cj_py.deleted_type) < 0)
+                    PyErr_Clear();
+                else
+                    continue;
+            }
             remember_consumed(leaves[slot]);
         }
     }

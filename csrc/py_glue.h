@@ -41,6 +41,8 @@ typedef struct {
     PyObject *CompileError;          /* RuntimeError subclass */
     PyObject *package_dir;           /* str ending in a separator, or NULL */
     PyObject *tracer_fns;            /* name -> function, registered by cjit.numpy, or NULL */
+    PyTypeObject *array_type;        /* cjit.Array (an ndarray subclass), or NULL before cjit registers it */
+    PyTypeObject *deleted_type;      /* cjit.Array's subclass for deleted (donated) arrays, or NULL */
 } cj_py_state;
 
 extern cj_py_state cj_py;
@@ -65,6 +67,14 @@ PyObject *str_from_owned(char *s);
  * (register_tracer_functions, at its import).  Returns a BORROWED
  * reference, or NULL with an exception set (none set when `quiet`). */
 PyObject *cj_py_tracer_function(const char *name, bool quiet);
+
+/* The type of the arrays cjit returns: cjit.Array once registered
+ * (register_array_type, at cjit's import), else NumPy's ndarray.  Results
+ * are made read-only: cjit.Arrays are immutable, as JAX's. */
+static inline PyTypeObject *cj_py_result_type(void)
+{
+    return cj_py.array_type != NULL ? cj_py.array_type : &PyArray_Type;
+}
 
 /* ---- dtype and shape conversions (py_convert.c) ---------------------- */
 

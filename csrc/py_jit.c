@@ -179,7 +179,7 @@ static bool walk(key_builder *k, PyObject *o, int depth)
     if (depth > DEPTH_MAX)
         return false;
     PyTypeObject *t = Py_TYPE(o);
-    if (t == &PyArray_Type) {
+    if (t == &PyArray_Type || t == cj_py.array_type) {
         PyArrayObject *a = (PyArrayObject *)o;
         cj_dtype dt;
         if (!PyArray_ISCARRAY_RO(a) || !cj_py_dtype_from_descr(PyArray_DESCR(a), &dt))

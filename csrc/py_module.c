@@ -22,6 +22,26 @@ static PyObject *mod_register_tracer_functions(PyObject *self, PyObject *fns)
     Py_RETURN_NONE;
 }
 
+/* register_array_type(Array, DeletedArray): the ndarray subclass results
+ * are made as, and the one a consumed donated result becomes. */
+static PyObject *mod_register_array_type(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *array, *deleted;
+    if (!PyArg_ParseTuple(args, "O!O!:register_array_type", &PyType_Type, &array, &PyType_Type, &deleted))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)array, &PyArray_Type)
+        || !PyType_IsSubtype((PyTypeObject *)deleted, (PyTypeObject *)array)) {
+        PyErr_SetString(PyExc_TypeError, "register_array_type: an ndarray subclass and a subclass of it");
+        return NULL;
+    }
+    Py_INCREF(array);
+    Py_INCREF(deleted);
+    Py_XSETREF(cj_py.array_type, (PyTypeObject *)array);
+    Py_XSETREF(cj_py.deleted_type, (PyTypeObject *)deleted);
+    Py_RETURN_NONE;
+}
+
 /* user_location() -> 'file:line' of the innermost frame outside the cjit
  * package ("?" when there is none): the one definition of "the user's
  * source line", which the Python layer asks for too. */
@@ -218,6 +238,8 @@ static PyMethodDef module_methods[] = {
      "result_type($module, operands, /)\n--\n\n(dtype, weak) of operands given as (dtype, weak) pairs (NEP 50)."},
     {"user_location", mod_user_location, METH_NOARGS,
      "user_location($module, /)\n--\n\n'file:line' of the innermost frame outside the cjit package."},
+    {"register_array_type", mod_register_array_type, METH_VARARGS,
+     "register_array_type(Array, DeletedArray): the type of the arrays results are"},
     {"register_tracer_functions", mod_register_tracer_functions, METH_O,
      "register_tracer_functions($module, fns, /)\n--\n\nThe functions (name -> callable) that Tracer methods "
      "forward to; cjit.numpy registers them when it is imported."},

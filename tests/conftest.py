@@ -62,8 +62,8 @@ def _as_array(x):
 def assert_close(got, want, dtype=None, rtol=None, atol=None, check_dtype=True):
     """Asserts that `got` (a cjit result) matches `want` (NumPy's result).
 
-    - `got` must be a NumPy array (cjit results on the CPU are fresh
-      ndarrays), of the same shape and, unless check_dtype is False, the same
+    - `got` must be a NumPy array (cjit results on the CPU are cjit.Arrays,
+      an ndarray subclass), of the same shape and, unless check_dtype is False, the same
       dtype as `want` (or as `dtype` when given).
     - NaNs must be at the same positions; infinities must match exactly.
     - Floats compare with rtol/atol defaulting by dtype; ints and bools are
@@ -71,7 +71,8 @@ def assert_close(got, want, dtype=None, rtol=None, atol=None, check_dtype=True):
     """
     assert isinstance(got, np.ndarray), (
         f"expected a numpy.ndarray, got {type(got).__name__}: {got!r}")
-    want = _as_array(want)
+    got = np.asarray(got)     # a cjit.Array's operators are cjit's: compare with NumPy's
+    want = np.asarray(_as_array(want))
     expect_dtype = np.dtype(dtype) if dtype is not None else want.dtype
     if check_dtype:
         assert got.dtype == expect_dtype, (

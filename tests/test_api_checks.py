@@ -60,8 +60,11 @@ def test_asarray_copy():
     b = cnp.asarray(a, copy=True)
     assert b is not a and not np.shares_memory(a, b)
     assert np.array_equal(b, a)
-    assert cnp.asarray(a) is a
-    assert cnp.asarray(a, copy=False) is a
+    # a cjit.Array owns its buffer, as JAX's: a NumPy array is copied (decision 261)
+    c = cnp.asarray(a)
+    assert type(c) is cjit.Array and np.array_equal(c, a) and not np.shares_memory(c, a)
+    assert cnp.asarray(c) is c
+    assert np.shares_memory(cnp.asarray(a, copy=False), a)
     with pytest.raises(ValueError):
         cnp.asarray(a, dtype=np.float32, copy=False)   # as NumPy: a copy would be needed
     assert np.array_equal(cjit.jit(lambda x: cnp.asarray(x, copy=True) + 1)(a), a + 1)

@@ -520,11 +520,11 @@ def test_runtime_against_fake_driver(fake_driver):
     got = dict(line.split(" ", 1) for line in out.splitlines())
     assert got["devices"] == "[CpuDevice(id=0), CudaDevice(id=0)]"
     assert got["info"] == "('Fake GPU', (9, 0))"
-    assert got["array"] == "Array (3, 4) float32 cuda:0 True"
+    assert got["array"] == "DeviceArray (3, 4) float32 cuda:0 True"
     assert got["roundtrip"] == "True True"
     assert got["tree"] == "['b', 'w'] bool ()"
     assert got["empty"] == "(0, 3)"
-    assert got["outputs"] == "Array (3, 4) float32 (3, 5)"
+    assert got["outputs"] == "DeviceArray (3, 4) float32 (3, 5)"
     # softmax: max (+init), sum (+init), divide; matmul (+init), power+add, y.sum (+init)
     assert int(got["launched"]) >= 6
     assert got["cache"] == "1 1"

@@ -329,7 +329,7 @@ class _FakeDeviceBuffer:
 
 @pytest.mark.parametrize("path", ["jit", "compiled"])
 def test_donated_cjit_array_is_deleted(path):
-    from cjit._devices import Array, Device
+    from cjit._devices import DeviceArray as Array, Device
     host = rng.standard_normal((8, 8))
     arr = Array._wrap(_FakeDeviceBuffer(host), Device("cuda", 0))
     f = cjit.jit(lambda a, b: a * 2 + b, donate_argnums=0)

@@ -268,12 +268,16 @@ def test_generated_at_modes_against_numpy():
 
 
 @pytest.mark.parametrize("idt", ["int32", "uint64"])
-def test_concrete_index_out_of_range_without_a_mode_raises(idt):
+def test_concrete_index_out_of_range_without_a_mode_acts_as_a_traced_one(idt):
+    # decision 260: as in JAX, a concrete index is not checked either
     x = np.arange(5.0)
     bad = np.array([1, 7], idt)
     for op in ["get", "add", "set"]:
-        with pytest.raises(IndexError, match="out of bounds"):
-            cjit.jit(lambda x: _call(op, x.at[bad], np.ones(2), None, None))(x)
+        concrete = cjit.jit(lambda x: _call(op, x.at[bad], np.ones(2), None, None))(x)
+        traced = cjit.jit(lambda x, b: _call(op, x.at[b], np.ones(2), None, None))(x, bad)
+        np.testing.assert_array_equal(concrete, traced)
+    np.testing.assert_array_equal(cjit.jit(lambda x: x.at[bad].get())(x), [1.0, 4.0])
+    np.testing.assert_array_equal(cjit.jit(lambda x: x.at[bad].set(9.0))(x), [0, 9, 2, 3, 4])
     with pytest.raises(ValueError, match="unknown mode"):
         cjit.jit(lambda x: x.at[1].add(1.0, mode="wrap"))(x)
 

@@ -160,9 +160,16 @@ def test_per_example_lookups_under_vmap():
     np.testing.assert_allclose(got, want)
 
 
+def test_concrete_indices_out_of_range_are_clamped_as_jax_does():
+    # decision 260: a concrete index out of range reads the nearest element,
+    # as a traced one does (JAX's gather); numpy would raise IndexError
+    n = X.shape[0]
+    np.testing.assert_array_equal(cjit.jit(lambda x: x[np.array([0, n + 3, -n - 2])])(X),
+                                  X[[0, n - 1, 0]])
+    np.testing.assert_array_equal(cjit.jit(lambda x: x[n + 5])(X), X[n - 1])
+
+
 def test_bad_indices_raise_clear_errors():
-    with pytest.raises(IndexError, match="out of bounds"):
-        cjit.jit(lambda x: x[np.array([0, 4])])(X)
     with pytest.raises(IndexError, match="integer"):
         cjit.jit(lambda x: x[np.array([0.5])])(X)
     with pytest.raises(NotImplementedError, match="boolean mask"):

@@ -6,7 +6,8 @@ import numpy as np
 
 from . import _cjit
 from . import _tree
-from ._dtypes import _SUPPORTED, canonical_dtype
+from . import _array
+from ._dtypes import _SUPPORTED, canonical_dtype, canonicalize_dtype
 
 
 def _check_device(device, who):
@@ -62,6 +63,7 @@ class Device:
 
 
 _CPU = Device("cpu", 0)
+_array.register({"_cpu_device": _CPU})
 
 
 def devices(backend=None):
@@ -77,23 +79,32 @@ def devices(backend=None):
 
 
 def device_put(x, device=None):
-    """Places x (a pytree) on `device`.  On the CPU: fresh C-contiguous
-    NumPy copies of the leaves; on a GPU: cjit.Arrays."""
+    """Places x (a pytree) on `device`: its array leaves become cjit.Arrays
+    (on the CPU fresh copies; cjit.Arrays already there are kept)."""
     dev = _check_device(device, "device_put")
     if dev.platform == "cpu":
-        return _tree.tree_map(lambda a: np.array(a, copy=True, order="C"), x)
+        def put_cpu(a):
+            if isinstance(a, _array.Array) and isinstance(a, np.ndarray):
+                return a
+            h = np.array(a, copy=True, order="C")
+            if h.dtype.kind != "c":
+                canonical_dtype(h.dtype, "cjit.device_put: dtype")
+            if canonicalize_dtype(h.dtype) != h.dtype:       # x64 off: 32 bits, as JAX's
+                h = h.astype(canonicalize_dtype(h.dtype))
+            return _array.wrap(h)
+        return _tree.tree_map(put_cpu, x)
 
     def put(a):
-        if isinstance(a, Array) and a.device == dev:
+        if isinstance(a, DeviceArray) and a.device == dev:
             return a
         h = np.asarray(a)
         if h.dtype not in _SUPPORTED:
             h = h.astype(canonical_dtype(h.dtype, "cjit.device_put: dtype"))
-        return Array._wrap(_cjit.cuda_put(h, dev.id), dev)
+        return DeviceArray._wrap(_cjit.cuda_put(h, dev.id), dev)
     return _tree.tree_map(put, x)
 
 
-class Array:
+class DeviceArray:
     """An array in GPU memory: shape, dtype, device, block_until_ready(),
     and np.asarray(a), which copies it to the host.  Made by
     cjit.device_put(x, "cuda") and returned by functions jitted with
@@ -166,3 +177,6 @@ class Array:
             return (f"cjit.Array(<deleted>, shape={self.shape}, dtype={np.dtype(self.dtype).name}, "
                     f"device={self.device})")
         return f"cjit.Array({np.asarray(self)!r}, device={self.device})"
+
+
+_array.register_virtual(DeviceArray)

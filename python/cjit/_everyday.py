@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _tree, tree_util
 from ._cjit import ConcretizationError, Tracer
-from ._devices import Array, devices
+from ._devices import DeviceArray, devices
 from ._dtypes import ShapeDtypeStruct
 from ._jitted import Jitted
 from ._trace_state import _K_DISABLE_JIT, current_trace, hide_traces, unhide_traces
@@ -80,7 +80,7 @@ def device_get(x):
             raise ConcretizationError(
                 f"cjit.device_get: a traced value ({a.dtype}{list(a.shape)}) has no value "
                 f"yet; call device_get on the results of a jitted function, outside it")
-        if type(a) is Array:
+        if type(a) is DeviceArray:
             return np.asarray(a)
         return a
     return tree_util.tree_map(get, x)

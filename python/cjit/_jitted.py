@@ -11,7 +11,7 @@ from . import _tree
 from ._budget import _fit_memory_budget, forced_remat, take_budget_request
 from ._concrete import abstract_call
 from ._cache import _all_jitted, _CacheDict, _count, _Entry, _stats
-from ._devices import Array, _check_device
+from ._devices import DeviceArray, _check_device
 from ._dtypes import _aval_str, x64_enabled
 from ._signature import (_abstract_leaves, _argnums, _ArgSpec, _convert_leaves, _fun_name,
                          _Inline, _LeafError, _output_tracer)
@@ -169,10 +169,10 @@ class Jitted(_cjit.JitBase):
         deleted, as JAX deletes donated arrays (their host copy was what the
         call used).  Donated NumPy arrays were consumed in C (py_exec.c:
         read-only, and refused by later calls)."""
-        if not any(type(x) is Array for x in leaves):
+        if not any(type(x) is DeviceArray for x in leaves):
             return
         for i in self._donated_leaves(treedef, dyn_positions):
-            if type(leaves[i]) is Array:
+            if type(leaves[i]) is DeviceArray:
                 leaves[i].delete()
 
     # -- the slow path ------------------------------------------------------
@@ -338,9 +338,9 @@ class _CudaExecutable:
         self._prog = _cjit.CudaProgram(lowered, device.id)
 
     def __call__(self, arrays):
-        args = [a._live_buf() if type(a) is Array else a for a in arrays]
+        args = [a._live_buf() if type(a) is DeviceArray else a for a in arrays]
         dev = self._device
-        return [Array._wrap(b, dev) for b in self._prog(args)]
+        return [DeviceArray._wrap(b, dev) for b in self._prog(args)]
 
     def as_text(self):
         return self._prog.as_text()
@@ -384,7 +384,7 @@ class _CudaJitted(Jitted):
         spec = self._spec
         dyn_args, dyn_kwargs, statics, call = spec.split(args, kwargs)
         leaves, node = _tree.flatten_args(dyn_args, dyn_kwargs)
-        on_device = [i for i, x in enumerate(leaves) if type(x) is Array]
+        on_device = [i for i, x in enumerate(leaves) if type(x) is DeviceArray]
         host = list(leaves)
         for i in on_device:
             host[i] = 0   # placeholder, replaced below

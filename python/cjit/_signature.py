@@ -10,8 +10,9 @@ import numpy as np
 
 from . import _cjit
 from . import _tree
+from ._array import Array, DeletedArray, _deleted_message
 from ._cjit import Tracer
-from ._devices import Array
+from ._devices import DeviceArray
 from ._dtypes import (_NARROW, x64_enabled, _BOOL, _F64, _I64, _INT64_MAX, _INT64_MIN, _SUPPORTED, _SUPPORTED_NAMES,
                       ShapeDtypeStruct, canonical_dtype)
 
@@ -36,6 +37,9 @@ def _convert_leaf_slow(i, x, allow_sds=False):
         raise _Inline()
     if allow_sds and isinstance(x, ShapeDtypeStruct):
         return None, (x.dtype, x.shape, False)
+    if type(x) is DeletedArray:
+        raise _LeafError(i, RuntimeError, _deleted_message(x).replace("{", "{{").replace("}", "}}")
+                         + " (argument {arg})")
     if isinstance(x, np.ndarray):
         dt = x.dtype
         if dt not in _SUPPORTED:
@@ -65,7 +69,7 @@ def _convert_leaf_slow(i, x, allow_sds=False):
         return np.asarray(int(x), dtype=_I64), (_I64, (), True)
     if isinstance(x, float):
         return np.asarray(float(x), dtype=_F64), (_F64, (), True)
-    if isinstance(x, Array):
+    if isinstance(x, DeviceArray):
         # A GPU array given to a CPU function: copied to the host.
         return np.asarray(x), (x.dtype, x.shape, False)
     if isinstance(x, ShapeDtypeStruct):
@@ -120,7 +124,7 @@ def _convert_leaves(leaves):
     avals = []
     for i, x in enumerate(leaves):
         t = type(x)
-        if t is np.ndarray:
+        if t is np.ndarray or t is Array:
             dt = x.dtype
             if dt in _SUPPORTED:
                 if not x.flags.c_contiguous:

@@ -23,6 +23,8 @@ from collections import OrderedDict, defaultdict
 
 import numpy as _np
 
+from ._array import Array as _Array
+
 __all__ = ["PyTreeDef", "flatten", "flatten_node", "flatten_args", "treedef_of", "unflatten",
            "leaf_keypaths", "format_keypath", "tree_map", "tree_leaves", "register_node",
            "flatten_up_to"]
@@ -62,7 +64,7 @@ def set_complex_hooks(tracer_type, split, join):
 
 def is_complex(x):
     t = type(x)
-    return t in _COMPLEX_TYPES or (t is _np.ndarray and x.dtype.kind == "c")
+    return t in _COMPLEX_TYPES or ((t is _np.ndarray or t is _Array) and x.dtype.kind == "c")
 
 
 def _flat_complex(x, leaves):
@@ -163,7 +165,7 @@ def _flat(x, leaves):
         return (_ODICT, keys, _flat_children([x[k] for k in keys], leaves))
     if isinstance(x, tuple) and hasattr(t, "_fields"):
         return (_NAMEDTUPLE, t, _flat_children(x, leaves))
-    if t in _COMPLEX_TYPES or (t is _np.ndarray and x.dtype.kind == "c"):
+    if t in _COMPLEX_TYPES or ((t is _np.ndarray or t is _Array) and x.dtype.kind == "c"):
         return _flat_complex(x, leaves)
     leaves.append(x)
     return _LEAF
@@ -177,7 +179,7 @@ def _flat_children(xs, leaves):
         if t is tuple or t is list or t is dict or c is None or isinstance(c, tuple) or \
                 t is OrderedDict or t in _registry:
             out.append(_flat(c, leaves))
-        elif t in _COMPLEX_TYPES or (t is _np.ndarray and c.dtype.kind == "c"):
+        elif t in _COMPLEX_TYPES or ((t is _np.ndarray or t is _Array) and c.dtype.kind == "c"):
             out.append(_flat_complex(c, leaves))
         else:
             leaves.append(c)
@@ -209,7 +211,7 @@ def _flat_pred(x, leaves, is_leaf):
         return (_ODICT, keys, tuple(_flat_pred(x[k], leaves, is_leaf) for k in keys))
     if isinstance(x, tuple) and hasattr(t, "_fields"):
         return (_NAMEDTUPLE, t, tuple(_flat_pred(c, leaves, is_leaf) for c in x))
-    if t in _COMPLEX_TYPES or (t is _np.ndarray and x.dtype.kind == "c"):
+    if t in _COMPLEX_TYPES or ((t is _np.ndarray or t is _Array) and x.dtype.kind == "c"):
         return _flat_complex(x, leaves)
     leaves.append(x)
     return _LEAF

@@ -29,7 +29,8 @@ from ._cache import (_all_jitted, _cache_limits, _CacheDict, _count, _Entry,  # 
                      _jit_hits, _lru, _lru_bytes, _lru_evict, _lru_lock, _stats, _stats_lock,
                      cache_info, clear_caches, memory_stats, reset_peak_memory_stats,
                      set_cache_limits)
-from ._devices import _CPU, Array, Device, _check_device, device_put, devices  # noqa: F401
+from ._array import Array  # noqa: F401
+from ._devices import _CPU, Device, _check_device, device_put, devices  # noqa: F401
 from ._dtypes import (_BOOL, _F32, _F64, _I32, _I64, _INT64_MAX, _INT64_MIN,  # noqa: F401
                       _SUPPORTED, _SUPPORTED_DTYPES, _SUPPORTED_NAMES, ShapeDtypeStruct,
                       _aval_str, canonical_dtype)

@@ -117,3 +117,13 @@ _cjit.register_tracer_functions({
         "all", "any", "cumsum", "cumprod", "std", "ravel", "round", "swapaxes", "take", "repeat",
         "diagonal", "copy", "conj", "conjugate", "sort", "argsort", "searchsorted", "nonzero",
         "ptp", "real", "imag", "matrix_transpose", "_at", "_complex_binop")})
+
+# cjit.Array's operators and methods (python/cjit/_array.py) are these functions
+from .. import _array  # noqa: E402
+ndarray = _array.Array      # JAX's jnp.ndarray: the array type, for annotations and isinstance
+_array.register({name: globals()[name] for name in (
+    *_array.METHODS, "_getitem", "_at", "transpose", "matrix_transpose", "real", "imag",
+    "reshape", "ravel", "add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
+    "divmod", "power", "matmul", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift",
+    "right_shift", "less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+    "negative", "positive", "abs", "invert") if name in globals()})

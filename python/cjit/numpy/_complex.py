@@ -54,7 +54,7 @@ def is_complex_value(x):
     t = type(x)
     if t is ComplexTracer or t is complex:
         return True
-    if t is np.ndarray or isinstance(x, np.generic):
+    if isinstance(x, (np.ndarray, np.generic)):
         return x.dtype.kind == "c"
     return False
 
@@ -226,7 +226,8 @@ def parts(x):
         return x.re, x.im
     if t is complex:
         return x.real, x.imag               # weak Python floats, as JAX's weak complex
-    if (t is np.ndarray or isinstance(x, np.generic)) and x.dtype.kind == "c":
+    if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind == "c":
+        x = np.asarray(x)                   # a cjit.Array's parts as NumPy's views
         return np.ascontiguousarray(x.real), np.ascontiguousarray(x.imag)
     return x, None
 

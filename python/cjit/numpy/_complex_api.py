@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _tree
 from ..api import current_trace
+from .._array import Array, as_result, wrap
 from .._cjit import Tracer
 from . import _complex as C
 from ._complex import ComplexTracer, as_complex, bilinear, linear, make, parts
@@ -44,8 +45,8 @@ def _split(x):
 
 
 def _join(dtype_name, pair):
-    """The complex value of a real pair: a ComplexTracer in a trace, a NumPy
-    array (a view of the pair's bytes) for a result."""
+    """The complex value of a real pair: a ComplexTracer in a trace, a
+    cjit.Array (a view of the pair's bytes) for a result."""
     if pair is None:
         return None
     if isinstance(pair, Tracer):
@@ -56,7 +57,7 @@ def _join(dtype_name, pair):
     dt = np.dtype(dtype_name)
     shape = a.shape[:-1]
     a = np.ascontiguousarray(a, dtype=C.part_dtype(dt))
-    return a.view(dt).reshape(shape)
+    return wrap(a.view(dt).reshape(shape))
 
 
 _tree.set_complex_hooks(ComplexTracer, _split, _join)
@@ -129,7 +130,7 @@ def _wrap(name, fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if not _any_complex(name, args, kwargs):
-            return fn(*args, **kwargs)
+            return as_result(fn(*args, **kwargs), args)
         f = _IMPLS.get(name)
         if f is None:
             raise NotImplementedError(
@@ -138,8 +139,8 @@ def _wrap(name, fn):
                 f"products of matrices, the FFTs, part of linalg and the shape functions; "
                 f"docs/API.md lists them)")
         if name in _NO_EAGER_JIT or current_trace() is not None or _has_traced(args, kwargs):
-            return f(*args, **kwargs)
-        return _eager(name, f, args, kwargs)
+            return as_result(f(*args, **kwargs), args)
+        return as_result(_eager(name, f, args, kwargs), args)
     wrapper._cjit_complex_wrapped = True
     return wrapper
 
@@ -180,10 +181,11 @@ _eager_jits = {}
 
 def _dynamic(v):
     t = type(v)
-    if t is np.ndarray or isinstance(v, np.generic) or t is complex:
+    if t is np.ndarray or t is Array or isinstance(v, np.generic) or t is complex:
         return True
     return (t is list or t is tuple) and len(v) > 0 and all(
-        type(b) is np.ndarray or isinstance(b, (np.generic, complex)) for b in v)
+        type(b) is np.ndarray or type(b) is Array or isinstance(b, (np.generic, complex))
+        for b in v)
 
 
 # parameters whose concrete array values are static (shapes depend on them)
@@ -587,6 +589,8 @@ def _complex_array(a, dtype, copy):
         r = make(c.stack([z.re for z in zs]), c.stack([z.im for z in zs]))
         return r if dtype is None else _astype(r, dtype)
     outside = current_trace() is None
+    if outside and type(a) is Array and (dtype is None or a.dtype == dtype) and not copy:
+        return a
     arr = np.asarray(a, dtype=dtype, copy=copy if outside else None)
     if outside:
         return arr

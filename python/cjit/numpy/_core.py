@@ -109,7 +109,7 @@ def _op(*array_params, seq=()):
                 return tuple(_eager_array(a) for a in v)
             if type(v) is list or type(v) is tuple:
                 return _deep_tuple(v)
-            if type(v) is np.ndarray:   # e.g. a shape given as an array
+            if isinstance(v, np.ndarray):   # e.g. a shape given as an array
                 return v.item() if v.ndim == 0 else _deep_tuple(v.tolist())
             return v
 

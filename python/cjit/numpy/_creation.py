@@ -9,6 +9,8 @@ import numpy as np
 
 from ..api import canonical_dtype, current_trace
 from .._dtypes import canonicalize_dtype, default_float, default_int, requested_dtype
+from .. import _array
+from .._array import Array
 from .._cjit import Tracer
 from ._core import (_BOOL, _F64, _I64, _U64, _cast, _flat_seq, _is_float, _lift, _operand,
                     _shape_arg, _shape_of, _stack_nested, _weak_int_dtype)
@@ -193,12 +195,19 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return r if dtype is None else astype(r, dtype)
     dt = None if dtype is None else canonical_dtype(requested_dtype(dtype, "asarray"))
     outside = current_trace() is None
+    if outside and type(a) is Array and (dt is None or a.dtype == dt) and not copy:
+        return a
     arr = np.asarray(a, dtype=dt, copy=copy if outside else None)
     canonical_dtype(arr.dtype, "cjit.numpy.asarray: dtype")
     if dt is None and canonicalize_dtype(arr.dtype) != arr.dtype:
         arr = arr.astype(canonicalize_dtype(arr.dtype))    # x64 off: as JAX, no warning
     if outside:
-        return arr
+        # a cjit.Array owns its memory: a NumPy array is copied (unless
+        # copy=False), so that writing to it later cannot change the result
+        if copy is False:
+            return _array.wrap(arr)
+        return _array.wrap(arr if arr is not a and copy is None and arr.base is None
+                           else np.array(arr))
     return _lift(arr)
 
 
@@ -214,7 +223,7 @@ def array(object, dtype=None, copy=True, order="K", ndmin=0):
         canonical_dtype(arr.dtype, "cjit.numpy.array: dtype")
         if canonicalize_dtype(arr.dtype) != arr.dtype:
             arr = arr.astype(canonicalize_dtype(arr.dtype))
-        return arr
+        return _array.wrap(arr)
     return asarray(object, dtype)
 
 

@@ -5,8 +5,8 @@ and JAX's functional updates x.at[key].set/add/multiply/min/max/get/apply.
 Index semantics follow JAX: a negative index counts from the end; an
 index still out of range is clamped when reading (gather) and its update
 dropped when writing (.at[...].set/add/...), so nothing is read or written
-outside the array.  A concrete (NumPy) index that is out of range raises
-IndexError as NumPy does."""
+outside the array.  Concrete (NumPy, Python) indices do the same, as in
+JAX (decision 260); `take` keeps NumPy's IndexError with no mode."""
 from __future__ import annotations
 
 import builtins
@@ -117,10 +117,11 @@ def _expand_key(key, ndim, who, x):
     return tuple(out) + (slice(None),) * (ndim - len(out))
 
 
-def _advanced(x, key, who, check=True):
+def _advanced(x, key, who, check=False):
     """x[key] for a key with integer arrays, and the bool mask of the
     result's elements whose indices were in range (None when all must be).
-    check: a concrete index out of range is an IndexError."""
+    check: a concrete index out of range is an IndexError (JAX's indexing
+    clamps it, decision 260: no caller asks any more)."""
     from . import broadcast_arrays, moveaxis, transpose
     from ._indexing import _getitem
     key = _expand_key(key, x.ndim, who, x)
@@ -296,6 +297,34 @@ def _fill_value(dt, fill_value):
     return np.array(np.iinfo(dt).min if dt.kind == "i" else np.iinfo(dt).max, dt)
 
 
+def _out_of_range_ints_as_arrays(key, shape):
+    """key with its Python integers that are out of range for their axis as
+    0-d arrays, so that an update drops them (and .get clamps or fills) as
+    it does an array's, instead of a basic index's clamping (decision 260)."""
+    items = key if isinstance(key, tuple) else (key,)
+
+    def width(k):       # how many of x's axes an item indexes
+        if k is None or k is Ellipsis:
+            return 0
+        if isinstance(k, (np.ndarray, list)) and np.asarray(k).dtype == np.bool_:
+            return max(np.ndim(k), 1)
+        return 1
+    rest = len(shape) - builtins.sum(width(k) for k in items)
+    out, changed, ax = [], False, 0
+    for k in items:
+        if k is Ellipsis:
+            ax += max(rest, 0)
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) \
+                and ax < len(shape) and not -shape[ax] <= int(k) < shape[ax]:
+            k = np.asarray(int(k))
+            changed = True
+        ax += width(k) if k is not Ellipsis else 0
+        out.append(k)
+    if not changed:
+        return key
+    return tuple(out) if isinstance(key, tuple) else out[0]
+
+
 class _AtIndex:
     """x.at[key]: .set, .add, .multiply/.mul, .divide, .power, .min, .max,
     .apply and .get, each returning a new array (x itself is unchanged).
@@ -307,7 +336,7 @@ class _AtIndex:
     range follows it too."""
 
     def __init__(self, x, key):
-        self.x, self.key = x, key
+        self.x, self.key = x, _out_of_range_ints_as_arrays(key, tuple(x.shape))
 
     @staticmethod
     def _mode(mode, who):
@@ -325,7 +354,7 @@ class _AtIndex:
         size = int(np.prod(x.shape))
         iota = _reshape_t(arange(size), tuple(x.shape))
         if _has_array_index(self.key):
-            lin, _, ok = _advanced(iota, self.key, "at", check=mode is None)
+            lin, _, ok = _advanced(iota, self.key, "at")
             if ok is not None and mode != "clip":
                 lin = where(ok, lin, size)
         else:
@@ -347,7 +376,7 @@ class _AtIndex:
         k = key[arrays[0]]
         if not isinstance(k, Tracer) and np.asarray(k).dtype == np.bool_:
             return None
-        return arrays[0], _index_tracer(k, self.x.shape[arrays[0]], "at", self.x, mode is None)
+        return arrays[0], _index_tracer(k, self.x.shape[arrays[0]], "at", self.x, check=False)
 
     def _scatter(self, op, values, mode, who="update"):
         """The scatter of `values` at the key, of x's shape, starting from
@@ -385,7 +414,7 @@ class _AtIndex:
                 return r
             return where(ok, r, _fill_value(np.dtype(self.x.dtype), fill_value))
         if _has_array_index(self.key):
-            return _advanced(self.x, self.key, "at", check=mode is None)[0]
+            return _advanced(self.x, self.key, "at")[0]
         return _getitem(self.x, self.key)
 
     def _read(self, mode):
@@ -475,9 +504,106 @@ def _has_traced_index(key):
 
 
 def _at(x):
-    """Tracer.at (csrc/py_tracer.c forwards here)."""
+    """Tracer.at and cjit.Array.at (csrc/py_tracer.c, _array.py forward here)."""
     if not isinstance(x, Tracer):
         if current_trace() is None:
-            raise TypeError("x.at[...] needs a traced value; outside jit, update a NumPy copy instead")
+            return _EagerAt(x)
         x = _lift(x)
     return _At(x)
+
+
+# ---------------------------------------------------------------------------
+# x.at[...] on a concrete array: the traced update under an internal jit,
+# with the key's arrays as arguments and the rest of it in the cache key
+
+class _EagerAt:
+    __slots__ = ("x",)
+
+    def __init__(self, x):
+        self.x = x
+
+    def __getitem__(self, key):
+        return _EagerAtIndex(self.x, key)
+
+
+_eager_at_jits = {}
+
+
+def _key_skeleton(key):
+    """(skeleton, arrays): the key's static part (hashable) and its arrays."""
+    items = key if isinstance(key, tuple) else (key,)
+    skel, arrays = [], []
+    for k in items:
+        if isinstance(k, (np.ndarray, list)) or (isinstance(k, np.generic) and k.dtype == np.bool_):
+            skel.append(("array", len(arrays)))
+            arrays.append(np.asarray(k))
+        elif isinstance(k, slice):
+            skel.append(("slice", k.start, k.stop, k.step))
+        elif isinstance(k, np.integer):
+            skel.append(("int", int(k)))
+        else:
+            skel.append(("item", k))
+    return (isinstance(key, tuple), tuple(skel)), arrays
+
+
+def _key_rebuild(skel, arrays):
+    is_tuple, parts = skel
+    items = []
+    for p in parts:
+        if p[0] == "array":
+            items.append(arrays[p[1]])
+        elif p[0] == "slice":
+            items.append(slice(p[1], p[2], p[3]))
+        else:
+            items.append(p[1])
+    return tuple(items) if is_tuple else items[0]
+
+
+class _EagerAtIndex:
+    __slots__ = ("x", "key")
+
+    def __init__(self, x, key):
+        self.x = x
+        self.key = key
+
+    def _run(self, method, values, kwargs):
+        from ..api import Jitted
+        skel, arrays = _key_skeleton(self.key)
+        kw = tuple(sorted(kwargs.items()))
+        jkey = (method, skel, kw, values is None)
+        j = _eager_at_jits.get(jkey)
+        if j is None:
+            def update(x, arrays, values):
+                at = _AtIndex(x, _key_rebuild(skel, arrays))
+                args = () if values is None else (values,)
+                return getattr(at, method)(*args, **dict(kw))
+            j = Jitted(update, _internal=True)
+            j._name = f"cjit.Array.at[...].{method}"
+            if len(_eager_at_jits) > 512:
+                _eager_at_jits.clear()
+            _eager_at_jits[jkey] = j
+        return j(self.x, arrays, values)
+
+    def get(self, **kwargs):
+        return self._run("get", None, kwargs)
+
+    def apply(self, func, **kwargs):
+        """func is not hashable in general: one trace per call."""
+        from ..api import Jitted
+        skel, arrays = _key_skeleton(self.key)
+        kw = tuple(sorted(kwargs.items()))
+        j = Jitted(lambda x, arrays: _AtIndex(x, _key_rebuild(skel, arrays)).apply(func, **dict(kw)),
+                   _internal=True)
+        return j(self.x, arrays)
+
+
+def _eager_update(method):
+    def update(self, values, **kwargs):
+        return self._run(method, values, kwargs)
+    update.__name__ = method
+    return update
+
+
+for _m in ("set", "add", "multiply", "mul", "divide", "power", "min", "max"):
+    setattr(_EagerAtIndex, _m, _eager_update(_m))
+del _m

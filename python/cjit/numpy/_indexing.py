@@ -45,7 +45,8 @@ def _index_key_item(k):
 def _plan_index(shape, key):
     """Normalizes a basic index against `shape`.  Returns (start, stop, step,
     out_shape) for a slice over every dim followed by a reshape to
-    out_shape; raises IndexError as NumPy does."""
+    out_shape; an integer out of range is clamped, as JAX's (decision 260),
+    other bad keys raise IndexError as NumPy's."""
     if not isinstance(key, tuple):
         key = (key,)
     kinds = [_index_key_item(k) for k in key]
@@ -76,10 +77,11 @@ def _plan_index(shape, key):
         elif kind == "int":
             n = shape[dim]
             i = operator.index(k)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+            if n == 0:
+                raise IndexError(f"index {i} is out of bounds for axis {dim} with size 0")
             if i < 0:
                 i += n
+            i = min(max(i, 0), n - 1)   # out of range: clamped, as JAX's gather (decision 260)
             start.append(i)
             stop.append(i + 1)
             step.append(1)
