@@ -326,6 +326,11 @@ class Array(np.ndarray, metaclass=_ArrayMeta):
     # ---- NumPy's functions see plain arrays ----------------------------------------
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # a NumPy scalar's operator (np.float32(2) * x) is cjit's, as JAX's
+        name = _OPERATOR_UFUNCS.get(ufunc)
+        if name is not None and method == "__call__" and not kwargs and all(
+                type(v) is Array or isinstance(v, (np.generic, int, float, complex)) for v in inputs):
+            return _F[name](*inputs)
         out = kwargs.get("out")
         if out is not None:
             kwargs["out"] = _plain(out)
@@ -395,6 +400,17 @@ for _py, _np_name in {"neg": "negative", "pos": "positive", "abs": "abs",
                       "invert": "invert"}.items():
     setattr(Array, f"__{_py}__", _unary(_np_name))
 Array.__hash__ = None
+
+# The ufuncs behind Python's operators: called by a NumPy scalar's operator
+# with a cjit.Array, they run as the array's reflected operator would
+_OPERATOR_UFUNCS = {
+    np.add: "add", np.subtract: "subtract", np.multiply: "multiply",
+    np.true_divide: "true_divide", np.floor_divide: "floor_divide", np.remainder: "remainder",
+    np.power: "power", np.matmul: "matmul", np.bitwise_and: "bitwise_and",
+    np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor", np.left_shift: "left_shift",
+    np.right_shift: "right_shift", np.less: "less", np.less_equal: "less_equal",
+    np.greater: "greater", np.greater_equal: "greater_equal", np.equal: "equal",
+    np.not_equal: "not_equal"}
 
 # Methods that are cjit.numpy's functions on the array (JAX's Array methods)
 METHODS = ("sum", "mean", "max", "min", "prod", "argmax", "argmin", "var", "std", "astype",
