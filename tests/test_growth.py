@@ -154,7 +154,7 @@ def test_distinct_signatures_with_clear_caches():
         for i in range(per_batch):
             n = 1 + b * per_batch + i            # never seen before
             out = jf(np.zeros(n, np.float32))
-            assert out.shape == (n,) and out[0] == 1
+            assert out.shape == (n,) and np.asarray(out)[0] == 1   # NumPy's ==: no eager kernel
         info = cjit.cache_info()
         assert info["entries"] == per_batch
         assert info["code_bytes"] > 0

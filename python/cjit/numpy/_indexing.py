@@ -77,8 +77,8 @@ def _plan_index(shape, key):
         elif kind == "int":
             n = shape[dim]
             i = operator.index(k)
-            if n == 0:
-                raise IndexError(f"index {i} is out of bounds for axis {dim} with size 0")
+            if n == 0 or not -(1 << 63) <= i < (1 << 63):
+                raise IndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
             if i < 0:
                 i += n
             i = min(max(i, 0), n - 1)   # out of range: clamped, as JAX's gather (decision 260)
