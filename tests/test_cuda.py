@@ -528,7 +528,7 @@ def test_runtime_against_fake_driver(fake_driver):
     # softmax: max (+init), sum (+init), divide; matmul (+init), power+add, y.sum (+init)
     assert int(got["launched"]) >= 6
     assert got["cache"] == "1 1"
-    assert got["compiled"] == "Array"
+    assert got["compiled"] == "DeviceArray"
     # the GPU compiles from the lowered plan only: no CPU executable is made
     assert got["cpu_executables"] == "0"
     # its plan's introspection: the CPU's costs, arguments and kernels

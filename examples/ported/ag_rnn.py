@@ -82,7 +82,7 @@ def build_dataset(filename, sequence_length, alphabet_size, max_lines=-1):
     seqs = np.zeros((sequence_length, len(content), alphabet_size))
     for ix, line in enumerate(content):
         padded_line = (line + " " * sequence_length)[:sequence_length]
-        seqs[:, ix, :] = string_to_one_hot(padded_line, alphabet_size)
+        seqs = seqs.at[:, ix, :].set(string_to_one_hot(padded_line, alphabet_size))   # was: seqs[:, ix, :] = ...
     return seqs
 
 
