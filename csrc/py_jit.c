@@ -2,7 +2,8 @@
  *
  * cjit.Jitted (api.py) subclasses JitBase.  Calling one runs jit_call:
  * it flattens the arguments in C when they are of the common kinds (exact
- * ndarrays that are C-contiguous and of a supported dtype, Python
+ * ndarrays and cjit.Arrays that are C-contiguous and of a supported dtype,
+ * 64-bit ones narrowed to a 32-bit copy with x64 off, Python
  * bool/int/float, None, and exact tuples, lists and dicts with str keys of
  * them), writes their abstract signature (structure, dict keys, dtype and
  * shape per leaf) as a byte string, and looks it up in a table of its own.
@@ -67,10 +68,19 @@ typedef struct {
     unsigned char buf[KEY_MAX];
     size_t len;
     int nleaves;
-    PyObject *leaf[LEAF_MAX];       /* borrowed */
+    PyObject *leaf[LEAF_MAX];       /* borrowed (from the arguments or from `narrowed`) */
     void *data[LEAF_MAX];           /* parameter data pointers */
     scalar value[LEAF_MAX];         /* Python scalars, as the kernels read them */
+    PyObject *narrowed[LEAF_MAX];   /* x64 off: owned 32-bit copies of 64-bit array arguments */
+    int nnarrowed;
 } key_builder;
+
+static void release_narrowed(key_builder *k)
+{
+    for (int i = 0; i < k->nnarrowed; i++)
+        Py_DECREF(k->narrowed[i]);
+    k->nnarrowed = 0;
+}
 
 static bool put(key_builder *k, const void *p, size_t n)
 {
@@ -106,6 +116,27 @@ static bool add_leaf(key_builder *k, PyObject *o, void *data)
     return true;
 }
 
+/* With x64 off, a 64-bit array argument is computed on as its 32-bit
+ * counterpart, as JAX converts it: the copy is made here (NumPy's unsafe
+ * cast, as the Python path's astype), so such a call stays on the fast
+ * path.  The key marks it 'n', apart from a true 32-bit argument. */
+static bool add_narrowed_leaf(key_builder *k, PyArrayObject *a, cj_dtype canon)
+{
+    if (k->nnarrowed >= LEAF_MAX)
+        return false;
+    PyArray_Descr *d = PyArray_DescrFromType(cj_py_npy_type(canon));   /* new ref */
+    PyObject *c = d == NULL ? NULL : PyArray_CastToType(a, d /* stolen */, 0);
+    if (c == NULL) {
+        PyErr_Clear();
+        return false;
+    }
+    k->narrowed[k->nnarrowed++] = c;
+    int nd = PyArray_NDIM(a);
+    return put_u8(k, 'n') && put_u8(k, (unsigned)canon) && put_u8(k, (unsigned)nd)
+           && put(k, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)nd)
+           && add_leaf(k, c, PyArray_DATA((PyArrayObject *)c));
+}
+
 static bool put_str(key_builder *k, PyObject *s)
 {
     Py_ssize_t n;
@@ -134,6 +165,8 @@ static void sort_strs(PyObject **a, Py_ssize_t *idx, Py_ssize_t n)
 }
 
 static bool walk(key_builder *k, PyObject *o, int depth);
+
+static bool nd_ok(PyArrayObject *a) { return PyArray_NDIM(a) <= CJ_MAX_RANK; }
 
 static bool walk_seq(key_builder *k, PyObject *const *items, Py_ssize_t n, int depth)
 {
@@ -185,7 +218,7 @@ static bool walk(key_builder *k, PyObject *o, int depth)
         if (!PyArray_ISCARRAY_RO(a) || !cj_py_dtype_from_descr(PyArray_DESCR(a), &dt))
             return false;
         if (cj_dtype_canon(dt) != dt)
-            return false;   /* x64 off: the Python path converts it to 32 bits */
+            return nd_ok(a) && add_narrowed_leaf(k, a, cj_dtype_canon(dt));
         int nd = PyArray_NDIM(a);
         if (nd > CJ_MAX_RANK || !put_u8(k, 'a') || !put_u8(k, (unsigned)dt) || !put_u8(k, (unsigned)nd)
             || !put(k, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)nd))
@@ -242,6 +275,7 @@ static bool build_key(key_builder *k, PyObject *const *args, Py_ssize_t nargs, P
 {
     k->len = 0;
     k->nleaves = 0;
+    k->nnarrowed = 0;
     /* the mode is part of the key: an entry traced in one is never served in the other */
     if (!put_u8(k, cj_x64_enabled() ? 'A' : 'a') || !walk_seq(k, args, nargs, 0))
         return false;
@@ -443,15 +477,21 @@ static PyObject *jit_vectorcall(PyObject *obj, PyObject *const *args, size_t nar
     if (!self->enabled || trace_depth > 0 || (!self->internal && disable_jit_set()))
         return call_slow(obj, Py_None, args, nargs, kwnames);
     key_builder k;
-    if (!build_key(&k, args, nargs, kwnames))
+    if (!build_key(&k, args, nargs, kwnames)) {
+        release_narrowed(&k);
         return call_slow(obj, Py_None, args, nargs, kwnames);
+    }
     uint64_t h = hash_bytes(k.buf, k.len);
     fast_entry *e = table_find(self, k.buf, k.len, h);
     if (e != NULL) {
-        if (cj_py_executable_ready(e->exe, k.nleaves))
-            return run_entry(self, e, &k);
+        if (cj_py_executable_ready(e->exe, k.nleaves)) {
+            PyObject *r = run_entry(self, e, &k);
+            release_narrowed(&k);
+            return r;
+        }
         table_clear(self);   /* released (clear_caches, eviction): ask Python again */
     }
+    release_narrowed(&k);    /* the Python path converts the arguments itself */
     PyObject *fkey = PyBytes_FromStringAndSize((const char *)k.buf, (Py_ssize_t)k.len);
     if (fkey == NULL)
         return NULL;

@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import cjit
 import cjit.numpy as cnp
@@ -280,3 +281,43 @@ def test_large_outputs_reused_and_counted():
         del r
         assert cjit.memory_stats()["bytes_in_use"] == base
     _cjit.trim_memory()
+
+
+# ---- x64 off: 64-bit arrays narrowed on the fast path -----------------------------
+
+def test_64_bit_arrays_are_narrowed_on_the_fast_path_with_x64_off():
+    # Was: every call with a float64 NumPy array took the Python path (17 us
+    # instead of 0.4): the C key refused 64-bit dtypes with x64 off
+    with cjit.enable_x64(False):
+        f = cjit.jit(lambda x, n: x * 2 + n)
+        x, n = np.arange(6.0), np.arange(6, dtype=np.int64)
+        keep = x.copy()
+        for _ in range(4):
+            r = f(x, n)
+            assert r.dtype == np.float32
+            np.testing.assert_array_equal(np.asarray(r), x.astype(np.float32) * 2 + n)
+        assert f.cache_info() == {"hits": 3, "misses": 1, "entries": 1}
+        assert f._fast_entries == 1 and np.array_equal(x, keep)
+        # a true float32 argument: the same compiled entry, its own fast key
+        f(x.astype(np.float32), n.astype(np.int32))
+        assert f.cache_info()["entries"] == 1 and f._fast_entries == 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(dtype=st.sampled_from(["float64", "int64", "uint64"]),
+       values=st.lists(st.integers(-2**63, 2**64 - 1), min_size=1, max_size=5))
+def test_generated_narrowing_on_the_fast_path_equals_the_python_path(dtype, values):
+    """The C fast path's 32-bit copy of a 64-bit argument (x64 off) equals
+    the Python path's conversion, wrapped integers and rounded floats
+    included; 40 cases per run."""
+    lo, hi = {"float64": (-2**63, 2**63), "int64": (-2**63, 2**63 - 1), "uint64": (0, 2**64 - 1)}[dtype]
+    a = np.array([min(max(v, lo), hi) for v in values]).astype(dtype)
+    if dtype == "float64":
+        a = a * 1.0000001
+    with cjit.enable_x64(False):
+        f = cjit.jit(lambda v: v + 0)
+        slow = f.lower(a).compile()(a)      # Compiled calls convert in Python
+        f(a)
+        fast = f(a)
+        assert f.cache_info()["hits"] == 1
+        assert fast.dtype == slow.dtype and np.asarray(fast).tobytes() == np.asarray(slow).tobytes()
