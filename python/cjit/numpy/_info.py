@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api import canonical_dtype
+from .._dtypes import canonical_dtype
 from .._cjit import Tracer
+from ._complex_dispatch import complex_aware
 from ._core import _info, _result_type
 
 __all__ = ["finfo", "iinfo", "isdtype", "can_cast", "result_type", "__array_namespace_info__"]
@@ -111,3 +112,8 @@ class _NamespaceInfo:
 
 def __array_namespace_info__():
     return _NamespaceInfo()
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)
