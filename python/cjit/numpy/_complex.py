@@ -45,7 +45,6 @@ from ._manipulation import broadcast_arrays, reshape, stack
 from ._math import arctan2, copysign, hypot, isinf
 
 
-
 _C64 = np.dtype(np.complex64)
 _C128 = np.dtype(np.complex128)
 _F32 = np.dtype(np.float32)

@@ -291,8 +291,7 @@ _pinv_fn = []
 
 
 def _pinv_custom():
-    """The pinv of the array API with JAX's derivative rule, made on first use
-    (cjit.custom_jvp imports this package)."""
+    """The pinv of the array API with JAX's derivative rule, made on first use."""
     if _pinv_fn:
         return _pinv_fn[0]
 
