@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from .._cjit import Tracer
-from .._trace_state import user_location
+from .._cjit import Tracer as _Tracer
+from .._trace_state import user_location as _user_location
 
 from ._core import (  # noqa: F401  (cjit.nn and the C layer use these)
     _lift, _norm_axes, _norm_axis, _op, _operand, _reshape_t, _result_type)
@@ -136,12 +136,12 @@ def _tracer_array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if (pair is not None and method == "__call__" and not kwargs and len(inputs) == 2
             and (out is None or (len(out) == 1 and out[0] is inputs[0]))):
         a, b = inputs
-        r = getattr(a, pair[0])(b) if isinstance(a, Tracer) else getattr(b, pair[1])(a)
+        r = getattr(a, pair[0])(b) if isinstance(a, _Tracer) else getattr(b, pair[1])(a)
         if r is not NotImplemented:
             return r
     called = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
     traced = ", ".join(f"{t.dtype.name}[{','.join(map(str, t.shape))}]"
-                       for t in inputs if isinstance(t, Tracer))
+                       for t in inputs if isinstance(t, _Tracer))
     fn = globals().get(name)
     if method == "__call__" and callable(fn) and not name.startswith("_"):
         hint = f"use cjit.numpy.{name} instead (import cjit.numpy as cnp; cnp.{name}(...))"
@@ -151,7 +151,7 @@ def _tracer_array_ufunc(self, ufunc, method, *inputs, **kwargs):
         hint = "use the cjit.numpy function that computes it instead (cnp.sum for " \
                "numpy.add.reduce, say)"
     raise TypeError(f"cjit: {called} was called on a traced value ({traced}) at "
-                    f"{user_location()}: NumPy functions need concrete arrays, which do not "
+                    f"{_user_location()}: NumPy functions need concrete arrays, which do not "
                     f"exist while tracing; {hint}")
 
 
