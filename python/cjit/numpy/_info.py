@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _tree
 from .._dtypes import canonical_dtype
 from .._cjit import Tracer
 from ._complex_dispatch import complex_aware
@@ -17,7 +18,7 @@ _DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "
 
 
 def _dtype_of(x):
-    if isinstance(x, (Tracer, np.ndarray, np.generic)) or type(x).__name__ == "ComplexTracer":
+    if isinstance(x, (Tracer, np.ndarray, np.generic)) or _tree.is_complex_tracer(x):
         return x.dtype
     if isinstance(x, (type, str, np.dtype)) and np.dtype(x) in (np.complex64, np.complex128):
         return np.dtype(x)
