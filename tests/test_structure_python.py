@@ -1,17 +1,15 @@
 """The Python modules' structure (scripts/cycles.py, docs/ARCHITECTURE.md
 "Layers"): no import cycle, internal modules import from the module that
-defines a name, complex support registered per function in one place, the
-math functions cjit has twice in one module."""
+defines a name, the math functions cjit has twice in one module (complex
+support registered per function in one place: test_complex_registry.py)."""
 import ast
 import os
 import sys
 
 import numpy as np
-import pytest
 from hypothesis import given, settings, strategies as st
 
 import cjit
-import cjit.numpy as cnp
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
@@ -130,74 +128,6 @@ def test_checker_finds_exactly_the_cycles_of_generated_packages(tmp_path_factory
     expected = {frozenset(names[i] for i in c) for c in _reach_sccs(n, imports)}
     assert got == expected
     assert (cycles.check_python(pkg_dir=str(pkg), pkg="pkg", known=[]) != []) == bool(expected)
-
-
-# ---------------------------------------------------------------------------
-# complex support: one registry, functions wrapped where they are defined
-
-def _public_functions(ns):
-    names = getattr(ns, "__all__", None) if ns is not cnp else None
-    return {n: f for n, f in vars(ns).items()
-            if (n in names if names is not None else not n.startswith("_")) and callable(f)
-            and not isinstance(f, type) and getattr(f, "__module__", "").startswith("cjit.numpy")}
-
-
-def test_public_functions_are_the_defining_modules_complex_aware_functions():
-    """cjit.numpy.X is the object its module defines, and it dispatches
-    complex arguments: internal modules that import it get the same."""
-    for ns, prefix in ((cnp, ""), (cnp.linalg, "linalg.")):
-        for name, f in _public_functions(ns).items():
-            assert getattr(f, "_cjit_complex_wrapped", False), prefix + name
-            assert getattr(sys.modules[f.__module__], name, None) is f, prefix + name
-
-
-def test_every_registry_entry_names_a_public_function():
-    from cjit.numpy import _complex_dispatch
-    public = set(_public_functions(cnp)) | {"linalg." + n for n in _public_functions(cnp.linalg)}
-    assert set(_complex_dispatch._REGISTRY) <= public
-
-
-def test_a_function_without_complex_support_says_so():
-    with pytest.raises(NotImplementedError, match="cjit.numpy.nanmean: complex"):
-        cjit.jit(lambda z: cnp.nanmean(z))(np.ones(3, np.complex64))
-
-
-_CREATION = [("zeros", lambda dt: ((2, 3), dt)), ("ones", lambda dt: ((3,), dt)),
-             ("full", lambda dt: ((2,), 1 - 2j, dt)), ("eye", lambda dt: (3, 4, 1, dt)),
-             ("identity", lambda dt: (3, dt)), ("zeros_like", lambda dt: (np.ones(2), dt)),
-             ("ones_like", lambda dt: (np.ones((2, 2)), dt)),
-             ("full_like", lambda dt: (np.ones(3), 2 + 1j, dt)),
-             ("asarray", lambda dt: ([1, 2j], dt)), ("array", lambda dt: ([[1], [2]], dt))]
-
-
-def test_identity_takes_a_complex_dtype_by_position():
-    """Regression: identity(n, complex64) went to eye's implementation with
-    the dtype in eye's M (a KeyError)."""
-    got = cnp.identity(3, np.complex64)
-    np.testing.assert_array_equal(np.asarray(got), np.identity(3, np.complex64))
-    assert np.asarray(got).dtype == np.complex64
-    got = cjit.jit(lambda: cnp.identity(2, np.complex128))()
-    np.testing.assert_array_equal(np.asarray(got), np.identity(2, np.complex128))
-
-
-@settings(max_examples=30, deadline=None)
-@given(st.sampled_from(_CREATION), st.sampled_from([np.complex64, np.complex128]),
-       st.booleans(), st.booleans())
-def test_creation_with_a_complex_dtype_matches_numpy(fn, dt, by_keyword, traced):
-    """30 cases per run: each creation function, both complex dtypes, the
-    dtype by position or keyword, eager or in jit (the registry's dtype
-    position of each function against NumPy's signature)."""
-    name, make_args = fn
-    args = make_args(dt)
-    kwargs = {}
-    if by_keyword:
-        args, kwargs = args[:-1], {"dtype": args[-1]}
-    want = getattr(np, name)(*args, **kwargs)
-    f = getattr(cnp, name)
-    got = cjit.jit(lambda: f(*args, **kwargs))() if traced else f(*args, **kwargs)
-    got = np.asarray(got)
-    assert got.dtype == want.dtype
-    np.testing.assert_array_equal(got, want)
 
 
 # ---------------------------------------------------------------------------

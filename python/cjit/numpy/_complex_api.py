@@ -37,8 +37,8 @@ from ._manipulation import (append, array_split, broadcast_shapes, broadcast_to,
                             ravel, repeat, reshape, roll, size, split, squeeze, stack, swapaxes,
                             tile, unstack, vsplit, vstack)
 from ._math import round as round_
-from ._reductions import (all as all_, any as any_, count_nonzero, cumsum, cumulative_sum,
-                          mean as mean_, sum as sum_)
+from ._reductions import (_check_reduce_args, all as all_, any as any_, count_nonzero, cumsum,
+                          cumulative_sum, mean as mean_, sum as sum_)
 from ._selection import copy
 
 # Functions that take complex arguments as they are: those that ask for a
@@ -137,8 +137,26 @@ _LINEAR = (("sum", sum_), ("mean", mean_), ("cumsum", cumsum), ("cumulative_sum"
            ("diagonal", diagonal), ("diag", diag), ("tril", tril), ("triu", triu), ("tile", tile),
            ("matrix_transpose", matrix_transpose), ("trace", trace), ("diff", diff), ("copy", copy),
            ("take", take), ("take_along_axis", take_along_axis))
+def _real_rest(name, args, kwargs):
+    """The parameters an implementation hands on to the real function as
+    they are must be real: a complex one would bring the call back to the
+    implementation through the real function's own dispatch, forever."""
+    for v in list(args) + [v for key, v in kwargs.items() if key != "dtype"]:
+        if _tree.is_complex(v) or (type(v) in (list, tuple) and any(map(_tree.is_complex, v))):
+            raise TypeError(f"cjit.numpy.{name}: only the array may be complex; a complex value "
+                            f"for another parameter is not supported")
+
+
+def _on_parts(name, fn):
+    """fn applied to both parts."""
+    def f(x, /, *a, **k):
+        _real_rest(name, a, k)
+        return linear(fn, x, *a, **k)
+    return f
+
+
 for _n, _f in _LINEAR:
-    impl(_n)(functools.partial(lambda fn, x, /, *a, **k: linear(fn, x, *a, **k), _f))
+    impl(_n)(_on_parts(_n, _f))
 
 
 @impl("repeat", static_array=(1, "repeats"))
@@ -149,6 +167,7 @@ def _repeat(x, repeats, axis=None):
 def _pieces(name, fn):
     """split, unstack, ...: the same pieces of both parts, paired up."""
     def f(x, *a, **k):
+        _real_rest(name, a, k)
         z = as_complex(x)
         res = [make(r, i) for r, i in zip(fn(z.re, *a, **k), fn(z.im, *a, **k))]
         return tuple(res) if name == "unstack" else res
@@ -194,11 +213,13 @@ def _eye(N, M=None, k=0, dtype=None, *args, **kwargs):
 
 @impl("all")
 def _all(x, *a, **k):
+    _real_rest("all", a, k)
     return all_(C.binop("ne", x, 0.0), *a, **k)
 
 
 @impl("any")
 def _any(x, *a, **k):
+    _real_rest("any", a, k)
     return any_(C.binop("ne", x, 0.0), *a, **k)
 
 
@@ -219,6 +240,7 @@ def _from_dlpack(x, /, *, device=None, copy=None):
 
 @impl("count_nonzero")
 def _count_nonzero(x, *a, **k):
+    _real_rest("count_nonzero", a, k)
     return count_nonzero(C.binop("ne", x, 0.0), *a, **k)
 
 
@@ -232,6 +254,7 @@ for _names, _f in ((("arcsinh", "asinh"), I.casinh), (("arcsin", "asin"), I.casi
 
 def _sequence(fn):
     def f(arrays, *a, **k):
+        _real_rest(fn.__name__, a, k)
         zs = [as_complex(z) for z in arrays]
         return make(fn([z.re for z in zs], *a, **k), fn([z.im for z in zs], *a, **k))
     return f
@@ -250,6 +273,7 @@ def _append(arr, values, axis=None):
 
 def _bilinear_fn(fn, conj_first=False):
     def f(a, b, *args, **k):
+        _real_rest(fn.__name__, args, k)
         if conj_first:
             a = as_complex(a).conj()
         return bilinear(lambda p, q: fn(p, q, *args, **k), a, b)
@@ -280,6 +304,11 @@ def _einsum(subscripts, *operands, **kwargs):
 @impl("var")
 def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
          correction=None, mean=None):
+    _check_reduce_args("var", out, None, where)     # refused as the real var refuses them
+    if mean is not None:
+        raise TypeError("cjit.numpy.var: mean= is not supported")
+    if correction is not None and ddof != 0:
+        raise ValueError("cjit.numpy.var: pass ddof or correction, not both")
     z = as_complex(a)
     d = C.binop("sub", z, mean_(z, axis=axis, keepdims=True))
     sq = d.re * d.re + d.im * d.im
@@ -420,9 +449,10 @@ def _result_type(*arrays_and_dtypes):
 # products of many, and cjit.numpy.linalg
 
 @impl("prod")
-def _prod(a, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs):
+def _prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """A product along axes as a tree of pairwise complex products (each
     level halves the axis; an odd element waits for the next level)."""
+    _check_reduce_args("prod", out, initial, where)  # refused as the real prod refuses them
     z = as_complex(a)
     nd = len(z.shape)
     axes = tuple(range(nd)) if axis is None else tuple(a_ % nd for a_ in np.atleast_1d(axis))
