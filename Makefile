@@ -11,7 +11,7 @@ LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/
 # The most lines one of these files may have (DESIGN.md: one job per file).
 LINE_LIMIT  := 900
 
-.PHONY: all setup test test-portability fuzz demo bench sanitize lines structure clean distclean array-api
+.PHONY: all setup test test-portability fuzz demo bench sanitize lines structure cycles clean distclean array-api
 
 all: test
 
@@ -114,6 +114,14 @@ lines:
 structure:
 	$(SETUP) $(PYTHON_VENV)
 	$(PYTHON_VENV)/bin/python scripts/structure.py build/obj-default
+	python3 scripts/cycles.py
+
+# Import cycles among the Python modules (every import, module level or in a
+# function; fails on one) and the C files' cycles counting calls and type
+# uses (reported only), with the Python modules by layer (scripts/cycles.py).
+# Needs only python3: it reads the sources.
+cycles:
+	python3 scripts/cycles.py --layers --c
 
 # Build products; the venvs stay (distclean removes them too).
 clean:

@@ -20,12 +20,16 @@ import weakref
 
 import numpy as np
 
-from . import _cjit, _grad_extras, _tree
+from . import _cjit, _tree, tree_util
+from ._cjit import Tracer
 from .errors import ConcretizationError
 from ._budget import take_forced_chain
 from ._concrete import call_on_values
 from ._transform_util import FLOATS, argnums_tuple, leaf_node
-from .api import Jitted, _output_tracer, current_trace, forced_remat, request_memory_budget
+from ._jitted import Jitted
+from ._signature import _output_tracer
+from ._trace_state import current_trace
+from ._budget import forced_remat, request_memory_budget
 
 
 
@@ -139,7 +143,7 @@ def value_and_grad(fun=None, argnums=0, has_aux=False, holomorphic=False, allow_
     ``((value, aux), gradient)`` with ``has_aux``.  The gradient has the
     structure of ``args[argnums]`` (a tuple of them for a tuple of argnums).
     ``holomorphic=True``: complex inputs and output, the gradient is f'(z);
-    ``allow_int=True``: integer inputs get float0 zeros (see _grad_extras)."""
+    ``allow_int=True``: integer inputs get float0 zeros (allow_int_value_and_grad)."""
     if fun is None:
         return functools.partial(value_and_grad, argnums=argnums, has_aux=has_aux,
                                  holomorphic=holomorphic, allow_int=allow_int,
@@ -148,9 +152,9 @@ def value_and_grad(fun=None, argnums=0, has_aux=False, holomorphic=False, allow_
     _options(who, holomorphic, allow_int, reduce_axes, memory_budget)
     budget = _check_budget(memory_budget, who)
     if holomorphic:
-        return _grad_extras.holomorphic_value_and_grad(fun, argnums, has_aux, who)
+        return holomorphic_value_and_grad(fun, argnums, has_aux, who)
     if allow_int:
-        return _grad_extras.allow_int_value_and_grad(fun, argnums, has_aux, who, budget)
+        return allow_int_value_and_grad(fun, argnums, has_aux, who, budget)
     nums, single = argnums_tuple(argnums, who)
 
     def traced(*args, **kwargs):
@@ -171,8 +175,8 @@ def grad(fun=None, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
     _options(who, holomorphic, allow_int, reduce_axes, memory_budget)
     budget = _check_budget(memory_budget, who)
     if holomorphic or allow_int:
-        vg = (_grad_extras.holomorphic_value_and_grad(fun, argnums, has_aux, who) if holomorphic
-              else _grad_extras.allow_int_value_and_grad(fun, argnums, has_aux, who, budget))
+        vg = (holomorphic_value_and_grad(fun, argnums, has_aux, who) if holomorphic
+              else allow_int_value_and_grad(fun, argnums, has_aux, who, budget))
 
         @functools.wraps(fun)
         def g_only(*args, **kwargs):
@@ -399,10 +403,19 @@ def _conj_leaves(treedef, leaves):
     """Complex values are differentiated as pairs of reals; JAX's
     convention for their cotangents (and gradients) is the conjugate of
     the pair's: the imaginary half is negated on the way in and out."""
-    if not any(_tree.complex_leaf_mask(treedef)):
+    mask = _tree.complex_leaf_mask(treedef)
+    if not any(mask):
         return leaves
-    from .numpy._complex_api import conj_pairs, negate_imag
-    return conj_pairs(treedef, leaves, negate_imag)
+    return [_negate_imag(x) if m and x is not None else x for x, m in zip(leaves, mask)]
+
+
+def _negate_imag(pair):
+    """A real pair (a complex value's parts, interleaved in a last axis of
+    2) with its imaginary half negated."""
+    if isinstance(pair, _cjit.Tracer):
+        return pair * np.array([1.0, -1.0], dtype=pair.dtype)
+    a = np.asarray(pair)
+    return a * np.array([1.0, -1.0], dtype=a.dtype)
 
 
 def _conj_complex(parts, grads):
@@ -536,3 +549,113 @@ def vjp(fun, *primals, has_aux=False):
         return backward_compiled(tuple(primals), _tree.unflatten(out_treedef, ct_leaves))
 
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+# ---------------------------------------------------------------------------
+# grad's holomorphic= and allow_int= options
+#
+# - holomorphic=True: inputs and the scalar output are complex; the result
+#   is f'(z), which is the vjp of the cotangent 1 (cjit's vjp, as JAX's, does
+#   not conjugate a holomorphic function's derivative).
+# - allow_int=True: integer and bool inputs among the differentiated ones get
+#   zero gradients of JAX's float0 dtype (NumPy's void dtype of 0 bytes);
+#   the float leaves are differentiated as usual.
+
+# JAX's float0: the tangent type of integer and bool values (no data).
+float0 = np.dtype([("float0", np.void, 0)])
+
+
+def _dtype_of(x):
+    if isinstance(x, Tracer) or (hasattr(x, "dtype") and hasattr(x, "shape")):
+        return np.dtype(x.dtype)   # traced values (complex ones too), arrays
+    if isinstance(x, bool):
+        return np.dtype(bool)
+    if isinstance(x, int):
+        return np.dtype(np.int64)
+    if isinstance(x, float):
+        return np.dtype(np.float64)
+    if isinstance(x, complex):
+        return np.dtype(np.complex128)
+    return np.asarray(x).dtype
+
+
+def _float0_zeros(x):
+    return np.zeros(np.shape(x), float0)
+
+
+def _splice(args, nums, values):
+    a = list(args)
+    for i, v in zip(nums, values):
+        a[i] = v
+    return a
+
+
+def holomorphic_value_and_grad(fun, argnums, has_aux, who):
+    """value_and_grad(fun, holomorphic=True): (value, f'(z)) per argnum."""
+    nums, single = argnums_tuple(argnums, who)
+
+    def vg(*args, **kwargs):
+        for i in nums:
+            if not -len(args) <= i < len(args):
+                raise TypeError(f"{who}: argnums {i} is out of range for a call with "
+                                f"{len(args)} positional arguments")
+            for x in tree_util.tree_leaves(args[i]):
+                if _dtype_of(x).kind != "c":
+                    raise TypeError(f"{who} with holomorphic=True requires inputs with complex "
+                                    f"dtype, but argument {i} has a leaf of dtype "
+                                    f"{_dtype_of(x).name}")
+
+        def part(*diff):
+            return fun(*_splice(args, nums, diff), **kwargs)
+        res = vjp(part, *[args[i] for i in nums], has_aux=has_aux)
+        out, f_vjp = res[0], res[1]
+        if np.shape(out) != () or _dtype_of(out).kind != "c":
+            raise TypeError(f"{who} with holomorphic=True requires a complex scalar output, "
+                            f"got {_dtype_of(out).name}{list(np.shape(out))}")
+        g = f_vjp(np.ones((), _dtype_of(out)))
+        g = g[0] if single else tuple(g)
+        return ((out, res[2]), g) if has_aux else (out, g)
+    # on concrete values: one cached internal jit, as plain grad
+    return _traced_or_compiled(fun, vg, nums)
+
+
+def allow_int_value_and_grad(fun, argnums, has_aux, who, memory_budget):
+    """value_and_grad(fun, allow_int=True): float0 zeros for int leaves."""
+    nums, single = argnums_tuple(argnums, who)
+    inner_fns = {}   # one differentiated function per (structures, int masks)
+
+    def inner_for(key):
+        f = inner_fns.get(key)
+        if f is None:
+            treedefs, masks = key
+
+            def inner(floats, ints, args, kwargs):
+                fi, ii = iter(floats), iter(ints)
+                trees = [_tree.unflatten(td, [next(ii) if m else next(fi) for m in mask])
+                         for td, mask in zip(treedefs, masks)]
+                return fun(*_splice(args, nums, trees), **kwargs)
+            f = inner_fns[key] = value_and_grad(inner, 0, has_aux, memory_budget=memory_budget)
+        return f
+
+    def vg(*args, **kwargs):
+        for i in nums:
+            if not -len(args) <= i < len(args):
+                raise TypeError(f"{who}: argnums {i} is out of range for a call with "
+                                f"{len(args)} positional arguments")
+        flat = [tree_util.tree_flatten(args[i]) for i in nums]
+        masks = tuple(tuple(_dtype_of(x).kind in "biu" for x in leaves) for leaves, _ in flat)
+        floats = tuple(x for (leaves, _), m in zip(flat, masks) for x, k in zip(leaves, m) if not k)
+        ints = tuple(x for (leaves, _), m in zip(flat, masks) for x, k in zip(leaves, m) if k)
+        rest = tuple(None if i in nums or i - len(args) in nums else a for i, a in enumerate(args))
+        if floats:
+            value, gf = inner_for((tuple(td for _, td in flat), masks))(floats, ints, rest, kwargs)
+        else:   # nothing to differentiate: the value alone
+            value = fun(*args, **kwargs)
+            gf = ()
+        gi = iter(gf)
+        trees = []
+        for (leaves, td), mask in zip(flat, masks):
+            trees.append(tree_util.tree_unflatten(
+                td, [_float0_zeros(x) if m else next(gi) for x, m in zip(leaves, mask)]))
+        return value, (trees[0] if single else tuple(trees))
+    return vg

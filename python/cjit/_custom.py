@@ -24,8 +24,8 @@ import numpy as np
 from . import _cjit, _tree
 from ._signature import _output_tracer
 from ._trace_state import current_trace
-from .lax import _aval, _names, _where
-from .lax import _placeholders as _zero_templates
+from ._transform_util import aval as _aval, at_user as _where, names as _names
+from ._transform_util import placeholders as _zero_templates
 
 __all__ = ["custom_vjp", "custom_jvp"]
 
@@ -43,6 +43,14 @@ def _tracers(trace, leaves, what):
 def _zeros(trace, like):
     return trace.apply("constant", value=0, dtype=np.dtype(like.dtype).name, shape=tuple(like.shape),
                        weak=False)
+
+
+def _zeros_like(x):
+    """Zeros of x's shape and dtype: a constant of x's trace for a traced x,
+    a NumPy array otherwise (as cjit.numpy.zeros_like gives them)."""
+    if isinstance(x, _cjit.Tracer):
+        return _zeros(x.trace, x)
+    return np.zeros(np.shape(x), np.asarray(x).dtype)
 
 
 def _fit(trace, who, what, got, like):
@@ -260,9 +268,8 @@ class custom_jvp(_Custom):
                     continue
                 d = fn(t, out, *primals)
                 total = d if total is None else _tree.tree_map(lambda u, v: u + v, total, d)
-            if total is None:
-                from . import numpy as cnp
-                total = _tree.tree_map(cnp.zeros_like, out)
+            if total is None:   # every argument without a rule: zero tangents
+                total = _tree.tree_map(_zeros_like, out)
             return out, total
         self.jvp = rule
 

@@ -21,6 +21,8 @@ from ._signature import _output_tracer
 from ._trace_state import current_trace
 from ._jitted import Jitted
 from ._transform_util import FLOATS, argnums_tuple, leaf_node
+from ._autodiff import _vjp_traced
+from ._vmap import vmap
 
 
 
@@ -213,7 +215,6 @@ def _transformed(fun, traced, argnums):
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian of fun in forward mode: one jvp per input element,
     batched by vmap.  Each output leaf gets shape ``out.shape + in.shape``."""
-    from ._vmap import vmap
     who = "cjit.jacfwd"
     nums, single = argnums_tuple(argnums, who)
 
@@ -253,8 +254,6 @@ def jacfwd(fun, argnums=0, has_aux=False):
 def jacrev(fun, argnums=0, has_aux=False):
     """The Jacobian of fun in reverse mode: one vjp per output element,
     batched by vmap.  Each output leaf gets shape ``out.shape + in.shape``."""
-    from ._autodiff import _vjp_traced
-    from ._vmap import vmap
     who = "cjit.jacrev"
     nums, single = argnums_tuple(argnums, who)
 

@@ -3,6 +3,8 @@ program is its graph, so this is jit(fun).lower(*args).as_text() in an
 object that prints it."""
 from __future__ import annotations
 
+from ._jitted import jit
+
 
 class ProgramText:
     """The graph cjit traced for one call, as text (str() or print() it)."""
@@ -21,7 +23,6 @@ def make_jaxpr(fun, static_argnums=(), **unused):
     """A function of fun's arguments returning the graph cjit traces for
     them (after simplification), as jax.make_jaxpr returns a jaxpr.  The
     text is cjit's, not JAX's jaxpr syntax."""
-    from ._jitted import jit
 
     def program(*args, **kwargs):
         lowered = jit(fun, static_argnums=static_argnums).lower(*args, **kwargs)

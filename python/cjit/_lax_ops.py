@@ -9,10 +9,38 @@ import builtins
 
 import numpy as np
 
-from . import _tree
+from . import _cjit, _tree
+from ._control import scan
+from ._trace_state import current_trace
+from .numpy import _complex
 from ._cjit import Tracer
-from . import numpy as cnp
 from .scipy import special as _special
+from .numpy._creation import (arange, asarray, full as full_, full_like as full_like_, ones_like,
+                              zeros_like)
+from .numpy._einsum import einsum
+from .numpy._elementwise import (abs as abs_, add as add_, astype, ceil as ceil_, clip,
+                                 cos as cos_, divide, equal, exp as exp_, expm1 as expm1_,
+                                 floor as floor_, floor_divide, greater, greater_equal, isfinite,
+                                 less, less_equal, log as log_, log1p as log1p_, logical_and,
+                                 maximum, minimum, multiply, negative, not_equal, power,
+                                 reciprocal, sign as sign_, sin as sin_, sqrt as sqrt_,
+                                 square as square_, subtract, tanh as tanh_, where)
+from .numpy._gather import take, take_along_axis
+from .numpy._linalg import dot as dot_, transpose as transpose_
+from .numpy._manipulation import (broadcast_to, concatenate as concatenate_,
+                                  expand_dims as expand_dims_, flip, pad as pad_,
+                                  reshape as reshape_, squeeze as squeeze_, stack)
+from .numpy._math import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
+                          bitwise_and as bitwise_and_, bitwise_not as bitwise_not_,
+                          bitwise_or as bitwise_or_, bitwise_xor as bitwise_xor_, cbrt as cbrt_,
+                          conj as conj_, cosh as cosh_, exp2 as exp2_, fmod, imag as imag_,
+                          left_shift, logaddexp, real as real_, remainder, right_shift,
+                          round as round_, sinh as sinh_, tan as tan_)
+from .numpy._reductions import (all as all_, any as any_, argmax as argmax_, argmin as argmin_,
+                                cumprod as cumprod_, cumsum as cumsum_, max as max_, min as min_,
+                                prod, sum as sum_)
+from .numpy._selection import nextafter as nextafter_
+from .numpy._sorting import argsort, sort as sort_
 
 __all__ = [
     "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
@@ -33,21 +61,21 @@ __all__ = [
 
 # ---- elementwise ------------------------------------------------------------------
 
-abs = cnp.abs
-acos, acosh, asin, asinh = cnp.arccos, cnp.arccosh, cnp.arcsin, cnp.arcsinh
-atan, atan2, atanh = cnp.arctan, cnp.arctan2, cnp.arctanh
-add, sub, mul, neg, pow = cnp.add, cnp.subtract, cnp.multiply, cnp.negative, cnp.power
-bitwise_and, bitwise_or, bitwise_xor, bitwise_not = (cnp.bitwise_and, cnp.bitwise_or,
-                                                     cnp.bitwise_xor, cnp.bitwise_not)
-cbrt, ceil, floor, cos, cosh, sin, sinh, tan, tanh = (cnp.cbrt, cnp.ceil, cnp.floor, cnp.cos,
-                                                      cnp.cosh, cnp.sin, cnp.sinh, cnp.tan, cnp.tanh)
-exp, exp2, expm1, log, log1p = cnp.exp, cnp.exp2, cnp.expm1, cnp.log, cnp.log1p
-sqrt, square, sign, nextafter = cnp.sqrt, cnp.square, cnp.sign, cnp.nextafter
-eq, ne, lt, le, gt, ge = (cnp.equal, cnp.not_equal, cnp.less, cnp.less_equal, cnp.greater,
-                          cnp.greater_equal)
-max, min = cnp.maximum, cnp.minimum
-is_finite = cnp.isfinite
-shift_left, shift_right_arithmetic = cnp.left_shift, cnp.right_shift
+abs = abs_
+acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
+atan, atan2, atanh = arctan, arctan2, arctanh
+add, sub, mul, neg, pow = add_, subtract, multiply, negative, power
+bitwise_and, bitwise_or, bitwise_xor, bitwise_not = (bitwise_and_, bitwise_or_,
+                                                     bitwise_xor_, bitwise_not_)
+cbrt, ceil, floor, cos, cosh, sin, sinh, tan, tanh = (cbrt_, ceil_, floor_, cos_,
+                                                      cosh_, sin_, sinh_, tan_, tanh_)
+exp, exp2, expm1, log, log1p = exp_, exp2_, expm1_, log_, log1p_
+sqrt, square, sign, nextafter = sqrt_, square_, sign_, nextafter_
+eq, ne, lt, le, gt, ge = (equal, not_equal, less, less_equal, greater,
+                          greater_equal)
+max, min = maximum, minimum
+is_finite = isfinite
+shift_left, shift_right_arithmetic = left_shift, right_shift
 erf, erfc, erf_inv = _special.erf, _special.erfc, _special.erfinv
 lgamma, digamma, logistic = _special.gammaln, _special.digamma, _special.expit
 
@@ -55,17 +83,16 @@ lgamma, digamma, logistic = _special.gammaln, _special.digamma, _special.expit
 def shift_right_logical(x, y):
     """x >> y filling with zeros, for signed x too (through the unsigned
     dtype of the same width)."""
-    x = cnp.asarray(x) if not hasattr(x, "dtype") else x
+    x = asarray(x) if not hasattr(x, "dtype") else x
     dt = np.dtype(x.dtype)
     if dt.kind != "i":
-        return cnp.right_shift(x, y)
+        return right_shift(x, y)
     unsigned = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dt.itemsize]
     u = _bitcast(x, unsigned)
-    return _bitcast(cnp.right_shift(u, cnp.astype(y, unsigned)), dt)
+    return _bitcast(right_shift(u, astype(y, unsigned)), dt)
 
 
 def _bitcast(x, dtype):
-    from ._trace_state import current_trace
     t = current_trace()
     if t is None:
         return np.asarray(x).view(dtype)
@@ -74,21 +101,21 @@ def _bitcast(x, dtype):
 
 def rsqrt(x):
     """1 / sqrt(x)."""
-    return cnp.reciprocal(cnp.sqrt(x))
+    return reciprocal(sqrt_(x))
 
 
 def round(x, rounding_method=0):
     """Rounded to the nearest integer: halves away from zero (lax's default,
     rounding_method 0) or to even (1, NumPy's)."""
     if int(getattr(rounding_method, "value", rounding_method)) == 1:
-        return cnp.round(x)
-    return cnp.where(cnp.greater_equal(x, 0), cnp.floor(cnp.add(x, 0.5)),
-                     cnp.ceil(cnp.subtract(x, 0.5)))
+        return round_(x)
+    return where(greater_equal(x, 0), floor_(add_(x, 0.5)),
+                     ceil_(subtract(x, 0.5)))
 
 
 def clamp(min, x, max):
     """x limited to [min, max] (lax's argument order)."""
-    return cnp.minimum(cnp.maximum(x, min), max)
+    return minimum(maximum(x, min), max)
 
 
 def div(x, y):
@@ -96,37 +123,37 @@ def div(x, y):
     floor division)."""
     dt = np.result_type(getattr(x, "dtype", type(x)), getattr(y, "dtype", type(y)))
     if dt.kind in "iu":
-        q = cnp.floor_divide(x, y)
+        q = floor_divide(x, y)
         # floor and truncation differ where the remainder is nonzero and the signs differ
-        fix = cnp.logical_and(cnp.not_equal(cnp.remainder(x, y), 0),
-                              cnp.less(cnp.multiply(cnp.sign(x), cnp.sign(y)), 0))
-        return cnp.where(fix, cnp.add(q, 1), q)
-    return cnp.divide(x, y)
+        fix = logical_and(not_equal(remainder(x, y), 0),
+                              less(multiply(sign_(x), sign_(y)), 0))
+        return where(fix, add_(q, 1), q)
+    return divide(x, y)
 
 
 def rem(x, y):
     """The remainder with the sign of x (C's fmod), as lax.rem."""
-    return cnp.fmod(x, y)
+    return fmod(x, y)
 
 
 def integer_pow(x, y):
     """x ** y for a static int y, by repeated multiplication."""
     y = int(y)
     if y == 0:
-        return cnp.ones_like(x)
-    base = x if y > 0 else cnp.reciprocal(x)
+        return ones_like(x)
+    base = x if y > 0 else reciprocal(x)
     result, n = None, builtins.abs(y)
     while n:
         if n & 1:
-            result = base if result is None else cnp.multiply(result, base)
+            result = base if result is None else multiply(result, base)
         n >>= 1
         if n:
-            base = cnp.multiply(base, base)
+            base = multiply(base, base)
     return result
 
 
 def convert_element_type(operand, new_dtype):
-    return cnp.astype(operand, new_dtype)
+    return astype(operand, new_dtype)
 
 
 # ---- shapes -----------------------------------------------------------------------
@@ -134,14 +161,14 @@ def convert_element_type(operand, new_dtype):
 def reshape(operand, new_sizes, dimensions=None):
     """operand (transposed by `dimensions` first, if given) reshaped."""
     if dimensions is not None:
-        operand = cnp.transpose(operand, tuple(dimensions))
-    return cnp.reshape(operand, tuple(new_sizes))
+        operand = transpose_(operand, tuple(dimensions))
+    return reshape_(operand, tuple(new_sizes))
 
 
 def broadcast(operand, sizes):
     """operand with new leading dims of the given sizes."""
     shape = tuple(sizes) + tuple(np.shape(operand))
-    return cnp.broadcast_to(operand, shape)
+    return broadcast_to(operand, shape)
 
 
 def broadcast_in_dim(operand, shape, broadcast_dimensions):
@@ -154,29 +181,29 @@ def broadcast_in_dim(operand, shape, broadcast_dimensions):
     dims = list(broadcast_dimensions)
     if dims != sorted(dims):
         order = sorted(range(len(dims)), key=lambda i: dims[i])
-        operand = cnp.transpose(operand, tuple(order))
+        operand = transpose_(operand, tuple(order))
         in_shape = tuple(in_shape[i] for i in order)
         dims = sorted(dims)
     mid = [1] * len(shape)
     for d, size in zip(dims, in_shape):
         mid[d] = size
-    return cnp.broadcast_to(cnp.reshape(operand, tuple(mid)), tuple(shape))
+    return broadcast_to(reshape_(operand, tuple(mid)), tuple(shape))
 
 
 def expand_dims(x, dimensions):
-    return cnp.expand_dims(x, tuple(dimensions))
+    return expand_dims_(x, tuple(dimensions))
 
 
 def squeeze(array, dimensions):
-    return cnp.squeeze(array, tuple(dimensions))
+    return squeeze_(array, tuple(dimensions))
 
 
 def transpose(operand, permutation):
-    return cnp.transpose(operand, tuple(permutation))
+    return transpose_(operand, tuple(permutation))
 
 
 def concatenate(operands, dimension):
-    return cnp.concatenate(list(operands), axis=dimension)
+    return concatenate_(list(operands), axis=dimension)
 
 
 def slice(operand, start_indices, limit_indices, strides=None):
@@ -206,15 +233,15 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     """Sorted along `dimension` (always stable); a tuple of operands is
     sorted by its first num_keys, the others carried along."""
     if not isinstance(operand, (tuple, list)):
-        return cnp.sort(operand, axis=dimension)
-    ops = [cnp.asarray(o) for o in operand]
+        return sort_(operand, axis=dimension)
+    ops = [asarray(o) for o in operand]
     if num_keys < 1 or num_keys > len(ops):
         raise ValueError(f"cjit.lax.sort: num_keys must be in [1, {len(ops)}], got {num_keys}")
-    order = cnp.argsort(ops[num_keys - 1], axis=dimension)
+    order = argsort(ops[num_keys - 1], axis=dimension)
     for k in range(num_keys - 2, -1, -1):   # earlier keys sort last (stable), so they decide first
-        keyed = cnp.take_along_axis(ops[k], order, axis=dimension)
-        order = cnp.take_along_axis(order, cnp.argsort(keyed, axis=dimension), axis=dimension)
-    return tuple(cnp.take_along_axis(o, order, axis=dimension) for o in ops)
+        keyed = take_along_axis(ops[k], order, axis=dimension)
+        order = take_along_axis(order, argsort(keyed, axis=dimension), axis=dimension)
+    return tuple(take_along_axis(o, order, axis=dimension) for o in ops)
 
 
 def sort_key_val(keys, values, dimension=-1, is_stable=True):
@@ -224,11 +251,11 @@ def sort_key_val(keys, values, dimension=-1, is_stable=True):
 def top_k(operand, k):
     """(the k largest values along the last axis, largest first; their
     int32 indices), ties taken in index order, as lax.top_k."""
-    x = cnp.asarray(operand)
+    x = asarray(operand)
     if not 0 <= k <= np.shape(x)[-1]:
         raise ValueError(f"cjit.lax.top_k: k={k} is out of range for a last axis of {np.shape(x)[-1]}")
-    idx = cnp.argsort(x, axis=-1, descending=True)[..., :k]
-    return cnp.take_along_axis(x, idx, axis=-1), idx.astype("int32")
+    idx = argsort(x, axis=-1, descending=True)[..., :k]
+    return take_along_axis(x, idx, axis=-1), idx.astype("int32")
 
 
 # ---- slices at traced positions (gathers and scatters) ----------------------------
@@ -256,14 +283,14 @@ def _starts(operand, start_indices, sizes, who, allow_negative_indices=True):
                                  f"allow_negative_indices=False")
             out.append(builtins.min(builtins.max(s + n if s < 0 else s, 0), n - k))
             continue
-        s = cnp.asarray(s)
+        s = asarray(s)
         signed = np.dtype(s.dtype).kind == "i"
         if np.dtype(s.dtype) == np.uint64:   # capped first: 2**63 and up must not turn negative
-            s = cnp.minimum(s, n)
+            s = minimum(s, n)
         s = s.astype("int64")
         if neg and signed:
-            s = cnp.where(s < 0, s + n, s)
-        out.append(cnp.clip(s, 0, n - k))
+            s = where(s < 0, s + n, s)
+        out.append(clip(s, 0, n - k))
     return out
 
 
@@ -272,12 +299,12 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
     (a negative start counts from the end, then each is clamped so that the
     slice fits, as lax does)."""
     starts = _starts(operand, start_indices, slice_sizes, "dynamic_slice", allow_negative_indices)
-    x = cnp.asarray(operand)
+    x = asarray(operand)
     for d, (s, k) in enumerate(zip(starts, slice_sizes)):
         if isinstance(s, int):
             x = slice_in_dim(x, s, s + k, axis=d)
         else:
-            x = cnp.take(x, s + cnp.arange(k), axis=d)
+            x = take(x, s + arange(k), axis=d)
     return x
 
 
@@ -291,7 +318,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
 
 def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
     r = dynamic_slice_in_dim(operand, index, 1, axis)
-    return r if keepdims else cnp.squeeze(r, axis % np.ndim(operand))
+    return r if keepdims else squeeze_(r, axis % np.ndim(operand))
 
 
 def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indices=True):
@@ -300,7 +327,7 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
     scatter when a start is traced."""
     sizes = np.shape(update)
     starts = _starts(operand, start_indices, sizes, "dynamic_update_slice", allow_negative_indices)
-    x = cnp.asarray(operand)
+    x = asarray(operand)
     nd = len(sizes)
     if builtins.all(isinstance(s, int) for s in starts):
         key = tuple(builtins.slice(s, s + k) for s, k in zip(starts, sizes))
@@ -309,10 +336,10 @@ def dynamic_update_slice(operand, update, start_indices, *, allow_negative_indic
             out[key] = np.asarray(update)
             return out
     else:   # an open mesh of per-dim index arrays, as np.ix_ builds
-        key = tuple(cnp.reshape(s + cnp.arange(k),
+        key = tuple(reshape_(s + arange(k),
                                 (1,) * d + (k,) + (1,) * (nd - d - 1))
                     for d, (s, k) in enumerate(zip(starts, sizes)))
-    return x.at[key].set(cnp.asarray(update).astype(x.dtype))
+    return x.at[key].set(asarray(update).astype(x.dtype))
 
 
 def dynamic_update_slice_in_dim(operand, update, start_index, axis):
@@ -325,7 +352,7 @@ def dynamic_update_slice_in_dim(operand, update, start_index, axis):
 def dynamic_update_index_in_dim(operand, update, index, axis):
     nd = np.ndim(operand)
     if np.ndim(update) == nd - 1:
-        update = cnp.expand_dims(cnp.asarray(update), axis % nd)
+        update = expand_dims_(asarray(update), axis % nd)
     return dynamic_update_slice_in_dim(operand, update, index, axis)
 
 
@@ -339,57 +366,57 @@ def pad(operand, padding_value, padding_config):
                  for (lo, hi, _), n in zip(cfg, np.shape(operand)))
     operand = operand[crop]
     widths = tuple((builtins.max(lo, 0), builtins.max(hi, 0)) for lo, hi, _ in cfg)
-    return cnp.pad(operand, widths, constant_values=padding_value)
+    return pad_(operand, widths, constant_values=padding_value)
 
 
 def rev(operand, dimensions):
-    return cnp.flip(operand, tuple(dimensions)) if dimensions else operand
+    return flip(operand, tuple(dimensions)) if dimensions else operand
 
 
 def iota(dtype, size):
-    return cnp.arange(size, dtype=dtype)
+    return arange(size, dtype=dtype)
 
 
 def full(shape, fill_value, dtype=None):
-    return cnp.full(tuple(shape) if not isinstance(shape, int) else (shape,), fill_value, dtype)
+    return full_(tuple(shape) if not isinstance(shape, int) else (shape,), fill_value, dtype)
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
-    return cnp.full_like(x, fill_value, dtype=dtype, shape=shape)
+    return full_like_(x, fill_value, dtype=dtype, shape=shape)
 
 
 # ---- reductions and scans -------------------------------------------------------------
 
 def reduce_sum(operand, axes):
-    return cnp.sum(operand, axis=tuple(axes))
+    return sum_(operand, axis=tuple(axes))
 
 
 def reduce_prod(operand, axes):
-    return cnp.prod(operand, axis=tuple(axes))
+    return prod(operand, axis=tuple(axes))
 
 
 def reduce_max(operand, axes):
-    return cnp.max(operand, axis=tuple(axes))
+    return max_(operand, axis=tuple(axes))
 
 
 def reduce_min(operand, axes):
-    return cnp.min(operand, axis=tuple(axes))
+    return min_(operand, axis=tuple(axes))
 
 
 def reduce_and(operand, axes):
-    return cnp.all(operand, axis=tuple(axes))
+    return all_(operand, axis=tuple(axes))
 
 
 def reduce_or(operand, axes):
-    return cnp.any(operand, axis=tuple(axes))
+    return any_(operand, axis=tuple(axes))
 
 
 def argmax(operand, axis, index_dtype):
-    return cnp.astype(cnp.argmax(operand, axis=axis), index_dtype)
+    return astype(argmax_(operand, axis=axis), index_dtype)
 
 
 def argmin(operand, axis, index_dtype):
-    return cnp.astype(cnp.argmin(operand, axis=axis), index_dtype)
+    return astype(argmin_(operand, axis=axis), index_dtype)
 
 
 def _cum(combine, operand, axis, reverse):
@@ -398,33 +425,33 @@ def _cum(combine, operand, axis, reverse):
 
 def cumsum(operand, axis=0, reverse=False):
     if not reverse:
-        return cnp.cumsum(operand, axis=axis)
-    return cnp.flip(cnp.cumsum(cnp.flip(operand, axis), axis=axis), axis)
+        return cumsum_(operand, axis=axis)
+    return flip(cumsum_(flip(operand, axis), axis=axis), axis)
 
 
 def cumprod(operand, axis=0, reverse=False):
     if not reverse:
-        return cnp.cumprod(operand, axis=axis)
-    return cnp.flip(cnp.cumprod(cnp.flip(operand, axis), axis=axis), axis)
+        return cumprod_(operand, axis=axis)
+    return flip(cumprod_(flip(operand, axis), axis=axis), axis)
 
 
 def cummax(operand, axis=0, reverse=False):
-    return _cum(cnp.maximum, operand, axis, reverse)
+    return _cum(maximum, operand, axis, reverse)
 
 
 def cummin(operand, axis=0, reverse=False):
-    return _cum(cnp.minimum, operand, axis, reverse)
+    return _cum(minimum, operand, axis, reverse)
 
 
 def cumlogsumexp(operand, axis=0, reverse=False):
-    return _cum(cnp.logaddexp, operand, axis, reverse)
+    return _cum(logaddexp, operand, axis, reverse)
 
 
 # ---- contractions -------------------------------------------------------------------------
 
 def dot(lhs, rhs, precision=None, preferred_element_type=None):
-    r = cnp.dot(lhs, rhs)
-    return r if preferred_element_type is None else cnp.astype(r, preferred_element_type)
+    r = dot_(lhs, rhs)
+    return r if preferred_element_type is None else astype(r, preferred_element_type)
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -448,15 +475,14 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         rs[i] = rs[i] or next(letters)
     out = [ls[a] for a in lb] + [ls[i] for i in range(ln) if i not in lb and i not in lc] + \
           [rs[i] for i in range(rn) if i not in rb and i not in rc]
-    r = cnp.einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", lhs, rhs)
-    return r if preferred_element_type is None else cnp.astype(r, preferred_element_type)
+    r = einsum(f"{''.join(ls)},{''.join(rs)}->{''.join(out)}", lhs, rhs)
+    return r if preferred_element_type is None else astype(r, preferred_element_type)
 
 
 # ---- map and associative_scan ---------------------------------------------------------
 
 def map(f, xs, *, batch_size=None):
     """[f(x) for x in xs] stacked, as one scan (the body traced once)."""
-    from .lax import scan
     if batch_size is not None:
         raise NotImplementedError("cjit.lax.map: batch_size= is not supported")
     _, ys = scan(lambda carry, x: (carry, f(x)), None, xs)
@@ -473,14 +499,14 @@ def _interleave(evens, odds, axis):
     """e0, o0, e1, o1, ... along axis (evens may have one more)."""
     n_e, n_o = np.shape(evens)[axis], np.shape(odds)[axis]
     if n_e > n_o:
-        odds_full = cnp.concatenate([odds, cnp.zeros_like(_take_axis(evens, 0, 1, 1, axis))],
+        odds_full = concatenate_([odds, zeros_like(_take_axis(evens, 0, 1, 1, axis))],
                                     axis=axis)
     else:
         odds_full = odds
-    both = cnp.stack([evens, odds_full], axis=axis + 1)
+    both = stack([evens, odds_full], axis=axis + 1)
     shape = list(np.shape(evens))
     shape[axis] = 2 * n_e
-    merged = cnp.reshape(both, tuple(shape))
+    merged = reshape_(both, tuple(shape))
     return _take_axis(merged, 0, n_e + n_o, 1, axis)
 
 
@@ -515,15 +541,15 @@ def associative_scan(fn, elems, reverse=False, axis=0):
         else:
             even = combine([_take_axis(x, 0, None, 1, axis) for x in odd],
                            [_take_axis(x, 2, None, 2, axis) for x in xs])
-        even = [cnp.concatenate([_take_axis(x, 0, 1, 1, axis), e], axis=axis)
+        even = [concatenate_([_take_axis(x, 0, 1, 1, axis), e], axis=axis)
                 for x, e in zip(xs, even)]
         return [_interleave(e, o, axis) for e, o in zip(even, odd)]
 
     if reverse:
-        leaves = [cnp.flip(x, axis) for x in leaves]
+        leaves = [flip(x, axis) for x in leaves]
     out = scan_leaves(leaves)
     if reverse:
-        out = [cnp.flip(x, axis) for x in out]
+        out = [flip(x, axis) for x in out]
     return _tree.unflatten(treedef, out)
 
 
@@ -533,10 +559,7 @@ def associative_scan(fn, elems, reverse=False, axis=0):
 def complex(x, y):
     """x + i y of two real arrays of one float dtype (float32 gives
     complex64, float64 complex128), as jax.lax.complex."""
-    from . import _cjit
-    from ._trace_state import current_trace
-    from .numpy import _complex
-    x, y = cnp.asarray(x), cnp.asarray(y)
+    x, y = asarray(x), asarray(y)
     if np.dtype(x.dtype) != np.dtype(y.dtype) or np.dtype(x.dtype).kind != "f":
         raise TypeError(f"cjit.lax.complex: the parts must be float arrays of one dtype, got "
                         f"{np.dtype(x.dtype).name} and {np.dtype(y.dtype).name}")
@@ -547,14 +570,14 @@ def complex(x, y):
 
 def real(x):
     """The real part of a complex array."""
-    return cnp.real(x)
+    return real_(x)
 
 
 def imag(x):
     """The imaginary part of a complex array."""
-    return cnp.imag(x)
+    return imag_(x)
 
 
 def conj(x):
     """The complex conjugate."""
-    return cnp.conj(x)
+    return conj_(x)

@@ -13,7 +13,11 @@ import functools
 import numpy as np
 
 from . import _cjit, _tree
-from .api import Jitted, _Policy, checkpoint_policies, current_trace
+from ._autodiff import grad
+from ._jitted import Jitted
+from ._policies import _Policy, checkpoint_policies
+from ._trace_state import current_trace
+
 
 def _policy_code(policy):
     """(name, names) of a policy, as Trace.region_begin takes them."""
@@ -72,8 +76,6 @@ def saved_residuals(fun, *args, argnums=0, **kwargs):
     forward pass for these arguments: each value's shape, dtype, the op that
     made it and its source ``file:line``.  Differentiated arguments that
     the backward pass reads appear too, as op ``name`` at the call's line."""
-    from ._autodiff import grad
-
     g = grad(fun, argnums=argnums)
     inner = Jitted(lambda *a, **k: g(*a, **k), _internal=True)
     lowered = inner.lower(*args, **kwargs)

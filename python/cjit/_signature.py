@@ -31,6 +31,20 @@ class _Inline(Exception):
     """A leaf is a Tracer: the call must be inlined into the current trace."""
 
 
+def foreign_array(x):
+    """x as a NumPy array when it speaks DLPack or `__array__`, else None.
+    DLPack is tried first (no copy); an object whose DLPack export fails (a
+    GPU tensor, a dtype NumPy lacks) falls back to `__array__`."""
+    if hasattr(x, "__dlpack__"):
+        try:
+            return np.from_dlpack(x)
+        except (BufferError, TypeError, ValueError, RuntimeError):
+            pass
+    if hasattr(x, "__array__"):
+        return np.asarray(x)
+    return None
+
+
 def _convert_leaf_slow(i, x, allow_sds=False):
     """Returns (array, aval) for a leaf the fast loop did not handle."""
     if isinstance(x, Tracer):
@@ -78,7 +92,6 @@ def _convert_leaf_slow(i, x, allow_sds=False):
     if hasattr(x, "__dlpack__") or hasattr(x, "__array__"):
         # another library's array (a jax.Array, a torch CPU tensor): shared
         # through DLPack where it can be, copied by __array__ otherwise
-        from .numpy._interop import foreign_array
         try:
             a = foreign_array(x)
         except Exception as e:

@@ -52,14 +52,21 @@ class ComplexPair:
 
 # types that are always complex; cjit.numpy adds ComplexTracer
 _COMPLEX_TYPES = {complex, _np.complex64, _np.complex128}
+_complex_tracer = None  # ComplexTracer (set by cjit.numpy)
 _complex_split = None   # complex value -> its real pair (set by cjit.numpy)
 _complex_join = None    # (dtype name, real pair) -> the complex value
 
 
 def set_complex_hooks(tracer_type, split, join):
-    global _complex_split, _complex_join
+    global _complex_split, _complex_join, _complex_tracer
     _COMPLEX_TYPES.add(tracer_type)
+    _complex_tracer = tracer_type
     _complex_split, _complex_join = split, join
+
+
+def is_complex_tracer(x):
+    """Is x a traced complex value (cjit.numpy's ComplexTracer)?"""
+    return _complex_tracer is not None and type(x) is _complex_tracer
 
 
 def is_complex(x):

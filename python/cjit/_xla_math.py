@@ -1,26 +1,47 @@
-"""erfinv and float32 erf evaluated step for step as JAX's CPU backend
-evaluates them, so that cjit.random.normal and truncated_normal return
-jax.random's bits.
+"""The math functions cjit has twice, in one place, each with the reason for
+its copy.  Every copy here is the function as JAX's CPU backend (XLA)
+evaluates it, step for step, so that cjit.random returns jax.random's bits;
+cjit's own versions (cjit.numpy, cjit.scipy.special) are more accurate or
+faster and are what everything else uses.
 
-XLA lowers erf_inv to Giles' single-precision polynomial ("Approximating the
-erfinv function", GPU Computing Gems, 2011) on w = -log1p(-x*x).  Its
-log1p is a rational function for |x| below sqrt(2) - 1 and, above, the
-Cephes-style float32 log of 1 + x.  What makes the bits come out equal is
-the rounding: the CPU backend contracts each product whose only use is an
-addition into one fused multiply-add, so every such step below is the FMA
-op (one rounding, the same on every machine), and every other step is a
-separately rounded multiply or add in the order XLA's IR has them.  The
-coefficients are float32 values, written by their bits.
+    copy here          cjit's own                     why the copy
+    fma                the fma op (csrc/ops.def)       the op on traced values, for the
+                                                       copies below and the exact sums
+                                                       of numpy/_complex.py
+    xla_log            cjit.numpy.log                  gumbel's log(-log u): XLA's float32
+                                                       polynomial (_log32), libc's float64
+    _log1p32, _log1p64 cjit.numpy.log1p                inside erfinv32/64: w = -log1p(-x*x)
+                                                       rounded as XLA rounds it
+    erfinv32, erfinv64 cjit.scipy.special.erfinv       normal and truncated_normal: the
+    (erfinv_as_xla)                                    draw is sqrt(2) erfinv(u), bit for bit
+    erf32              cjit.scipy.special.erf          truncated_normal's float32 bounds,
+                                                       in the graph
+    erf_libm           cjit.scipy.special.erf          truncated_normal's concrete float64
+                                                       bounds: the C library's erf, which
+                                                       XLA's CPU backend calls too
+
+erfinv and float32 erf: XLA lowers erf_inv to Giles' single-precision
+polynomial ("Approximating the erfinv function", GPU Computing Gems, 2011) on
+w = -log1p(-x*x).  Its log1p is a rational function for |x| below
+sqrt(2) - 1 and, above, the Cephes-style float32 log of 1 + x.  What makes
+the bits come out equal is the rounding: the CPU backend contracts each
+product whose only use is an addition into one fused multiply-add, so every
+such step below is the FMA op (one rounding, the same on every machine),
+and every other step is a separately rounded multiply or add in the order
+XLA's IR has them.  The coefficients are float32 values, written by their
+bits.
 
 Checked against jax.jit(lax.erf_inv) on every value a float32 normal draw
 can pass to it (all 2^23), and against jax.random (tests/test_random.py).
 XLA flushes subnormal results to zero; these functions keep them (no draw
 produces one)."""
 
+import math
+
 import numpy as np
 
-from . import numpy as cnp
 from ._cjit import Tracer
+from .numpy._elementwise import abs, maximum, minimum, sqrt, where
 
 
 def _f32(bits):
@@ -61,13 +82,13 @@ def _log32(v):
     m in [sqrt(1/2), sqrt(2)), log v = e ln 2 + log(m) by a polynomial in
     m - 1.  nan below 0 and for nan, -inf at 0, inf at inf."""
     t = v.trace
-    x = cnp.where(v > np.float32(np.finfo(np.float32).tiny), v, np.float32(np.finfo(np.float32).tiny))
+    x = where(v > np.float32(np.finfo(np.float32).tiny), v, np.float32(np.finfo(np.float32).tiny))
     bits = t.apply("bitcast", x, dtype="int32")
     e = ((bits >> np.int32(23)) - np.int32(127)).astype(np.float32) + np.float32(1.0)
     m = t.apply("bitcast", (bits & np.int32(-2139095041)) | np.int32(0x3F000000), dtype="float32")  # in [1/2, 1)
     low = m < _SQRT_HALF
-    x = (m + np.float32(-1.0)) + cnp.where(low, m, np.float32(0.0))   # 2m - 1 or m - 1
-    e = e - cnp.where(low, np.float32(1.0), np.float32(0.0))
+    x = (m + np.float32(-1.0)) + where(low, m, np.float32(0.0))   # 2m - 1 or m - 1
+    e = e - where(low, np.float32(1.0), np.float32(0.0))
     x2 = x * x
     x3 = x2 * x
     p = _LOG_P
@@ -76,9 +97,9 @@ def _log32(v):
     y3 = fma(fma(x, p[6], p[7]), x, p[8])
     y = fma(fma(fma(y1, x3, y2), x3, y3), x3, e * _LN2_LO)
     r = fma(e, _LN2_HI, fma(x2, np.float32(-0.5), x) + y)
-    r = cnp.where(v == np.float32(np.inf), np.float32(np.inf), r)
-    r = cnp.where(v == np.float32(0.0), np.float32(-np.inf), r)
-    return cnp.where((v > np.float32(0.0)) | (v == np.float32(np.inf)), r, np.float32(np.nan))
+    r = where(v == np.float32(np.inf), np.float32(np.inf), r)
+    r = where(v == np.float32(0.0), np.float32(-np.inf), r)
+    return where((v > np.float32(0.0)) | (v == np.float32(np.inf)), r, np.float32(np.nan))
 
 
 def xla_log(v):
@@ -96,18 +117,18 @@ def _log1p32(z):
     for a, b in zip(_LOG1P_P[1:], _LOG1P_Q[1:]):
         p, q = fma(p, z, a), fma(q, z, b)
     small = z + fma(z2, np.float32(-0.5), (z * z2) * (p / q))
-    return cnp.where(cnp.abs(z) < _LOG1P_SMALL, small, big)
+    return where(abs(z) < _LOG1P_SMALL, small, big)
 
 
 def erfinv32(x):
     """erfinv of float32 x in [-1, 1] with XLA's rounding."""
     lg = _log1p32(x * -x)
     central = lg > np.float32(-5.0)           # w = -lg < 5
-    w = cnp.where(central, np.float32(-2.5) - lg, cnp.sqrt(-lg) + np.float32(-3.0))
-    p = cnp.where(central, _GILES_CENTRAL[0], _GILES_TAIL[0])
+    w = where(central, np.float32(-2.5) - lg, sqrt(-lg) + np.float32(-3.0))
+    p = where(central, _GILES_CENTRAL[0], _GILES_TAIL[0])
     for c, d in zip(_GILES_CENTRAL[1:], _GILES_TAIL[1:]):
-        p = fma(p, w, cnp.where(central, c, d))
-    return x * cnp.where(cnp.abs(x) == np.float32(1.0), np.float32(np.inf), p)
+        p = fma(p, w, where(central, c, d))
+    return x * where(abs(x) == np.float32(1.0), np.float32(np.inf), p)
 
 
 # float32 erf: x P(x^2) / Q(x^2) on x clamped to +-3.9427 (erf is +-1 in
@@ -120,7 +141,7 @@ _ERF_Q = [_f32(b) for b in (0xB3FD3906, 0x37C588DF, 0x3A856D28, 0x3C6687D4, 0x3D
 
 def erf32(v):
     """float32 erf with XLA's rounding."""
-    x = cnp.minimum(cnp.maximum(v, -_ERF_CLAMP), _ERF_CLAMP)
+    x = minimum(maximum(v, -_ERF_CLAMP), _ERF_CLAMP)
     x2 = x * x
     p = fma(x2, _ERF_P[0], _ERF_P[1])
     for c in _ERF_P[2:]:
@@ -128,8 +149,8 @@ def erf32(v):
     q = fma(x2, _ERF_Q[0], _ERF_Q[1])
     for c in _ERF_Q[2:]:
         q = fma(q, x2, c)
-    one = cnp.where(v < np.float32(0.0), np.float32(-1.0), np.float32(1.0))
-    return cnp.where(cnp.abs(v) >= _ERF_CLAMP, one, (x * p) / q)
+    one = where(v < np.float32(0.0), np.float32(-1.0), np.float32(1.0))
+    return where(abs(v) >= _ERF_CLAMP, one, (x * p) / q)
 
 
 # ---- float64 --------------------------------------------------------------
@@ -171,26 +192,37 @@ def _log1p64(z):
         p, q = fma(p, z, a), fma(q, z, b)
     small = z + fma(z2, -0.5, (z * z2) * (p / q))
     big = z.trace.apply("log_libc", z + 1.0)
-    return cnp.where(cnp.abs(z) < _LOG1P64_SMALL, small, big)
+    return where(abs(z) < _LOG1P64_SMALL, small, big)
 
 
 def erfinv64(x):
     """erfinv of float64 x in [-1, 1] with XLA's rounding."""
     lg = _log1p64(x * -x)
     central, middle = lg > -6.25, lg > -16.0          # w = -lg < 6.25, < 16
-    w = cnp.where(central, -3.125 - lg, cnp.sqrt(-lg) - cnp.where(middle, 3.25, 5.0))
+    w = where(central, -3.125 - lg, sqrt(-lg) - where(middle, 3.25, 5.0))
     a, b, c = _ERFINV64
 
     def coef(i):
-        return cnp.where(central, a[i], cnp.where(middle, b[i], c[i]))
+        return where(central, a[i], where(middle, b[i], c[i]))
     p = coef(0)
     for i in range(1, 17):                            # the tail's polynomial ends here
         p = fma(p, w, coef(i))
     tail = p
     for i in range(17, 19):                           # the middle one's
-        p = fma(p, w, cnp.where(central, a[i], b[i]))
+        p = fma(p, w, where(central, a[i], b[i]))
     middle_p = p
     for i in range(19, 23):
         p = fma(p, w, a[i])
-    p = cnp.where(central, p, cnp.where(middle, middle_p, tail))
-    return x * cnp.where(cnp.abs(x) == 1.0, np.inf, p)
+    p = where(central, p, where(middle, middle_p, tail))
+    return x * where(abs(x) == 1.0, np.inf, p)
+
+
+def erfinv_as_xla(x):
+    """erfinv in the draw's dtype (float32 or float64), rounded as JAX's CPU
+    backend rounds it, so normal draws have jax.random's bits."""
+    return erfinv32(x) if x.dtype == np.float32 else erfinv64(x)
+
+
+# erf of concrete float64 values by the C library (math.erf), as XLA's CPU
+# backend computes a float64 erf
+erf_libm = np.vectorize(math.erf, otypes=[np.float64])

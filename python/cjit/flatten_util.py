@@ -10,8 +10,10 @@ import math
 
 import numpy as np
 
-from . import numpy as cnp
 from . import tree_util
+from .numpy._creation import asarray
+from .numpy._elementwise import astype
+from .numpy._manipulation import concatenate, ravel, reshape
 
 __all__ = ["ravel_pytree"]
 
@@ -35,7 +37,7 @@ def ravel_pytree(pytree):
     total = sum(sizes)
     dtype = np.result_type(*[d for _, d in facts]) if facts else np.dtype(np.float64)
     if leaves:
-        flat = cnp.concatenate([cnp.ravel(cnp.astype(cnp.asarray(x), dtype)) for x in leaves])
+        flat = concatenate([ravel(astype(asarray(x), dtype)) for x in leaves])
     else:
         flat = np.zeros(0, dtype)
 
@@ -46,9 +48,9 @@ def ravel_pytree(pytree):
                              f"({total},), got {shape}")
         parts, start = [], 0
         for (leaf_shape, leaf_dtype), n in zip(facts, sizes):
-            piece = cnp.reshape(vector[start:start + n], leaf_shape)
+            piece = reshape(vector[start:start + n], leaf_shape)
             if np.dtype(piece.dtype) != leaf_dtype:
-                piece = cnp.astype(piece, leaf_dtype)
+                piece = astype(piece, leaf_dtype)
             parts.append(piece)
             start += n
         return tree_util.tree_unflatten(treedef, parts)

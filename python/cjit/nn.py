@@ -9,9 +9,15 @@ from ._dtypes import default_float, requested_dtype
 
 import math
 
-from . import numpy as cnp
-from .api import canonical_dtype
-from .numpy import _lift, _norm_axes, _op, _operand, _reshape_t
+from ._dtypes import canonical_dtype
+from ._stable import _float, _stable_max, logsumexp, sigmoid
+from .numpy._core import _lift, _norm_axes, _op, _operand, _reshape_t
+from .numpy._elementwise import (add, clip, divide, exp, expm1, greater, greater_equal, isnan,
+                                 less_equal, log, maximum, minimum, multiply, negative, sqrt,
+                                 square, subtract, tanh, where)
+from .numpy._manipulation import split
+from .numpy._math import logaddexp
+from .numpy._reductions import mean as mean_, sum as sum_
 
 __all__ = ["relu", "sigmoid", "softmax", "log_softmax", "logsumexp", "gelu", "one_hot",
            "softplus", "log_sigmoid", "silu", "swish", "elu", "selu", "celu", "leaky_relu",
@@ -26,40 +32,8 @@ def relu(x):
     give 0.5 there)."""
     x = _lift(_operand(x, "relu"))
     if x.dtype.kind not in "f":
-        return cnp.maximum(x, 0)
-    return cnp.where(cnp.greater(x, 0), x, cnp.where(cnp.isnan(x), x, 0))
-
-
-@_op("x")
-def sigmoid(x):
-    """1 / (1 + exp(-x)), computed without overflow: with e = exp(-|x|),
-    1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0.  -|x| is taken as a
-    select, not abs, so that the gradient at 0 is 1/4 (abs has slope 0
-    there)."""
-    x = _lift(_operand(x, "sigmoid"))
-    e = cnp.exp(cnp.where(cnp.greater_equal(x, 0), cnp.negative(x), x))
-    d = cnp.add(e, 1.0)
-    return cnp.where(cnp.greater_equal(x, 0), cnp.divide(1.0, d), cnp.divide(e, d))
-
-
-def _stable_max(x, axes, keep_inf=False):
-    """The max over axes (kept as size-1 dims), with infinities replaced by 0
-    so that x - max never computes inf - inf.  keep_inf keeps a max of +inf:
-    softmax and log_softmax of a row holding +inf are nan everywhere in the
-    row (as JAX's and SciPy's softmax), and x - inf makes them so."""
-    m = cnp.max(x, axis=axes, keepdims=True)
-    finite = cnp.isfinite(m)
-    if keep_inf:
-        finite = finite | cnp.greater(m, 0.0)
-    # the shift cancels out of every result, so its gradient is not needed
-    return cnp.stop_gradient(cnp.where(finite, m, 0.0))
-
-
-def _float(x, who):
-    x = _lift(_operand(x, who))
-    if x.dtype.kind != "f":
-        x = cnp.astype(x, default_float())
-    return x
+        return maximum(x, 0)
+    return where(greater(x, 0), x, where(isnan(x), x, 0))
 
 
 @_op("x")
@@ -68,8 +42,8 @@ def softmax(x, axis=-1):
     subtracted first."""
     x = _float(x, "softmax")
     axes = _norm_axes(axis, x.ndim)
-    e = cnp.exp(cnp.subtract(x, _stable_max(x, axes, keep_inf=True)))
-    return cnp.divide(e, cnp.sum(e, axis=axes, keepdims=True))
+    e = exp(subtract(x, _stable_max(x, axes, keep_inf=True)))
+    return divide(e, sum_(e, axis=axes, keepdims=True))
 
 
 @_op("x")
@@ -77,21 +51,8 @@ def log_softmax(x, axis=-1):
     """x - logsumexp(x) along axis, computed stably."""
     x = _float(x, "log_softmax")
     axes = _norm_axes(axis, x.ndim)
-    s = cnp.subtract(x, _stable_max(x, axes, keep_inf=True))
-    return cnp.subtract(s, cnp.log(cnp.sum(cnp.exp(s), axis=axes, keepdims=True)))
-
-
-@_op("a")
-def logsumexp(a, axis=None, keepdims=False):
-    """log(sum(exp(a))) over axis (None: all), with the max subtracted first."""
-    x = _float(a, "logsumexp")
-    axes = _norm_axes(axis, x.ndim)
-    m = _stable_max(x, axes)
-    s = cnp.sum(cnp.exp(cnp.subtract(x, m)), axis=axes, keepdims=True)
-    r = cnp.add(cnp.log(s), m)
-    if not keepdims:
-        r = _reshape_t(r, tuple(d for i, d in enumerate(x.shape) if i not in axes))
-    return r
+    s = subtract(x, _stable_max(x, axes, keep_inf=True))
+    return subtract(s, log(sum_(exp(s), axis=axes, keepdims=True)))
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -106,9 +67,9 @@ def gelu(x, approximate=True):
         raise NotImplementedError("cjit.nn.gelu(approximate=False) needs erf, which cjit does "
                                   "not have yet; use approximate=True (the tanh form)")
     x = _float(x, "gelu")
-    inner = cnp.multiply(cnp.add(x, cnp.multiply(0.044715, cnp.multiply(x, cnp.multiply(x, x)))),
+    inner = multiply(add(x, multiply(0.044715, multiply(x, multiply(x, x)))),
                          _SQRT_2_OVER_PI)
-    return cnp.multiply(cnp.multiply(x, 0.5), cnp.add(cnp.tanh(inner), 1.0))
+    return multiply(multiply(x, 0.5), add(tanh(inner), 1.0))
 
 
 @_op("x")
@@ -138,21 +99,21 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
 def softplus(x):
     """log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)), without overflow."""
     x = _float(x, "softplus")
-    return cnp.logaddexp(x, 0.0)
+    return logaddexp(x, 0.0)
 
 
 @_op("x")
 def log_sigmoid(x):
     """log(sigmoid(x)) = -softplus(-x)."""
     x = _float(x, "log_sigmoid")
-    return cnp.negative(cnp.logaddexp(cnp.negative(x), 0.0))
+    return negative(logaddexp(negative(x), 0.0))
 
 
 @_op("x")
 def silu(x):
     """x * sigmoid(x) (also called swish)."""
     x = _float(x, "silu")
-    return cnp.multiply(x, sigmoid._cjit_impl(x))
+    return multiply(x, sigmoid._cjit_impl(x))
 
 
 swish = silu
@@ -160,8 +121,8 @@ swish = silu
 
 def _elu_core(x, alpha):
     # expm1 of a non-positive input only: the branch not taken stays finite
-    neg = cnp.expm1(cnp.minimum(x, 0.0))
-    return cnp.where(cnp.greater(x, 0), x, cnp.multiply(alpha, neg))
+    neg = expm1(minimum(x, 0.0))
+    return where(greater(x, 0), x, multiply(alpha, neg))
 
 
 @_op("x")
@@ -177,7 +138,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 @_op("x")
 def selu(x):
     """scale * elu(x, alpha) with the self-normalizing constants."""
-    return cnp.multiply(_elu_core(_float(x, "selu"), _SELU_ALPHA), _SELU_SCALE)
+    return multiply(_elu_core(_float(x, "selu"), _SELU_ALPHA), _SELU_SCALE)
 
 
 @_op("x")
@@ -185,27 +146,27 @@ def celu(x, alpha=1.0):
     """max(x, 0) + min(0, alpha * (exp(x / alpha) - 1))."""
     x = _float(x, "celu")
     alpha = float(alpha)
-    return cnp.where(cnp.greater(x, 0), x,
-                     cnp.multiply(alpha, cnp.expm1(cnp.divide(cnp.minimum(x, 0.0), alpha))))
+    return where(greater(x, 0), x,
+                     multiply(alpha, expm1(divide(minimum(x, 0.0), alpha))))
 
 
 @_op("x")
 def leaky_relu(x, negative_slope=0.01):
     """x for x >= 0, negative_slope * x otherwise."""
     x = _float(x, "leaky_relu")
-    return cnp.where(cnp.greater_equal(x, 0), x, cnp.multiply(x, float(negative_slope)))
+    return where(greater_equal(x, 0), x, multiply(x, float(negative_slope)))
 
 
 @_op("x")
 def relu6(x):
     """min(max(x, 0), 6)."""
-    return cnp.minimum(relu._cjit_impl(x), 6)
+    return minimum(relu._cjit_impl(x), 6)
 
 
 @_op("x")
 def hard_tanh(x):
     """x clipped to [-1, 1]."""
-    return cnp.clip(_float(x, "hard_tanh"), -1.0, 1.0)
+    return clip(_float(x, "hard_tanh"), -1.0, 1.0)
 
 
 @_op("x")
@@ -215,33 +176,33 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
     x = _float(x, "standardize")
     axes = _norm_axes(axis, x.ndim)
     if mean is None:
-        mean = cnp.mean(x, axis=axes, keepdims=True)
+        mean = mean_(x, axis=axes, keepdims=True)
     if variance is None:
-        d = cnp.subtract(x, mean)
-        variance = cnp.mean(cnp.multiply(d, d), axis=axes, keepdims=True)
-    return cnp.divide(cnp.subtract(x, mean), cnp.sqrt(cnp.add(variance, float(epsilon))))
+        d = subtract(x, mean)
+        variance = mean_(multiply(d, d), axis=axes, keepdims=True)
+    return divide(subtract(x, mean), sqrt(add(variance, float(epsilon))))
 
 
 @_op("x")
 def glu(x, axis=-1):
     """Gated linear unit: a * sigmoid(b) for x split in halves a, b along axis."""
     x = _lift(_operand(x, "glu"))
-    a, b = cnp.split(x, 2, axis=axis)
-    return cnp.multiply(a, sigmoid._cjit_impl(b))
+    a, b = split(x, 2, axis=axis)
+    return multiply(a, sigmoid._cjit_impl(b))
 
 
 @_op("x")
 def hard_sigmoid(x):
     """relu6(x + 3) / 6."""
     x = _float(x, "hard_sigmoid")
-    return cnp.divide(cnp.clip(cnp.add(x, 3.0), 0.0, 6.0), 6.0)
+    return divide(clip(add(x, 3.0), 0.0, 6.0), 6.0)
 
 
 @_op("x")
 def hard_silu(x):
     """x * hard_sigmoid(x) (also called hard_swish)."""
     x = _float(x, "hard_silu")
-    return cnp.multiply(x, hard_sigmoid._cjit_impl(x))
+    return multiply(x, hard_sigmoid._cjit_impl(x))
 
 
 hard_swish = hard_silu
@@ -251,22 +212,22 @@ hard_swish = hard_silu
 def mish(x):
     """x * tanh(softplus(x))."""
     x = _float(x, "mish")
-    return cnp.multiply(x, cnp.tanh(softplus._cjit_impl(x)))
+    return multiply(x, tanh(softplus._cjit_impl(x)))
 
 
 @_op("x")
 def squareplus(x, b=4.0):
     """(x + sqrt(x**2 + b)) / 2, a smooth relu."""
     x = _float(x, "squareplus")
-    return cnp.divide(cnp.add(x, cnp.sqrt(cnp.add(cnp.multiply(x, x), float(b)))), 2.0)
+    return divide(add(x, sqrt(add(multiply(x, x), float(b)))), 2.0)
 
 
 @_op("x")
 def sparse_plus(x):
     """0 for x <= -1, (x + 1)**2 / 4 for |x| < 1, x for x >= 1."""
     x = _float(x, "sparse_plus")
-    mid = cnp.divide(cnp.square(cnp.add(x, 1.0)), 4.0)
-    return cnp.where(cnp.less_equal(x, -1.0), 0.0, cnp.where(cnp.greater_equal(x, 1.0), x, mid))
+    mid = divide(square(add(x, 1.0)), 4.0)
+    return where(less_equal(x, -1.0), 0.0, where(greater_equal(x, 1.0), x, mid))
 
 
 def normalize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):

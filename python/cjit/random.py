@@ -27,12 +27,20 @@ import operator
 
 import numpy as np
 
-from . import numpy as cnp
 from ._cjit import Tracer
 from ._dtypes import default_float, requested_dtype, x64_enabled
-from ._xla_math import erf32, erfinv32, erfinv64, fma, xla_log
+from ._lax_ops import top_k
+from ._xla_math import erf32, erf_libm, erfinv_as_xla, fma, xla_log
 from .numpy._core import _lift, _op
 from .tree_util import register_pytree_node_class
+from .numpy._creation import zeros
+from .numpy._elementwise import clip, log, logical_and, maximum, where
+from .numpy._gather import take
+from .numpy._manipulation import reshape, stack
+from .numpy._math import isinf
+from .numpy._reductions import argmax, cumsum
+from .numpy._sorting import argsort, searchsorted
+from .scipy.special import erf
 
 __all__ = ["PRNGKeyArray", "key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "bits",
            "uniform", "normal", "bernoulli", "randint", "categorical", "gumbel", "permutation",
@@ -158,8 +166,8 @@ def _seed_words_traced(seed):
     if seed.dtype.itemsize == 8:
         high = seed.trace.apply("shift_right_logical", seed, 32).astype(np.uint32)
     else:
-        high = cnp.zeros((), np.uint32)
-    return cnp.stack([high, low])
+        high = zeros((), np.uint32)
+    return stack([high, low])
 
 
 def key(seed):
@@ -201,7 +209,7 @@ def _counter(t, shape):
         raise NotImplementedError(f"cjit.random: a draw of {n} values (2**32 or more) needs 64-bit "
                                   f"counters, which cjit does not have yet")
     if not shape:
-        return cnp.zeros((), np.uint32)
+        return zeros((), np.uint32)
     idx = None
     stride = 1
     for d in range(len(shape) - 1, -1, -1):
@@ -217,7 +225,7 @@ def _words(data, shape):
     """Both Threefry output words for every element of `shape`."""
     data = _lift(data)
     k0, k1 = data[0], data[1]
-    return _threefry(k0, k1, cnp.zeros((), np.uint32), _counter(data.trace, shape))
+    return _threefry(k0, k1, zeros((), np.uint32), _counter(data.trace, shape))
 
 
 def _bits32(data, shape):
@@ -231,7 +239,7 @@ def _bits32(data, shape):
 @_op("data")
 def _split_impl(data, shape):
     w0, w1 = _words(data, shape)
-    return cnp.stack([w0, w1], axis=len(shape))
+    return stack([w0, w1], axis=len(shape))
 
 
 def split(key, num=2):
@@ -244,8 +252,8 @@ def split(key, num=2):
 @_op("data", "value")
 def _fold_in_impl(data, value):
     data, value = _lift(data), _lift(value)
-    y0, y1 = _threefry(data[0], data[1], cnp.zeros((), np.uint32), value.astype(np.uint32))
-    return cnp.stack([y0, y1])
+    y0, y1 = _threefry(data[0], data[1], zeros((), np.uint32), value.astype(np.uint32))
+    return stack([y0, y1])
 
 
 def fold_in(key, data):
@@ -320,7 +328,7 @@ def _unit(data, shape, dtype):
 def _scale(u, minval, maxval, dtype):
     """u in [0, 1) to [minval, maxval), never below minval (JAX's)."""
     lo, hi = _lift(minval).astype(dtype), _lift(maxval).astype(dtype)
-    return cnp.maximum(lo, fma(u, hi - lo, lo))    # one rounding, as XLA contracts it
+    return maximum(lo, fma(u, hi - lo, lo))    # one rounding, as XLA contracts it
 
 
 @_op("data", "minval", "maxval")
@@ -340,17 +348,11 @@ def _arg(v):
     return v if isinstance(v, (Tracer, np.ndarray)) else np.asarray(v)
 
 
-def _erfinv(x):
-    """erfinv in the draw's dtype, rounded as JAX's CPU backend rounds it
-    (cjit/_xla_math.py), so normal draws have jax.random's bits."""
-    return erfinv32(x) if x.dtype == np.float32 else erfinv64(x)
-
-
 @_op("data")
 def _normal_impl(data, shape, dtype):
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
     u = _scale(_unit(data, shape, dtype), lo, np.array(1.0, dtype), dtype)
-    return np.array(np.sqrt(2), dtype) * _erfinv(u)
+    return np.array(np.sqrt(2), dtype) * erfinv_as_xla(u)
 
 
 def normal(key, shape=(), dtype=None):
@@ -366,15 +368,11 @@ def _truncated_normal_impl(data, shape, dtype, lower, upper, a, b):
     if a is None and dtype == "float32":   # XLA's float32 erf, in the graph
         a, b = erf32(lower * _RSQRT2[dtype]), erf32(upper * _RSQRT2[dtype])
     elif a is None:   # traced float64 bounds
-        from .scipy import special
-        if not hasattr(special, "erf"):
-            raise NotImplementedError("cjit.random.truncated_normal with traced bounds needs "
-                                      "cjit.scipy.special.erf, which this build of cjit lacks")
-        a, b = special.erf(lower * _RSQRT2[dtype]), special.erf(upper * _RSQRT2[dtype])
+        a, b = erf(lower * _RSQRT2[dtype]), erf(upper * _RSQRT2[dtype])
     u = _scale(_unit(data, shape, dtype), a, b, dtype)
-    out = sqrt2 * _erfinv(u)
+    out = sqrt2 * erfinv_as_xla(u)
     # rounding may reach a bound: keep to the open interval, as JAX
-    return cnp.clip(out, _next(lower, 1), _next(upper, -1))
+    return clip(out, _next(lower, 1), _next(upper, -1))
 
 
 def _next(x, direction):
@@ -384,12 +382,11 @@ def _next(x, direction):
     it = "int32" if x.dtype == np.float32 else "int64"
     b = t.apply("bitcast", x, dtype=it)
     away = x > 0 if direction > 0 else x < 0       # the magnitude grows
-    r = t.apply("bitcast", cnp.where(away, b + 1, b - 1), dtype=x.dtype.name)
+    r = t.apply("bitcast", where(away, b + 1, b - 1), dtype=x.dtype.name)
     tiny = np.array(direction * np.finfo(x.dtype).smallest_subnormal, x.dtype)
-    return cnp.where(x == 0, tiny, cnp.where(cnp.isinf(x), x, r))
+    return where(x == 0, tiny, where(isinf(x), x, r))
 
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])
 # XLA rewrites JAX's bound / sqrt(2) as bound * (1 / sqrt(2)), the reciprocal
 # rounded in the dtype; the bounds' erf follows it to keep JAX's bits
 _RSQRT2 = {dt: np.array(1, dt) / np.sqrt(2, dtype=dt) for dt in ("float32", "float64")}
@@ -408,8 +405,8 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     dt = _float_dtype(dtype, "truncated_normal")
     a = b = None
     if dt == "float64" and not isinstance(lower, Tracer) and not isinstance(upper, Tracer):
-        a = _erf(lower.astype(dt) * _RSQRT2[dt]).astype(dt)
-        b = _erf(upper.astype(dt) * _RSQRT2[dt]).astype(dt)
+        a = erf_libm(lower.astype(dt) * _RSQRT2[dt]).astype(dt)
+        b = erf_libm(upper.astype(dt) * _RSQRT2[dt]).astype(dt)
     return _truncated_normal_impl(data, _shape(shape, "truncated_normal"), dt, lower, upper, a, b)
 
 
@@ -439,13 +436,13 @@ def _randint_impl(data, shape, dtype, minval, maxval):
     minval, maxval = _lift(minval), _lift(maxval)
     # bounds clipped to the dtype; a maxval past its top still reaches it
     out_of_range = maxval > info.max
-    lo = cnp.clip(minval, max(info.min, np.iinfo(minval.dtype).min), info.max).astype(dtype)
-    hi = cnp.clip(maxval, max(info.min, np.iinfo(maxval.dtype).min), info.max).astype(dtype)
+    lo = clip(minval, max(info.min, np.iinfo(minval.dtype).min), info.max).astype(dtype)
+    hi = clip(maxval, max(info.min, np.iinfo(maxval.dtype).min), info.max).astype(dtype)
     keys = _split_impl._cjit_impl(data, (2,))
     higher, lower = _bits32(keys[0], shape), _bits32(keys[1], shape)
     span = (hi - lo).astype(np.uint32)
-    span = cnp.where(hi <= lo, np.uint32(1), span)
-    span = cnp.where(cnp.logical_and(out_of_range, hi > lo), span + np.uint32(1), span)
+    span = where(hi <= lo, np.uint32(1), span)
+    span = where(logical_and(out_of_range, hi > lo), span + np.uint32(1), span)
     # (higher * 2**32 + lower) mod span, in 32-bit pieces
     multiplier = _urem(np.uint32(1 << 16), span)
     multiplier = _urem(multiplier * multiplier, span)
@@ -498,8 +495,8 @@ def _categorical_impl(data, logits, axis, shape):
     full = list(shape[len(shape) - len(batch):])
     full.insert(axis, logits.shape[axis])
     g = _gumbel_impl._cjit_impl(data, (*prefix, *full), logits.dtype.name)
-    expanded = cnp.reshape(logits, (1,) * len(prefix) + tuple(logits.shape))
-    return cnp.argmax(g + expanded, axis=len(prefix) + axis)
+    expanded = reshape(logits, (1,) * len(prefix) + tuple(logits.shape))
+    return argmax(g + expanded, axis=len(prefix) + axis)
 
 
 def categorical(key, logits, axis=-1, shape=None):
@@ -526,7 +523,6 @@ def permutation(key, x, axis=0, independent=False):
     """A random permutation of range(x) (an int) or of x's entries along
     axis: JAX's shuffle (ceil(3 ln n / ln(2**32 - 1)) rounds of a stable sort
     by random uint32 keys), traced or not."""
-    from . import numpy as cnp
     data, _ = _unwrap(key, "permutation")
     if independent:
         raise NotImplementedError("cjit.random.permutation: independent=True is not supported")
@@ -545,7 +541,7 @@ def permutation(key, x, axis=0, independent=False):
     for _ in range(rounds):
         both = _split_impl(k, (2,))
         k, sub = both[0], both[1]
-        arr = cnp.take(arr, cnp.argsort(_bits_impl(sub, (n,))), axis=axis)
+        arr = take(arr, argsort(_bits_impl(sub, (n,))), axis=axis)
     return arr
 
 
@@ -555,8 +551,6 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     probability reaches a uniform draw (with replacement) or the top
     len(shape) entries of Gumbel noise plus log p (without); without p and
     without replacement, a prefix of a permutation."""
-    from . import numpy as cnp
-    from ._lax_ops import top_k
     _unwrap(key, "choice")
     shape = _shape(shape, "choice")
     arr = a if isinstance(a, Tracer) else np.asarray(a)
@@ -570,7 +564,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
         n = arr.shape[axis]
     draws = math.prod(shape)
     if draws == 0:
-        return cnp.zeros(shape, dtype=arr.dtype)
+        return zeros(shape, dtype=arr.dtype)
     if n <= 0:
         raise ValueError("cjit.random.choice: a must be greater than 0 unless no samples are taken")
     if not replace and draws > n:
@@ -588,14 +582,14 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
             raise ValueError(f"cjit.random.choice: p must be None or a 1-D vector of a.shape[axis] = {n} "
                              f"entries; p has shape {tuple(p.shape)}")
         if replace:
-            cum = cnp.cumsum(p)
+            cum = cumsum(p)
             r = cum[-1] * (1 - uniform(key, shape, dtype=cum.dtype.name))
-            ind = cnp.searchsorted(cum, r)
+            ind = searchsorted(cum, r)
         else:
-            g = gumbel(key, (n,), dtype=p.dtype.name) + cnp.log(p)
+            g = gumbel(key, (n,), dtype=p.dtype.name) + log(p)
             ind = top_k(g, draws)[1]
     if arr.ndim == 0:
-        return cnp.reshape(ind, shape)
-    out = cnp.take(arr, cnp.reshape(ind, (-1,)), axis=axis)
-    return cnp.reshape(out, tuple(arr.shape[:axis]) + shape + tuple(arr.shape[axis + 1:]))
+        return reshape(ind, shape)
+    out = take(arr, reshape(ind, (-1,)), axis=axis)
+    return reshape(out, tuple(arr.shape[:axis]) + shape + tuple(arr.shape[axis + 1:]))
 

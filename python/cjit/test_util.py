@@ -21,6 +21,8 @@ import functools
 import numpy as np
 
 from . import tree_util
+from ._autodiff import vjp
+from ._forward import jvp
 
 __all__ = ["check_grads", "check_jvp", "check_vjp"]
 
@@ -111,8 +113,6 @@ def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
 def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
     """Checks f's derivatives at args up to `order`, in `modes` ("fwd",
     "rev"), against finite differences; AssertionError on a mismatch."""
-    from ._autodiff import vjp
-    from ._forward import jvp
     args = tuple(args)
     eps = eps or EPS
     if isinstance(modes, str):

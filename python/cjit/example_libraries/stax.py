@@ -154,24 +154,11 @@ softmax = _nn.softmax
 log_softmax = logsoftmax = _nn.log_softmax
 
 
-def elu(x, alpha=1.0):
-    # expm1 of the negative part only: the positive side could overflow
-    return cnp.where(x > 0, x, alpha * cnp.expm1(cnp.where(x > 0, 0.0, x)))
-
-
-def leaky_relu(x, negative_slope=0.01):
-    return cnp.where(x >= 0, x, negative_slope * x)
-
-
-def selu(x):
-    alpha = 1.6732632423543772848170429916717
-    scale = 1.0507009873554804934193349852946
-    return scale * elu(x, alpha)
-
-
-def softplus(x):
-    """log(1 + exp(x)), without overflow: max(x, 0) + log1p(exp(-|x|))."""
-    return cnp.maximum(x, 0.0) + cnp.log1p(cnp.exp(-cnp.abs(x)))
+# elu, leaky_relu, selu and softplus are cjit.nn's, as JAX's stax takes jax.nn's
+elu = _nn.elu
+leaky_relu = _nn.leaky_relu
+selu = _nn.selu
+softplus = _nn.softplus
 
 
 # ---- layers -------------------------------------------------------------------------------

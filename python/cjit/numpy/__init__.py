@@ -22,6 +22,9 @@ import math
 
 import numpy as np
 
+from .._cjit import Tracer as _Tracer
+from .._trace_state import user_location as _user_location
+
 from ._core import (  # noqa: F401  (cjit.nn and the C layer use these)
     _lift, _norm_axes, _norm_axis, _op, _operand, _reshape_t, _result_type)
 from ._elementwise import *  # noqa: F401,F403
@@ -46,11 +49,11 @@ from ._selection import *  # noqa: F401,F403,E402
 from ._selection import copy  # noqa: F401,E402  (shadows the module name on purpose)
 from ._vectorize import *  # noqa: F401,F403,E402
 from ._index_tricks import *  # noqa: F401,F403,E402
-from ._gather import take, take_along_axis, _at  # noqa: F401,E402
+from ._gather import take, take_along_axis, _at, _getitem  # noqa: F401,E402
 from ._sorting import *  # noqa: F401,F403,E402
 from . import fft  # noqa: F401,E402  (the array API's fft extension)
 from . import linalg  # noqa: F401,E402  (the array API's linalg extension)
-from ._indexing import _getitem, _iter, _len, _tracer_array_ufunc  # noqa: F401
+from ._indexing import _iter, _len  # noqa: F401
 
 
 __all__ = [
@@ -99,13 +102,58 @@ complex64 = np.complex64
 complex128 = np.complex128
 complexfloating = np.complexfloating
 
-# Complex arguments: every public function checks for them and sends them to
-# its complex implementation (_complex_api.py), or says it has none.
-from . import _complex_api  # noqa: E402
-from ._complex_api import tracer_binop as _complex_binop  # noqa: E402,F401
-_complex_api.install(globals(), [n for n in list(globals()) if not n.startswith("_")
-                                 and callable(globals()[n])
-                                 and getattr(globals()[n], "__module__", "").startswith("cjit.numpy")])
+# Complex arguments: every public function checks for them where it is
+# defined (_complex_dispatch.py) and sends them to the complex implementation
+# registered for it, here (cjit.numpy's) and in _complex_linalg.py (linalg's).
+from . import _complex_api, _complex_linalg  # noqa: E402,F401
+from ._complex import tracer_binop as _complex_binop  # noqa: E402,F401
+
+# ---------------------------------------------------------------------------
+# NumPy ufuncs on traced values (Tracer.__array_ufunc__ forwards here)
+
+# The ufuncs behind Python's operators: `ndarray + tracer` calls np.add,
+# which must run as the Tracer's own (reflected) operator.
+_OPERATOR_UFUNCS = {
+    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"),
+    "multiply": ("__mul__", "__rmul__"), "divide": ("__truediv__", "__rtruediv__"),
+    "floor_divide": ("__floordiv__", "__rfloordiv__"), "power": ("__pow__", "__rpow__"),
+    "matmul": ("__matmul__", "__rmatmul__"), "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_or": ("__or__", "__ror__"), "bitwise_xor": ("__xor__", "__rxor__"),
+    "less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"),
+    "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"),
+    "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__"),
+}
+
+
+def _tracer_array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """Tracer.__array_ufunc__: a binary operator's ufunc with a NumPy operand
+    on the left runs the Tracer's operator (an in-place `a += t` rebinds `a`
+    to the traced result, as before); any other NumPy ufunc raises TypeError
+    naming the cjit.numpy function to call instead."""
+    name = getattr(ufunc, "__name__", str(ufunc))
+    out = kwargs.pop("out", None)
+    pair = _OPERATOR_UFUNCS.get(name)
+    if (pair is not None and method == "__call__" and not kwargs and len(inputs) == 2
+            and (out is None or (len(out) == 1 and out[0] is inputs[0]))):
+        a, b = inputs
+        r = getattr(a, pair[0])(b) if isinstance(a, _Tracer) else getattr(b, pair[1])(a)
+        if r is not NotImplemented:
+            return r
+    called = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
+    traced = ", ".join(f"{t.dtype.name}[{','.join(map(str, t.shape))}]"
+                       for t in inputs if isinstance(t, _Tracer))
+    fn = globals().get(name)
+    if method == "__call__" and callable(fn) and not name.startswith("_"):
+        hint = f"use cjit.numpy.{name} instead (import cjit.numpy as cnp; cnp.{name}(...))"
+    elif method == "__call__":
+        hint = f"cjit.numpy has no {name}: write it with cjit.numpy functions"
+    else:
+        hint = "use the cjit.numpy function that computes it instead (cnp.sum for " \
+               "numpy.add.reduce, say)"
+    raise TypeError(f"cjit: {called} was called on a traced value ({traced}) at "
+                    f"{_user_location()}: NumPy functions need concrete arrays, which do not "
+                    f"exist while tracing; {hint}")
+
 
 # What the C Tracer's methods and operators forward to (csrc/py_tracer.c):
 # registered here, so that C never looks cjit.numpy up by name.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._complex_dispatch import complex_aware
 from ._core import _is_float, _lift, _op, _operand
 from ._elementwise import abs as _abs
 from ._elementwise import isfinite, isnan, logical_and, logical_or
@@ -63,3 +64,8 @@ def array_equiv(a1, a2):
     except ValueError:
         return np.bool_(False)
     return _equal_elements(a1, a2, False)
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

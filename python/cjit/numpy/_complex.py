@@ -12,14 +12,39 @@ At the edges (arguments and results of jit, grad, vjp, vmap and the lax
 control flow), a complex array travels as a real array with a trailing
 axis of 2, the parts interleaved: the memory layout of NumPy's complex
 arrays, so passing one in or getting one back is a view, not a copy
-(cjit/_tree.py makes complex values a pytree node of that pair).
+(cjit/_tree.py makes complex values a pytree node of that pair; the hooks
+are set at the end of this module).
+
+This module is the value and its arithmetic: what ComplexTracer's
+operators and methods reach (+ - * / ** @ == != abs astype), with exp and
+log for powers.  The elementwise functions are in _complex_elementary.py
+and _complex_inverse.py; which cjit.numpy function takes complex arguments
+how is registered in _complex_api.py.  The complex functions are named
+with a c (cexp, clog, cdiv, ...): the plain names are cjit.numpy's real
+functions, applied to the parts.
+
+Where a formula would cancel, the cancelling sum is formed exactly: a
+product a*b is p + e with p = a*b rounded and e = fma(a, b, -p) (exact, the
+FMA op rounds once), a sum a + b is s + r with Knuth's two-sum.  So
+x^2 + y^2 - 1 (log next to |z| = 1) is rounded once, at the end.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..api import current_trace
+from .. import _tree
+from .._array import wrap
 from .._cjit import Tracer
+from .._xla_math import fma
+from ._complex_dispatch import is_complex_dtype
+from ._core import _lift, _result_type
+from ._creation import asarray, zeros_like
+from ._elementwise import (absolute, astype, cos, equal, exp, isfinite, isnan, log, log1p, maximum,
+                           minimum, sin, where)
+from ._linalg import matmul
+from ._manipulation import broadcast_arrays, reshape, stack
+from ._math import arctan2, copysign, hypot, isinf
+
 
 _C64 = np.dtype(np.complex64)
 _C128 = np.dtype(np.complex128)
@@ -41,32 +66,7 @@ def part_dtype(complex_dtype):
     return _F32 if dt == _C64 else _F64
 
 
-def is_complex_dtype(dt):
-    try:
-        return np.dtype(dt).kind == "c"
-    except TypeError:
-        return False
-
-
-def is_complex_value(x):
-    """Is x a complex value: a ComplexTracer, a Python or NumPy complex
-    number, or a NumPy complex array?"""
-    t = type(x)
-    if t is ComplexTracer or t is complex:
-        return True
-    if isinstance(x, (np.ndarray, np.generic)):
-        return x.dtype.kind == "c"
-    return False
-
-
-def _cnp():
-    """The cjit.numpy namespace (imported late: it imports this module)."""
-    from .. import numpy as cnp
-    return cnp
-
-
 def _lift_part(v):
-    from ._core import _lift
     return _lift(v)
 
 
@@ -80,15 +80,13 @@ class ComplexTracer:
     def __init__(self, re, im):
         re, im = _lift_part(re), _lift_part(im)
         if re.dtype != im.dtype or re.dtype.kind != "f":
-            from ._core import _result_type
             dt, _ = _result_type((re.dtype, re.weak), (im.dtype, im.weak))
             if dt.kind != "f":
                 dt = _F64
             re = re.astype(dt) if re.dtype != dt else re
             im = im.astype(dt) if im.dtype != dt else im
         if tuple(re.shape) != tuple(im.shape):
-            c = _cnp()
-            re, im = c.broadcast_arrays(re, im)
+            re, im = broadcast_arrays(re, im)
         self.re, self.im = re, im
 
     # -- what it is --------------------------------------------------------
@@ -163,7 +161,7 @@ class ComplexTracer:
     def __ne__(self, o): return binop("ne", self, o)
     def __neg__(self): return ComplexTracer(-self.re, -self.im)
     def __pos__(self): return self
-    def __abs__(self): return absolute(self)
+    def __abs__(self): return cabs(self)
 
     def __lt__(self, o): return _no_order("<")
     __le__ = __gt__ = __ge__ = __lt__
@@ -199,8 +197,7 @@ class ComplexTracer:
     def mT(self): return ComplexTracer(self.re.mT, self.im.mT)
 
     def astype(self, dtype, copy=True, **k):
-        from ._complex_api import astype
-        return astype(self, dtype)
+        return castype(self, dtype)
 
     def dot(self, other): return binop("matmul", self, other)
 
@@ -260,9 +257,8 @@ def binop(op, a, b):
     if op == "div":
         return _div(ar, ai, br, bi)
     if op == "pow":
-        return power(a, b)
+        return cpower(a, b)
     if op == "matmul":
-        from ._complex_api import complex_matmul
         return complex_matmul(a, b)
     if op in ("eq", "ne"):
         re_eq = m_equal(ar, br)
@@ -275,7 +271,6 @@ def binop(op, a, b):
 
 
 def m_equal(x, y):
-    from ._elementwise import equal
     return _lift_part(equal(x, y))
 
 
@@ -304,7 +299,6 @@ def _mul(ar, ai, br, bi):
 def _div(ar, ai, br, bi):
     if bi is None:                       # by a real: each part divided
         return make(ar / br, None if ai is None else ai / br)
-    from ._complex_elementary import cdiv
     return cdiv(ar, 0.0 if ai is None else ai, br, bi)
 
 
@@ -333,89 +327,71 @@ def linear(f, x, *args, **kwargs):
         kwargs = dict(kwargs, dtype=part_dtype(dt))
         if xi is None:
             re = f(xr, *args, **kwargs)
-            return make(re, _cnp().zeros_like(re))
+            return make(re, zeros_like(re))
     if xi is None:
         return f(xr, *args, **kwargs)
     return make(f(xr, *args, **kwargs), f(xi, *args, **kwargs))
 
 
 # ---------------------------------------------------------------------------
-# elementwise functions
+# exact sums and products (the FMA op rounds once)
 
-def absolute(z):
-    c = _cnp()
+def _two_prod(a, b):
+    """(p, e) with p + e = a * b exactly (while a*b neither overflows nor
+    underflows past the subnormals)."""
+    p = a * b
+    return p, fma(a, b, -p)
+
+
+def _two_sum(a, b):
+    """(s, r) with s + r = a + b exactly (Knuth: no order of |a|, |b| needed)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _exact_sum(terms, tails=()):
+    """The sum of terms (the large ones, in any order) and tails (small ones,
+    each below an ulp of the result's scale), rounded about once: the terms
+    are added with two-sums and their rounding errors collected with the
+    tails."""
+    s = terms[0]
+    errs = list(tails)
+    for t in terms[1:]:
+        s, r = _two_sum(s, t)
+        errs.append(r)
+    tail = errs[0]
+    for e in errs[1:]:
+        tail = tail + e
+    return s + tail
+
+
+# ---------------------------------------------------------------------------
+# the arithmetic: abs, exp and log (for powers), division, matmul, astype
+
+def cabs(z):
     zr, zi = parts(z)
     if zi is None:
-        return c.abs(zr)
-    return c.hypot(zr, zi)
+        return absolute(zr)
+    return hypot(zr, zi)
 
 
-def angle(z, deg=False):
-    c = _cnp()
-    zr, zi = parts(z)
-    if zi is None:
-        from ._selection import angle as real_angle
-        return real_angle(zr, deg=deg)
-    a = c.arctan2(zi, zr)
-    return a * (180.0 / np.pi) if deg else a
-
-
-def exp(z):
+def cexp(z):
     """e^a (cos b + i sin b), with C99's special values (Annex G): a zero
     imaginary part stays exactly zero (exp(inf + 0i) = inf + 0i, not
     inf + nan i), exp(-inf + i y) = 0 for any y, exp(+inf + i y) with y
     not finite is inf + nan i."""
-    c = _cnp()
     a, b = parts(z)
-    scale = c.exp(a)
+    scale = exp(a)
     # past a = 80 (700) the products are formed without overflowing e^a
-    big, re_big = _exp_times(c.cos(b), a, False)
-    _, im_big = _exp_times(c.sin(b), a, False)
+    big, re_big = _exp_times(cos(b), a, False)
+    _, im_big = _exp_times(sin(b), a, False)
     big = big & (a > 0)
-    re = c.where(b == 0, scale, c.where(big, re_big, scale * c.cos(b)))
-    im = c.where(b == 0, b, c.where(big, im_big, scale * c.sin(b)))
-    odd = c.isinf(a) & ~c.isfinite(b)
-    re = c.where(odd, c.where(a > 0, a, 0.0), re)
-    im = c.where(odd, c.where(a > 0, np.nan, c.copysign(0.0, b)), im)
-    return make(re, im)
-
-
-def log(z):
-    """log |z| + i arg z, log |z| accurate next to |z| = 1 (_complex_elementary)."""
-    from ._complex_elementary import clog
-    return clog(z)
-
-
-def sqrt(z):
-    """The principal square root (Kahan's formulation: no cancellation),
-    with z scaled by 1/4 near overflow (hypot + |x| would overflow) and by
-    4^k for tiny parts (so that (hypot + |x|) / 2 keeps its bits), and
-    C99's special values: sqrt(x +- inf i) = inf +- inf i for every x,
-    sqrt(-inf + yi) = 0 + inf i, sqrt(inf + yi) = inf + 0i."""
-    c = _cnp()
-    zr, zi = parts(z)
-    zr, zi = _lift_part(zr), _lift_part(zi)
-    f32 = zr.dtype == _F32
-    big_at = 1e37 if f32 else 1e307
-    small_at = 1e-30 if f32 else 1e-290
-    up, down = (2.0 ** 48, 2.0 ** -24) if f32 else (2.0 ** 108, 2.0 ** -54)
-    m = c.maximum(c.abs(zr), c.abs(zi))
-    scale = c.where(m > big_at, 0.25, c.where(m < small_at, up, 1.0))
-    back = c.where(m > big_at, 2.0, c.where(m < small_at, down, 1.0))
-    xr, xi = zr * scale, zi * scale
-    t = c.sqrt((c.hypot(xr, xi) + c.abs(xr)) * 0.5)
-    safe_t = c.where(t == 0, 1.0, t)
-    half = xi / (2.0 * safe_t)
-    re = c.where(xr >= 0, t, c.abs(half)) * back
-    im = c.where(xr >= 0, half, c.copysign(t, xi)) * back
-    re, im = c.where(t == 0, 0.0, re), c.where(t == 0, zi, im)
-    # C99: an infinite imaginary part wins over everything, nan included
-    inf_re, inf_im = c.isinf(zr), c.isinf(zi)
-    re = c.where(inf_re & (zr > 0), np.inf, c.where(inf_re, c.where(c.isnan(zi), np.nan, 0.0), re))
-    im = c.where(inf_re & (zr > 0), c.where(c.isnan(zi), zi, c.copysign(0.0, zi)),
-                 c.where(inf_re, c.where(c.isnan(zi), np.inf, c.copysign(np.inf, zi)), im))
-    re = c.where(inf_im, np.inf, re)
-    im = c.where(inf_im, zi, im)
+    re = where(b == 0, scale, where(big, re_big, scale * cos(b)))
+    im = where(b == 0, b, where(big, im_big, scale * sin(b)))
+    odd = isinf(a) & ~isfinite(b)
+    re = where(odd, where(a > 0, a, 0.0), re)
+    im = where(odd, where(a > 0, np.nan, copysign(0.0, b)), im)
     return make(re, im)
 
 
@@ -423,80 +399,37 @@ def _exp_times(s, t, half):
     """s e^|t| (half: s e^|t| / 2, which is s cosh t, or s |sinh t|, past
     |t| = 80), without overflowing e^|t| before the product: past the
     overflow of exp the product is taken in two halves, (s e^(|t|/2)) e^(|t|/2)."""
-    c = _cnp()
     s, t = _lift_part(s), _lift_part(t)
-    at = c.abs(t)
+    at = absolute(t)
     big = at > (80.0 if at.dtype == _F32 else 700.0)
-    h = c.exp(c.where(big, at * 0.5, 0.0))
+    h = exp(where(big, at * 0.5, 0.0))
     scaled = (s * (0.5 if half else 1.0) * h) * h
     return big, scaled
 
 
-def sin(z):
-    """sin z = -i sinh(iz), so that C99's values (which Annex G defines that
-    way) and the care against overflow come from sinh."""
-    a, b = parts(z)
-    w = sinh(make(-b if b is not None else 0.0 * a, a))
-    return make(w.im, -w.re)
+def log_abs(x, y):
+    """log |x + iy|.  For |z| in (1/2, 2) it is log1p(x^2 + y^2 - 1) / 2, the
+    argument summed exactly (x^2 + y^2 - 1 cancels next to the unit circle,
+    where log|z| loses its relative accuracy); elsewhere log(hypot(x, y))
+    (hypot neither overflows nor underflows, and |log| >= log 2 there)."""
+    ax, ay = absolute(x), absolute(y)
+    h = hypot(ax, ay)
+    near = (h > 0.5) & (h < 2.0)
+    # points that are not near get harmless inputs (their gradient stays finite)
+    hi = where(near, maximum(ax, ay), 1.0)
+    lo = where(near, minimum(ax, ay), 0.0)
+    p1, e1 = _two_prod(hi, hi)
+    p2, e2 = _two_prod(lo, lo)
+    t = _exact_sum([p1, -1.0, p2], [e2, e1])
+    return where(near, 0.5 * log1p(t), log(where(near, 1.0, h)))
 
 
-def cos(z):
-    """cos z = cosh(iz)."""
-    a, b = parts(z)
-    return cosh(make(-b if b is not None else 0.0 * a, a))
+def clog(z):
+    x, y = parts(z)
+    return make(log_abs(x, y), arctan2(y, x))
 
 
-def _zero_keeping(b, value):
-    """value, except where b is zero: there b itself (a function that maps
-    the real line to itself keeps a zero imaginary part exactly, where the
-    product formula would give inf * 0 = nan)."""
-    return _cnp().where(b == 0, b, value)
-
-
-def sinh(z):
-    """(sinh a cos b, cosh a sin b), with Annex G's values at infinities;
-    past |a| = 80 (float32; 700 float64) cosh a = |sinh a| = e^|a| / 2 and
-    the products are formed without overflowing it (_exp_times)."""
-    c = _cnp()
-    a, b = parts(z)
-    cb, sb = c.cos(b), c.sin(b)
-    big, re_big = _exp_times(cb, a, True)
-    _, im_big = _exp_times(sb, a, True)
-    re = c.where(big, c.copysign(1.0, a) * re_big, c.sinh(a) * cb)
-    im = _zero_keeping(b, c.where(big, im_big, c.cosh(a) * sb))
-    re = c.where((a == 0) & ~c.isfinite(b), a, re)          # sinh(0 + inf i) = 0 + nan i
-    re = c.where(c.isinf(a) & ~c.isfinite(b), a, re)        # sinh(inf + inf i) = inf + nan i
-    return make(re, im)
-
-
-def cosh(z):
-    """(cosh a cos b, sinh a sin b), with Annex G's values at infinities
-    and sinh's care against overflow; cosh is even, so a zero imaginary
-    part takes the sign of a times b's."""
-    c = _cnp()
-    a, b = parts(z)
-    cb, sb = c.cos(b), c.sin(b)
-    big, re_big = _exp_times(cb, a, True)
-    _, im_big = _exp_times(sb, a, True)
-    re = c.where(big, re_big, c.cosh(a) * cb)
-    im = c.where(big, c.copysign(1.0, a) * im_big, c.sinh(a) * sb)
-    im = c.where(b == 0, b * c.copysign(1.0, a), im)
-    im = c.where((a == 0) & ~c.isfinite(b), 0.0, im)        # cosh(0 + inf i) = nan + 0i
-    re = c.where(c.isinf(a) & ~c.isfinite(b), c.abs(a), re)  # cosh(inf + inf i) = inf + nan i
-    return make(re, im)
-
-
-def tan(z):
-    from ._complex_elementary import ctan
-    return ctan(z)
-
-
-def tanh(z):
-    from ._complex_elementary import ctanh
-    return ctanh(z)
-
-
-def power(a, b):
+def cpower(a, b):
     """a ** b: repeated products for a small integer exponent (exact as
     NumPy's), exp(b log a) otherwise, with 0 ** b = 0 for b with positive
     real part."""
@@ -515,60 +448,182 @@ def power(a, b):
         if result is None:
             return make(base.re * 0.0 + 1.0, base.im * 0.0)
         return binop("div", 1.0, result) if n < 0 else result
-    c = _cnp()
     za = as_complex(a)
     zero = (za.re == 0) & (za.im == 0)
-    safe = make(c.where(zero, 1.0, za.re), za.im)
-    w = exp(binop("mul", b, log(safe)))
+    safe = make(where(zero, 1.0, za.re), za.im)
+    w = cexp(binop("mul", b, clog(safe)))
     br, _ = parts(b)
-    return make(c.where(zero, c.where(br == 0, 1.0, 0.0), w.re), c.where(zero, 0.0, w.im))
+    return make(where(zero, where(br == 0, 1.0, 0.0), w.re), where(zero, 0.0, w.im))
 
 
-def reciprocal(z):
-    from ._complex_elementary import creciprocal
-    return creciprocal(z)
+def cdiv(ar, ai, br, bi):
+    """(ar + i ai) / (br + i bi) by Smith's algorithm (the ratio r of the
+    divisor's smaller part q to its larger p: no square of a part is
+    formed), with three repairs.  An operand whose larger part is within a
+    factor 4 of overflow is scaled by 1/4, one whose larger part is below
+    2^-900 by 2^600, and the quotient scaled
+    back: p + q r would overflow next to the largest floats, and subnormal
+    parts lose their bits in products.  Where r is subnormal, x r is formed
+    as (x / p) q (or (x q) / p where x / p overflows).  And where a part is infinite: a zero divisor gives
+    (ar / 0, ai / 0) as NumPy's; an infinite dividend (no nan) over a finite
+    nonzero divisor gives C99's infinity, inf (u br + v bi) + i inf (v br -
+    u bi) with u, v the signed 1 or 0 of each infinite or finite part.
+    complex64: plain Smith's (_cdiv32)."""
+    vs = [_lift_part(v) for v in (ar, ai, br, bi)]
+    if any(v.dtype != np.float64 for v in vs):
+        dt, _ = _result_type(*[(v.dtype, v.weak) for v in vs], (np.dtype(np.float32), False))
+        if np.dtype(dt) == np.float32:
+            return _cdiv32(*(v.astype(np.float32) for v in vs))
+        vs = [v.astype(np.float64) for v in vs]
+    ar, ai, br, bi = vs
+    fi = np.finfo(ar.dtype)
+    small, step = 2.0 ** -900, 2.0 ** 600
+    big = float(fi.max) / 4.0
+    mn = maximum(absolute(ar), absolute(ai))
+    md = maximum(absolute(br), absolute(bi))
+    sn = where(mn > big, 0.25, where(mn < small, step, 1.0))
+    sd = where(md > big, 0.25, where(md < small, step, 1.0))
+    xr, xi, yr, yi = ar * sn, ai * sn, br * sd, bi * sd
+    big_re = absolute(yr) >= absolute(yi)
+    p = where(big_re, yr, yi)
+    q = where(big_re, yi, yr)
+    safe_p = where(p == 0, 1.0, p)     # a harmless divisor where p is 0 (the result is set below)
+    r = q / safe_p
+    d = p + q * r
+    under = absolute(r) < float(fi.tiny)
+
+    def times_r(x):
+        # x q / p: (x / p) q, or (x q) / p where x / p overflows (q is then far below p)
+        xp = x / safe_p
+        return where(under, where(isinf(xp), (x * q) / safe_p, xp * q), x * r)
+
+    xr_r, xi_r = times_r(xr), times_r(xi)
+    # |yr| >= |yi|: ((xr + xi r) + i (xi - xr r)) / d, else ((xr r + xi) + i (xi r - xr)) / d
+    re = where(big_re, xr + xi_r, xr_r + xi) / d
+    im = where(big_re, xi - xr_r, xi_r - xr) / d
+    # back by exact powers of 2 (where both scalings go one way, the result over- or underflows anyway)
+    re, im = (re * sd) * (1.0 / sn), (im * sd) * (1.0 / sn)
+    return _div_specials(ar, ai, br, bi, re, im)
 
 
-def square(z):
-    """(x - y)(x + y) + 2xy i: no cancellation of x^2 - y^2, and no
-    inf - inf where both squares overflow."""
-    zr, zi = parts(z)
-    if zi is None:
-        return zr * zr
-    re = (zr - zi) * (zr + zi)
-    c = _cnp()
-    # a zero real part: +0 where |x| = |y| (as NumPy), the true sign where x^2 - y^2 underflows
-    return make(c.where(re == 0, c.copysign(0.0, c.abs(zr) - c.abs(zi)), re), 2.0 * zr * zi)
+def _cdiv32(ar, ai, br, bi):
+    """complex64 division: Smith's steps in float32, as before this module
+    (a chain of complex64 operations with a division still fuses into one
+    kernel without temporaries: each part is read at most four times).
+    Not yet held to the sweep's bound: parts of very different sizes can
+    lose bits where the ratio or a product is subnormal."""
+    big_re = absolute(br) >= absolute(bi)
+    safe_br = where(big_re, br, 1.0)
+    safe_bi = where(big_re, 1.0, bi)
+    r1 = bi / safe_br
+    d1 = br + bi * r1
+    r2 = br / safe_bi
+    d2 = bi + br * r2
+    re = where(big_re, (ar + ai * r1) / d1, (ar * r2 + ai) / d2)
+    im = where(big_re, (ai - ar * r1) / d1, (ai * r2 - ar) / d2)
+    return make(re, im)
 
 
-def isnan(z):
-    c = _cnp()
-    zr, zi = parts(z)
-    return c.isnan(zr) | c.isnan(zi)
+def _div_specials(ar, ai, br, bi, re, im):
+    """C99's infinity for an infinite dividend (no nan) over a finite nonzero
+    divisor, NumPy's (ar / 0, ai / 0) for a zero divisor."""
+    md = maximum(absolute(br), absolute(bi))
+    inf_n = (isinf(ar) | isinf(ai)) & ~isnan(ar) & ~isnan(ai)
+    rec = inf_n & isfinite(br) & isfinite(bi) & (md > 0)
+    u = copysign(where(isinf(ar), 1.0, 0.0), ar)
+    v = copysign(where(isinf(ai), 1.0, 0.0), ai)
+
+    def infinity(t):
+        # inf t without a product by inf, whose gradient would be nan everywhere
+        return where(t > 0, np.inf, where(t < 0, -np.inf, np.nan))
+
+    re = where(rec, infinity(u * br + v * bi), re)
+    im = where(rec, infinity(v * br - u * bi), im)
+    zero = md == 0
+    return make(where(zero, ar / where(zero, absolute(br), 1.0), re),
+                where(zero, ai / where(zero, absolute(bi), 1.0), im))
 
 
-def isinf(z):
-    c = _cnp()
-    zr, zi = parts(z)
-    return c.isinf(zr) | c.isinf(zi)
+def complex_matmul(x1, x2):
+    """x1 @ x2.  Two complex matrices (or stacks of them) are one real
+    matmul of twice the size: [re | im] interleaved, [m, 2k], times the
+    [2k, 2n] matrix whose 2x2 blocks are [[br, bi], [-bi, br]], gives the
+    product's interleaved pair, [m, 2n].  One BLAS call with the flops of
+    the four real products (which are what mixed and 1-D operands get)."""
+    a, b = parts(x1), parts(x2)
+    if a[1] is None or b[1] is None or np.ndim(a[0]) < 2 or np.ndim(b[0]) < 2:
+        return bilinear(lambda p, q: matmul(p, q), x1, x2)
+    za, zb = as_complex(x1), as_complex(x2)
+    m, k = za.shape[-2:]
+    k2, n = zb.shape[-2:]
+    if k != k2:
+        return bilinear(lambda p, q: matmul(p, q), x1, x2)   # the real matmul's error
+    lead_a, lead_b = za.shape[:-2], zb.shape[:-2]
+    a2 = reshape(stack([za.re, za.im], axis=-1), lead_a + (m, 2 * k))
+    rows = stack([stack([zb.re, zb.im], axis=-1), stack([-zb.im, zb.re], axis=-1)], axis=-3)
+    b2 = reshape(rows, lead_b + (2 * k, 2 * n))
+    prod = matmul(a2, b2)
+    pair = reshape(prod, tuple(prod.shape[:-1]) + (n, 2))
+    return make(pair[..., 0], pair[..., 1])
 
 
-def isfinite(z):
-    c = _cnp()
-    zr, zi = parts(z)
-    return c.isfinite(zr) & c.isfinite(zi)
-
-
-def where(condition, x, y):
-    c = _cnp()
+def castype(x, dtype, /, copy=True, *, device=None):
+    dt = np.dtype(dtype)
     xr, xi = parts(x)
-    yr, yi = parts(y)
-    return make(c.where(condition, xr, yr),
-                c.where(condition, 0.0 if xi is None else xi, 0.0 if yi is None else yi))
+    if dt.kind == "b":          # nonzero, as NumPy's cast of a complex to bool
+        return binop("ne", x, 0.0)
+    if dt.kind != "c":          # the real part, as NumPy (which warns) and JAX do
+        return astype(xr, dt)
+    pd = part_dtype(dt)
+    return make(astype(xr, pd), astype(0.0 * asarray(xr) if xi is None else xi, pd))
 
 
-def in_trace():
-    return current_trace() is not None
+# ---------------------------------------------------------------------------
+# complex values at the edges: the real pair (cjit/_tree.py)
+
+def _split(x):
+    """(real pair, dtype name) of a complex value."""
+    if type(x) is ComplexTracer:
+        return stack([x.re, x.im], axis=-1), x.dtype.name
+    if type(x) is complex:
+        return np.array([x.real, x.imag]), "complex128"
+    a = np.asarray(x)
+    if a.dtype not in (_C64, _C128):
+        return a, a.dtype.name     # refused where leaves are checked, with the argument's name
+    shape = a.shape
+    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("="))   # 0-d becomes 1-d here
+    return a.view(part_dtype(a.dtype)).reshape(shape + (2,)), a.dtype.name
 
 
-__all__ = ["ComplexTracer", "Tracer"]
+def _join(dtype_name, pair):
+    """The complex value of a real pair: a ComplexTracer in a trace, a
+    cjit.Array (a view of the pair's bytes) for a result."""
+    if pair is None:
+        return None
+    if isinstance(pair, Tracer):
+        return ComplexTracer(pair[..., 0], pair[..., 1])
+    if type(pair) is ComplexTracer:
+        return pair
+    a = np.asarray(pair)
+    dt = np.dtype(dtype_name)
+    shape = a.shape[:-1]
+    a = np.ascontiguousarray(a, dtype=part_dtype(dt))
+    return wrap(a.view(dt).reshape(shape))
+
+
+_tree.set_complex_hooks(ComplexTracer, _split, _join)
+
+
+# ---------------------------------------------------------------------------
+# Tracer operators with a complex operand (the C Tracer calls this)
+
+_OPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
+        "matmul": "matmul", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
+        "ge": "ge"}
+
+
+def tracer_binop(opname, a, b):
+    op = _OPS.get(opname)
+    if op is None:
+        raise TypeError(f"cjit.numpy: the operation '{opname}' is not defined for complex numbers")
+    return binop(op, a, b)

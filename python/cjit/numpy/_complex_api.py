@@ -1,11 +1,14 @@
-"""cjit.numpy's functions on complex arguments (see _complex.py).
+"""Which cjit.numpy function takes complex arguments, and how: one entry per
+function in the registry of _complex_dispatch.py (cjit.numpy.linalg's are
+in _complex_linalg.py).  Each public function is wrapped where it is
+defined; a call with a complex argument (or a complex dtype=) goes to the
+implementation registered here under its name, runs the real function
+as it is (`as_is`), or raises NotImplementedError naming the function.
 
-Every public function of cjit.numpy is wrapped (`install`): a call with no
-complex argument (and no complex `dtype=`) goes straight to the function;
-a call with one goes to the complex implementation of that name, and a
-function that has none raises NotImplementedError naming itself.  Outside
-a trace, a complex call runs its implementation under an internal jit, as
-the real functions' eager calls do.
+The implementations are written on the parts: the value and its
+arithmetic are in _complex.py, the elementwise functions in
+_complex_elementary.py and _complex_inverse.py, and the real functions of
+cjit.numpy apply to the parts.
 """
 from __future__ import annotations
 
@@ -15,228 +18,35 @@ import math
 import numpy as np
 
 from .. import _tree
-from ..api import current_trace
-from .._array import Array, as_result, wrap
+from .._array import Array
 from .._cjit import Tracer
-from . import _complex as C
+from .._trace_state import current_trace
+from . import _complex as C, _complex_elementary as E, _complex_inverse as I
 from ._complex import ComplexTracer, as_complex, bilinear, linear, make, parts
-
-
-def _cnp():
-    from .. import numpy as cnp
-    return cnp
-
-
-# ---------------------------------------------------------------------------
-# complex values at the edges: the real pair (cjit/_tree.py)
-
-def _split(x):
-    """(real pair, dtype name) of a complex value."""
-    if type(x) is ComplexTracer:
-        return _cnp().stack([x.re, x.im], axis=-1), x.dtype.name
-    if type(x) is complex:
-        return np.array([x.real, x.imag]), "complex128"
-    a = np.asarray(x)
-    if a.dtype not in (C._C64, C._C128):
-        return a, a.dtype.name     # refused where leaves are checked, with the argument's name
-    shape = a.shape
-    a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("="))   # 0-d becomes 1-d here
-    return a.view(C.part_dtype(a.dtype)).reshape(shape + (2,)), a.dtype.name
-
-
-def _join(dtype_name, pair):
-    """The complex value of a real pair: a ComplexTracer in a trace, a
-    cjit.Array (a view of the pair's bytes) for a result."""
-    if pair is None:
-        return None
-    if isinstance(pair, Tracer):
-        return ComplexTracer(pair[..., 0], pair[..., 1])
-    if type(pair) is ComplexTracer:
-        return pair
-    a = np.asarray(pair)
-    dt = np.dtype(dtype_name)
-    shape = a.shape[:-1]
-    a = np.ascontiguousarray(a, dtype=C.part_dtype(dt))
-    return wrap(a.view(dt).reshape(shape))
-
-
-_tree.set_complex_hooks(ComplexTracer, _split, _join)
-
-
-def conj_pairs(treedef, leaves, negate):
-    """leaves with the imaginary half of every complex pair negated:
-    JAX's convention for cotangents of complex values (a gradient is the
-    conjugate of the real pair's gradient).  negate(leaf) negates a pair's
-    second half."""
-    mask = _tree.complex_leaf_mask(treedef)
-    return [negate(x) if m and x is not None else x for x, m in zip(leaves, mask)]
-
-
-def negate_imag(pair):
-    """A real pair with its imaginary half negated."""
-    if isinstance(pair, Tracer):
-        return pair * np.array([1.0, -1.0], dtype=pair.dtype)
-    a = np.asarray(pair)
-    return a * np.array([1.0, -1.0], dtype=a.dtype)
-
-
-# ---------------------------------------------------------------------------
-# dispatch
-
-_IMPLS = {}          # name -> complex implementation
-_NO_EAGER_JIT = set()  # implementations that handle eager calls themselves
-# positional index of a dtype parameter, for creation functions
-_DTYPE_POS = {"astype": 1, "zeros": 1, "ones": 1, "empty": 1, "full": 2, "asarray": 1, "array": 1,
-              "zeros_like": 1, "ones_like": 1, "empty_like": 1, "full_like": 2, "eye": 3,
-              "identity": 1}
-
-
-def impl(*names, eager_jit=True):
-    def deco(f):
-        for n in names:
-            _IMPLS[n] = f
-            if not eager_jit:
-                _NO_EAGER_JIT.add(n)
-        return f
-    return deco
-
-
-def _any_complex(name, args, kwargs):
-    is_c = _tree.is_complex
-    for a in args:
-        if is_c(a):
-            return True
-        t = type(a)
-        if (t is list or t is tuple) and any(is_c(b) for b in a):
-            return True
-    for v in kwargs.values():
-        if is_c(v):
-            return True
-    if name == "result_type":      # its arguments may be dtypes
-        return any(is_c(a) or (isinstance(a, (type, np.dtype, str)) and C.is_complex_dtype(a))
-                   for a in args)
-    dt = kwargs.get("dtype")
-    pos = _DTYPE_POS.get(name)
-    if dt is None and pos is not None and len(args) > pos:
-        dt = args[pos]
-    if dt is None:
-        return False
-    if isinstance(dt, str):
-        return dt.startswith("complex")
-    return C.is_complex_dtype(dt)
-
-
-def _wrap(name, fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if not _any_complex(name, args, kwargs):
-            return as_result(fn(*args, **kwargs), args)
-        f = _IMPLS.get(name)
-        if f is None:
-            raise NotImplementedError(
-                f"cjit.numpy.{name}: complex arguments are not supported yet (complex numbers "
-                f"work with arithmetic, the elementwise functions of complex analysis, sums, "
-                f"products of matrices, the FFTs, part of linalg and the shape functions; "
-                f"docs/API.md lists them)")
-        if name in _NO_EAGER_JIT or current_trace() is not None or _has_traced(args, kwargs):
-            return as_result(f(*args, **kwargs), args)
-        return as_result(_eager(name, f, args, kwargs), args)
-    wrapper._cjit_complex_wrapped = True
-    return wrapper
-
-
-def _has_traced(args, kwargs):
-    for a in list(args) + list(kwargs.values()):
-        if isinstance(a, (Tracer, ComplexTracer)):
-            return True
-        if type(a) in (list, tuple) and any(isinstance(b, (Tracer, ComplexTracer)) for b in a):
-            return True
-    return False
-
+from ._complex_dispatch import as_is, has_traced, impl, is_complex_dtype
+from ._creation import asarray, eye, full, meshgrid, ones, tril, triu, zeros
+from ._einsum import einsum
+from ._elementwise import astype, logical_not, sqrt
+from ._gather import take, take_along_axis
+from ._index_tricks import rot90
+from ._info import result_type
+from ._linalg import (cross, diag, diagonal, dot, inner, kron, outer, tensordot, trace, transpose,
+                      vdot, vecdot)
+from ._manipulation import (append, array_split, broadcast_shapes, broadcast_to, column_stack,
+                            concat, concatenate, diff, dsplit, dstack, expand_dims, flip, fliplr,
+                            flipud, hsplit, hstack, matrix_transpose, moveaxis, permute_dims,
+                            ravel, repeat, reshape, roll, size, split, squeeze, stack, swapaxes,
+                            tile, unstack, vsplit, vstack)
+from ._math import round as round_
+from ._reductions import (_check_reduce_args, all as all_, any as any_, count_nonzero, cumsum,
+                          cumulative_sum, mean as mean_, sum as sum_)
+from ._selection import copy
 
 # Functions that take complex arguments as they are: those that ask for a
 # dtype, and those that answer outside jit only, with NumPy's own result
 # (_eager_only.py), which holds for complex arrays as well
-_AS_THEY_ARE = frozenset({"finfo", "iinfo", "can_cast", "isdtype", "issubdtype", "dtype",
-                          "nonzero", "argwhere", "flatnonzero", "unique", "unique_all",
-                          "unique_counts", "unique_inverse", "unique_values"})
-
-
-def install(namespace, names):
-    """Wraps the functions `names` of a module's namespace in place."""
-    for n in names:
-        if n in _AS_THEY_ARE:
-            continue
-        fn = namespace.get(n)
-        if callable(fn) and not isinstance(fn, type) and not getattr(fn, "_cjit_complex_wrapped",
-                                                                      False):
-            namespace[n] = _wrap(n, fn)
-
-
-# ---------------------------------------------------------------------------
-# eager calls: the implementation under an internal jit per static signature
-
-_eager_jits = {}
-
-
-def _dynamic(v):
-    t = type(v)
-    if t is np.ndarray or t is Array or isinstance(v, np.generic) or t is complex:
-        return True
-    return (t is list or t is tuple) and len(v) > 0 and all(
-        type(b) is np.ndarray or type(b) is Array or isinstance(b, (np.generic, complex))
-        for b in v)
-
-
-# parameters whose concrete array values are static (shapes depend on them)
-_STATIC_ARRAYS = {"repeat": (1, "repeats")}
-
-
-def _eager(name, f, args, kwargs):
-    from ..api import Jitted
-    if name in _STATIC_ARRAYS:
-        pos, kw = _STATIC_ARRAYS[name]
-        if len(args) > pos and isinstance(args[pos], np.ndarray):
-            args = args[:pos] + (args[pos].tolist(),) + args[pos + 1:]
-        if isinstance(kwargs.get(kw), np.ndarray):
-            kwargs = dict(kwargs, **{kw: kwargs[kw].tolist()})
-    dyn, skel = [], []
-    for a in args:
-        if _dynamic(a):
-            skel.append(("dyn", len(dyn), type(a) is list))
-            dyn.append(list(a) if type(a) in (list, tuple) else a)
-        else:
-            skel.append(("static", a))
-    kw = []
-    for k in sorted(kwargs):
-        v = kwargs[k]
-        if _dynamic(v):
-            kw.append((k, ("dyn", len(dyn), type(v) is list)))
-            dyn.append(list(v) if type(v) in (list, tuple) else v)
-        else:
-            kw.append((k, ("static", v)))
-    key = (name, tuple(skel), tuple(kw))
-
-    def fetch(slot, values):
-        return values[slot[1]] if slot[0] == "dyn" else slot[1]
-
-    def run(*values):
-        a = [fetch(s, values) for s in skel]
-        k = {n: fetch(s, values) for n, s in kw}
-        return f(*a, **k)
-
-    try:
-        j = _eager_jits.get(key)
-    except TypeError:            # an unhashable static argument: no caching
-        j, key = None, None
-    if j is None:
-        j = Jitted(run, _internal=True)
-        j._name = f"cjit.numpy.{name}"
-        if key is not None:
-            if len(_eager_jits) > 512:
-                _eager_jits.clear()
-            _eager_jits[key] = j
-    return j(*dyn)
+as_is("finfo", "iinfo", "can_cast", "isdtype", "nonzero", "argwhere", "flatnonzero", "unique",
+      "unique_all", "unique_counts", "unique_inverse", "unique_values")
 
 
 # ---------------------------------------------------------------------------
@@ -252,45 +62,24 @@ impl("multiply")(_binary("mul"))
 impl("divide", "true_divide")(_binary("div"))
 impl("equal")(_binary("eq"))
 impl("not_equal")(_binary("ne"))
-impl("power", "pow")(lambda x1, x2, /, *a, **k: C.power(x1, x2))
-def complex_matmul(x1, x2):
-    """x1 @ x2.  Two complex matrices (or stacks of them) are one real
-    matmul of twice the size: [re | im] interleaved, [m, 2k], times the
-    [2k, 2n] matrix whose 2x2 blocks are [[br, bi], [-bi, br]], gives the
-    product's interleaved pair, [m, 2n].  One BLAS call with the flops of
-    the four real products (which are what mixed and 1-D operands get)."""
-    c = _cnp()
-    a, b = parts(x1), parts(x2)
-    if a[1] is None or b[1] is None or np.ndim(a[0]) < 2 or np.ndim(b[0]) < 2:
-        return bilinear(lambda p, q: c.matmul(p, q), x1, x2)
-    za, zb = as_complex(x1), as_complex(x2)
-    m, k = za.shape[-2:]
-    k2, n = zb.shape[-2:]
-    if k != k2:
-        return bilinear(lambda p, q: c.matmul(p, q), x1, x2)   # the real matmul's error
-    lead_a, lead_b = za.shape[:-2], zb.shape[:-2]
-    a2 = c.reshape(c.stack([za.re, za.im], axis=-1), lead_a + (m, 2 * k))
-    rows = c.stack([c.stack([zb.re, zb.im], axis=-1), c.stack([-zb.im, zb.re], axis=-1)], axis=-3)
-    b2 = c.reshape(rows, lead_b + (2 * k, 2 * n))
-    prod = c.matmul(a2, b2)
-    pair = c.reshape(prod, tuple(prod.shape[:-1]) + (n, 2))
-    return make(pair[..., 0], pair[..., 1])
-
-
-impl("matmul")(lambda x1, x2, /, *a, **k: complex_matmul(x1, x2))
+impl("power", "pow")(lambda x1, x2, /, *a, **k: C.cpower(x1, x2))
+impl("matmul")(lambda x1, x2, /, *a, **k: C.complex_matmul(x1, x2))
 impl("negative")(lambda x, /, *a, **k: -as_complex(x))
 impl("positive")(lambda x, /, *a, **k: as_complex(x))
 impl("conj", "conjugate")(lambda x, /, *a, **k: as_complex(x).conj())
-impl("absolute", "abs")(lambda x, /, *a, **k: C.absolute(x))
-impl("angle")(lambda z, deg=False: C.angle(z, deg))
-for _n in ("exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh", "square",
-           "reciprocal", "isnan", "isinf", "isfinite"):
-    impl(_n)(functools.partial(lambda fn, x, /, *a, **k: fn(x), getattr(C, _n)))
+impl("absolute", "abs")(lambda x, /, *a, **k: C.cabs(x))
+impl("angle")(lambda z, deg=False: E.cangle(z, deg))
+for _n, _f in (("exp", C.cexp), ("log", C.clog), ("sqrt", E.csqrt), ("sin", E.csin), ("cos", E.ccos),
+               ("tan", E.ctan), ("sinh", E.csinh), ("cosh", E.ccosh), ("tanh", E.ctanh),
+               ("square", E.csquare), ("reciprocal", E.creciprocal), ("isnan", E.cisnan),
+               ("isinf", E.cisinf), ("isfinite", E.cisfinite), ("expm1", E.cexpm1),
+               ("log1p", E.clog1p), ("sign", E.csign)):
+    impl(_n)(functools.partial(lambda fn, x, /, *a, **k: fn(x), _f))
 
 
 @impl("real")
 def _real(x, /):
-    return parts(x)[0] if not isinstance(x, np.ndarray) else _cnp().asarray(np.real(x))
+    return parts(x)[0] if not isinstance(x, np.ndarray) else asarray(np.real(x))
 
 
 @impl("imag")
@@ -298,11 +87,6 @@ def _imag(x, /):
     return parts(x)[1]
 
 
-# log, log1p, tan, tanh, expm1, sign, reciprocal: _complex_elementary.py
-from . import _complex_elementary as E  # noqa: E402
-
-for _n, _f in (("expm1", E.cexpm1), ("log1p", E.clog1p), ("sign", E.csign)):
-    impl(_n)(functools.partial(lambda fn, x, /, *a, **k: fn(x), _f))
 
 _INV_LN10 = 1.0 / math.log(10.0)   # Python floats: weak, so complex64 stays complex64
 _INV_LN2 = 1.0 / math.log(2.0)
@@ -310,13 +94,13 @@ _INV_LN2 = 1.0 / math.log(2.0)
 
 @impl("log10")
 def _log10(x, /):
-    w = C.log(x)
+    w = C.clog(x)
     return make(w.re * _INV_LN10, w.im * _INV_LN10)
 
 
 @impl("log2")
 def _log2(x, /):
-    w = C.log(x)
+    w = C.clog(x)
     return make(w.re * _INV_LN2, w.im * _INV_LN2)
 
 
@@ -324,90 +108,99 @@ def _log2(x, /):
 def _where(condition, x=None, y=None, /):
     if x is None or y is None:
         raise ValueError("cjit.numpy.where: complex arguments need both x and y")
-    return C.where(condition, x, y)
+    return E.cwhere(condition, x, y)
 
 
 @impl("isclose")
 def _isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    c = _cnp()
-    d = C.absolute(C.binop("sub", a, b))
-    close = d <= atol + rtol * C.absolute(b)
+    d = C.cabs(C.binop("sub", a, b))
+    close = d <= atol + rtol * C.cabs(b)
     if equal_nan:
-        close = close | (C.isnan(as_complex(a)) & C.isnan(as_complex(b)))
-    return close & c.logical_not(C.isinf(as_complex(a)) | C.isinf(as_complex(b))) | \
-        (C.binop("eq", a, b) & C.isinf(as_complex(a)))
+        close = close | (E.cisnan(as_complex(a)) & E.cisnan(as_complex(b)))
+    return close & logical_not(E.cisinf(as_complex(a)) | E.cisinf(as_complex(b))) | \
+        (C.binop("eq", a, b) & E.cisinf(as_complex(a)))
 
 
 @impl("allclose")
 def _allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return _cnp().all(_isclose(a, b, rtol, atol, equal_nan))
+    return all_(_isclose(a, b, rtol, atol, equal_nan))
 
 
-@impl("astype")
-def _astype(x, dtype, /, copy=True, *, device=None):
-    c = _cnp()
-    dt = np.dtype(dtype)
-    xr, xi = parts(x)
-    if dt.kind == "b":          # nonzero, as NumPy's cast of a complex to bool
-        return C.binop("ne", x, 0.0)
-    if dt.kind != "c":          # the real part, as NumPy (which warns) and JAX do
-        return c.astype(xr, dt)
-    pd = C.part_dtype(dt)
-    return make(c.astype(xr, pd), c.astype(0.0 * c.asarray(xr) if xi is None else xi, pd))
-
-
-astype = _astype
+impl("astype", dtype_pos=1)(lambda x, dtype, /, copy=True, *, device=None: C.castype(x, dtype))
 
 
 # sums, means, reshapes, slices: the same on both parts
-_LINEAR = ("sum", "mean", "cumsum", "cumulative_sum", "reshape", "transpose", "permute_dims", "swapaxes",
-           "moveaxis", "expand_dims", "squeeze", "broadcast_to", "ravel", "flip", "fliplr",
-           "flipud", "roll", "rot90", "diagonal", "diag", "tril", "triu", "repeat", "tile",
-           "matrix_transpose", "trace", "diff", "copy", "take", "take_along_axis")
-for _n in _LINEAR:
-    impl(_n)(functools.partial(lambda name, x, /, *a, **k: linear(getattr(_cnp(), name), x, *a, **k),
-                               _n))
+_LINEAR = (("sum", sum_), ("mean", mean_), ("cumsum", cumsum), ("cumulative_sum", cumulative_sum),
+           ("reshape", reshape), ("transpose", transpose), ("permute_dims", permute_dims),
+           ("swapaxes", swapaxes), ("moveaxis", moveaxis), ("expand_dims", expand_dims),
+           ("squeeze", squeeze), ("broadcast_to", broadcast_to), ("ravel", ravel), ("flip", flip),
+           ("fliplr", fliplr), ("flipud", flipud), ("roll", roll), ("rot90", rot90),
+           ("diagonal", diagonal), ("diag", diag), ("tril", tril), ("triu", triu), ("tile", tile),
+           ("matrix_transpose", matrix_transpose), ("trace", trace), ("diff", diff), ("copy", copy),
+           ("take", take), ("take_along_axis", take_along_axis))
+def _real_rest(name, args, kwargs):
+    """The parameters an implementation hands on to the real function as
+    they are must be real: a complex one would bring the call back to the
+    implementation through the real function's own dispatch, forever."""
+    for v in list(args) + [v for key, v in kwargs.items() if key != "dtype"]:
+        if _tree.is_complex(v) or (type(v) in (list, tuple) and any(map(_tree.is_complex, v))):
+            raise TypeError(f"cjit.numpy.{name}: only the array may be complex; a complex value "
+                            f"for another parameter is not supported")
 
 
-@impl("repeat")
+def _on_parts(name, fn):
+    """fn applied to both parts."""
+    def f(x, /, *a, **k):
+        _real_rest(name, a, k)
+        return linear(fn, x, *a, **k)
+    return f
+
+
+for _n, _f in _LINEAR:
+    impl(_n)(_on_parts(_n, _f))
+
+
+@impl("repeat", static_array=(1, "repeats"))
 def _repeat(x, repeats, axis=None):
-    return linear(lambda v: _cnp().repeat(v, repeats, axis=axis), x)
+    return linear(lambda v: repeat(v, repeats, axis=axis), x)
 
 
-def _pieces(name):
+def _pieces(name, fn):
     """split, unstack, ...: the same pieces of both parts, paired up."""
     def f(x, *a, **k):
-        c = _cnp()
+        _real_rest(name, a, k)
         z = as_complex(x)
-        fn = getattr(c, name)
         res = [make(r, i) for r, i in zip(fn(z.re, *a, **k), fn(z.im, *a, **k))]
         return tuple(res) if name == "unstack" else res
     return f
 
 
-for _n in ("split", "array_split", "hsplit", "vsplit", "dsplit", "unstack"):
-    impl(_n)(_pieces(_n))
+for _n, _f in (("split", split), ("array_split", array_split), ("hsplit", hsplit), ("vsplit", vsplit),
+               ("dsplit", dsplit), ("unstack", unstack)):
+    impl(_n)(_pieces(_n, _f))
 
 
 @impl("meshgrid")
 def _meshgrid(*xi, **kwargs):
-    c = _cnp()
     zs = [as_complex(x) for x in xi]
-    return [make(r, i) for r, i in zip(c.meshgrid(*[z.re for z in zs], **kwargs),
-                                       c.meshgrid(*[z.im for z in zs], **kwargs))]
+    return [make(r, i) for r, i in zip(meshgrid(*[z.re for z in zs], **kwargs),
+                                       meshgrid(*[z.im for z in zs], **kwargs))]
 
 
 @impl("broadcast_arrays")
 def _broadcast_arrays(*arrays):
-    c = _cnp()
-    shape = c.broadcast_shapes(*[_shape(a) for a in arrays])
-    return [C.linear(lambda v: c.broadcast_to(v, shape), a) if _tree.is_complex(a)
-            else c.broadcast_to(a, shape) for a in arrays]
+    shape = broadcast_shapes(*[_shape(a) for a in arrays])
+    return [C.linear(lambda v: broadcast_to(v, shape), a) if _tree.is_complex(a)
+            else broadcast_to(a, shape) for a in arrays]
 
 
-@impl("eye", "identity", eager_jit=False)
+@impl("identity", eager_jit=False, dtype_pos=1)
+def _identity(n, dtype=None, **kwargs):
+    return _eye(n, dtype=dtype, **kwargs)
+
+
+@impl("eye", eager_jit=False, dtype_pos=3)
 def _eye(N, M=None, k=0, dtype=None, *args, **kwargs):
-    c = _cnp()
     if dtype is None:
         dtype = kwargs.pop("dtype")
     dt = np.dtype(dtype)
@@ -415,23 +208,25 @@ def _eye(N, M=None, k=0, dtype=None, *args, **kwargs):
     if current_trace() is None:
         return np.eye(N, M, k, dtype=dt)
     pd = C.part_dtype(dt)
-    re = c.eye(N, M, k, dtype=pd)
+    re = eye(N, M, k, dtype=pd)
     return make(re, re * 0)
 
 
 @impl("all")
 def _all(x, *a, **k):
-    return _cnp().all(C.binop("ne", x, 0.0), *a, **k)
+    _real_rest("all", a, k)
+    return all_(C.binop("ne", x, 0.0), *a, **k)
 
 
 @impl("any")
 def _any(x, *a, **k):
-    return _cnp().any(C.binop("ne", x, 0.0), *a, **k)
+    _real_rest("any", a, k)
+    return any_(C.binop("ne", x, 0.0), *a, **k)
 
 
 @impl("round", "around")
 def _round(x, decimals=0, out=None):
-    return linear(lambda v: _cnp().round(v, decimals), x)
+    return linear(lambda v: round_(v, decimals), x)
 
 
 @impl("from_dlpack", eager_jit=False)
@@ -446,91 +241,91 @@ def _from_dlpack(x, /, *, device=None, copy=None):
 
 @impl("count_nonzero")
 def _count_nonzero(x, *a, **k):
-    return _cnp().count_nonzero(C.binop("ne", x, 0.0), *a, **k)
+    _real_rest("count_nonzero", a, k)
+    return count_nonzero(C.binop("ne", x, 0.0), *a, **k)
 
 
 # The inverse functions, on their principal branches (NumPy's cuts):
 # _complex_inverse.py
-from ._complex_inverse import cacos as _acos, cacosh as _acosh, casin as _asin  # noqa: E402
-from ._complex_inverse import casinh as _asinh, catan as _atan, catanh as _atanh  # noqa: E402
-
-for _names, _f in ((("arcsinh", "asinh"), _asinh), (("arcsin", "asin"), _asin),
-                   (("arccos", "acos"), _acos), (("arctanh", "atanh"), _atanh),
-                   (("arctan", "atan"), _atan), (("arccosh", "acosh"), _acosh)):
+for _names, _f in ((("arcsinh", "asinh"), I.casinh), (("arcsin", "asin"), I.casin),
+                   (("arccos", "acos"), I.cacos), (("arctanh", "atanh"), I.catanh),
+                   (("arctan", "atan"), I.catan), (("arccosh", "acosh"), I.cacosh)):
     impl(*_names)(functools.partial(lambda fn, x, /, *a, **k: fn(x), _f))
 
 
-def _sequence(name):
+def _sequence(fn):
     def f(arrays, *a, **k):
-        c = _cnp()
+        _real_rest(fn.__name__, a, k)
         zs = [as_complex(z) for z in arrays]
-        fn = getattr(c, name)
         return make(fn([z.re for z in zs], *a, **k), fn([z.im for z in zs], *a, **k))
     return f
 
 
-for _n in ("concatenate", "concat", "stack", "hstack", "vstack", "column_stack", "dstack"):
-    impl(_n)(_sequence(_n))
+for _n, _f in (("concatenate", concatenate), ("concat", concat), ("stack", stack), ("hstack", hstack),
+               ("vstack", vstack), ("column_stack", column_stack), ("dstack", dstack)):
+    impl(_n)(_sequence(_f))
 
 
 @impl("append")
 def _append(arr, values, axis=None):
-    c = _cnp()
     a, v = as_complex(arr), as_complex(values)
-    return make(c.append(a.re, v.re, axis), c.append(a.im, v.im, axis))
+    return make(append(a.re, v.re, axis), append(a.im, v.im, axis))
 
 
-def _bilinear_fn(name, conj_first=False):
+def _bilinear_fn(fn, conj_first=False):
     def f(a, b, *args, **k):
-        fn = getattr(_cnp(), name)
+        _real_rest(fn.__name__, args, k)
         if conj_first:
             a = as_complex(a).conj()
         return bilinear(lambda p, q: fn(p, q, *args, **k), a, b)
     return f
 
 
-for _n in ("dot", "inner", "outer", "tensordot", "kron", "cross"):
-    impl(_n)(_bilinear_fn(_n))
-impl("vecdot")(_bilinear_fn("vecdot", conj_first=True))
+for _n, _f in (("dot", dot), ("inner", inner), ("outer", outer), ("tensordot", tensordot),
+               ("kron", kron), ("cross", cross)):
+    impl(_n)(_bilinear_fn(_f))
+impl("vecdot")(_bilinear_fn(vecdot, conj_first=True))
 
 
 @impl("vdot")
 def _vdot(a, b):
-    return bilinear(lambda p, q: _cnp().vdot(p, q), as_complex(a).conj(), b)
+    return bilinear(lambda p, q: vdot(p, q), as_complex(a).conj(), b)
 
 
 @impl("einsum")
 def _einsum(subscripts, *operands, **kwargs):
-    c = _cnp()
     if len(operands) == 1:
-        return linear(lambda x: c.einsum(subscripts, x, **kwargs), operands[0])
+        return linear(lambda x: einsum(subscripts, x, **kwargs), operands[0])
     if len(operands) != 2:
         raise NotImplementedError("cjit.numpy.einsum: complex operands with more than two "
                                   "operands are not supported yet; contract them in pairs")
-    return bilinear(lambda p, q: c.einsum(subscripts, p, q, **kwargs), *operands)
+    return bilinear(lambda p, q: einsum(subscripts, p, q, **kwargs), *operands)
 
 
 @impl("var")
 def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, *,
          correction=None, mean=None):
-    c = _cnp()
+    _check_reduce_args("var", out, None, where)     # refused as the real var refuses them
+    if mean is not None:
+        raise TypeError("cjit.numpy.var: mean= is not supported")
+    if correction is not None and ddof != 0:
+        raise ValueError("cjit.numpy.var: pass ddof or correction, not both")
     z = as_complex(a)
-    d = C.binop("sub", z, c.mean(z, axis=axis, keepdims=True))
+    d = C.binop("sub", z, mean_(z, axis=axis, keepdims=True))
     sq = d.re * d.re + d.im * d.im
     ddof = correction if correction is not None else ddof
-    n = c.size(sq) if axis is None else int(np.prod([z.shape[i] for i in np.atleast_1d(axis)]))
-    return c.sum(sq, axis=axis, keepdims=keepdims) / max(n - ddof, 0)
+    n = size(sq) if axis is None else int(np.prod([z.shape[i] for i in np.atleast_1d(axis)]))
+    return sum_(sq, axis=axis, keepdims=keepdims) / max(n - ddof, 0)
 
 
 @impl("std")
 def _std(a, *args, **kwargs):
-    return _cnp().sqrt(_var(a, *args, **kwargs))
+    return sqrt(_var(a, *args, **kwargs))
 
 
 def _creation(name, dtype_pos):
     """zeros/ones/full/empty (and their _like) with a complex dtype."""
     def f(*args, **kwargs):
-        c = _cnp()
         args = list(args)
         dt = kwargs.pop("dtype", None)
         if dt is None and len(args) > dtype_pos:
@@ -552,25 +347,25 @@ def _creation(name, dtype_pos):
         if current_trace() is None:
             return np.full(shape, value, dtype=dt)
         if dt.kind != "c":
-            return c.full(shape, value, dtype=dt)
+            return full(shape, value, dtype=dt)
         fr, fi = parts(value) if not isinstance(value, (int, float)) else (value, 0.0)
         pd = C.part_dtype(dt)
-        return make(c.astype(c.broadcast_to(c.asarray(fr), shape), pd),
-                    c.astype(c.broadcast_to(c.asarray(fi), shape), pd))
+        return make(astype(broadcast_to(asarray(fr), shape), pd),
+                    astype(broadcast_to(asarray(fi), shape), pd))
     return f
 
 
 for _n, _p in (("zeros", 1), ("ones", 1), ("empty", 1), ("full", 2), ("zeros_like", 1),
                ("ones_like", 1), ("empty_like", 1), ("full_like", 2)):
-    impl(_n, eager_jit=False)(_creation(_n, _p))
+    impl(_n, eager_jit=False, dtype_pos=_p)(_creation(_n, _p))
 
 
-@impl("asarray", eager_jit=False)
+@impl("asarray", eager_jit=False, dtype_pos=1)
 def _asarray(a, dtype=None, order=None, *, copy=None, device=None):
     return _complex_array(a, dtype, copy)
 
 
-@impl("array", eager_jit=False)
+@impl("array", eager_jit=False, dtype_pos=1)
 def _array(object, dtype=None, copy=True, order="K", ndmin=0):
     return _complex_array(object, dtype, copy)
 
@@ -578,16 +373,15 @@ def _array(object, dtype=None, copy=True, order="K", ndmin=0):
 def _complex_array(a, dtype, copy):
     """asarray/array where a complex value is involved; copy as NumPy's
     outside a trace (a traced value is immutable: a trace ignores it)."""
-    c = _cnp()
     if isinstance(a, ComplexTracer):
-        return a if dtype is None else _astype(a, dtype)
+        return a if dtype is None else C.castype(a, dtype)
     if isinstance(a, Tracer):
-        return _astype(a, dtype)
-    if type(a) in (list, tuple) and _has_traced([a], {}):
+        return C.castype(a, dtype)
+    if type(a) in (list, tuple) and has_traced([a], {}):
         zs = [as_complex(z) if not isinstance(z, (list, tuple)) else _complex_array(z, None, None)
               for z in a]
-        r = make(c.stack([z.re for z in zs]), c.stack([z.im for z in zs]))
-        return r if dtype is None else _astype(r, dtype)
+        r = make(stack([z.re for z in zs]), stack([z.im for z in zs]))
+        return r if dtype is None else C.castype(r, dtype)
     outside = current_trace() is None
     if outside and type(a) is Array and (dtype is None or a.dtype == dtype) and not copy:
         return a
@@ -595,8 +389,8 @@ def _complex_array(a, dtype, copy):
     if outside:
         return arr
     if arr.dtype.kind != "c":
-        return c.asarray(arr)
-    return make(c.asarray(np.ascontiguousarray(arr.real)), c.asarray(np.ascontiguousarray(arr.imag)))
+        return asarray(arr)
+    return make(asarray(np.ascontiguousarray(arr.real)), asarray(np.ascontiguousarray(arr.imag)))
 
 
 @impl("iscomplexobj", eager_jit=False)
@@ -635,7 +429,7 @@ def _size(a, axis=None):
     return int(np.prod(s)) if axis is None else s[axis]
 
 
-@impl("result_type", eager_jit=False)
+@impl("result_type", eager_jit=False, dtype_args=True)
 def _result_type(*arrays_and_dtypes):
     """NumPy's promotion with complex operands: the promotion of the parts'
     dtypes, made complex (complex64 + int32 -> float32 + int32 = float64 ->
@@ -646,59 +440,43 @@ def _result_type(*arrays_and_dtypes):
             reals.append(0.0)                      # weak, as a Python float
         elif _tree.is_complex(x):
             reals.append(np.zeros((), C.part_dtype(x.dtype)))
-        elif isinstance(x, (type, np.dtype, str)) and C.is_complex_dtype(x):
+        elif isinstance(x, (type, np.dtype, str)) and is_complex_dtype(x):
             reals.append(C.part_dtype(x))
         else:
             reals.append(x)
-    r = _cnp().result_type(*reals)
+    r = result_type(*reals)
     return C.complex_dtype_of(r) if r.kind == "f" else np.dtype(np.complex128)
-
-
-# ---------------------------------------------------------------------------
-# Tracer operators with a complex operand (the C Tracer calls this)
-
-_OPS = {"add": "add", "sub": "sub", "mul": "mul", "div": "div", "pow": "pow",
-        "matmul": "matmul", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
-        "ge": "ge"}
-
-
-def tracer_binop(opname, a, b):
-    op = _OPS.get(opname)
-    if op is None:
-        raise TypeError(f"cjit.numpy: the operation '{opname}' is not defined for complex numbers")
-    return C.binop(op, a, b)
 
 
 # ---------------------------------------------------------------------------
 # products of many, and cjit.numpy.linalg
 
 @impl("prod")
-def _prod(a, axis=None, dtype=None, out=None, keepdims=False, *args, **kwargs):
+def _prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """A product along axes as a tree of pairwise complex products (each
     level halves the axis; an odd element waits for the next level)."""
-    c = _cnp()
+    _check_reduce_args("prod", out, initial, where)  # refused as the real prod refuses them
     z = as_complex(a)
     nd = len(z.shape)
     axes = tuple(range(nd)) if axis is None else tuple(a_ % nd for a_ in np.atleast_1d(axis))
     keep = [d for d in range(nd) if d not in axes]
-    z = C.linear(lambda v: c.transpose(v, keep + list(axes)), z)
+    z = C.linear(lambda v: transpose(v, keep + list(axes)), z)
     lead = tuple(z.shape[:len(keep)])
     n = int(np.prod(z.shape[len(keep):], dtype=np.int64))
-    z = C.linear(lambda v: c.reshape(v, lead + (n,)), z)
+    z = C.linear(lambda v: reshape(v, lead + (n,)), z)
     if n == 0:
-        r = make(c.ones(lead, dtype=z.re.dtype), c.zeros(lead, dtype=z.re.dtype))
+        r = make(ones(lead, dtype=z.re.dtype), zeros(lead, dtype=z.re.dtype))
     else:
         while z.shape[-1] > 1:
             m = z.shape[-1]
             pairs = C.binop("mul", z[..., 0:m - 1:2], z[..., 1:m:2])
-            z = make(c.concatenate([pairs.re, z.re[..., m - 1:]], axis=-1),
-                     c.concatenate([pairs.im, z.im[..., m - 1:]], axis=-1)) if m % 2 else pairs
+            z = make(concatenate([pairs.re, z.re[..., m - 1:]], axis=-1),
+                     concatenate([pairs.im, z.im[..., m - 1:]], axis=-1)) if m % 2 else pairs
         r = z[..., 0]
     if keepdims:
-        r = C.linear(lambda v: c.reshape(v, tuple(1 if d in axes else s
+        r = C.linear(lambda v: reshape(v, tuple(1 if d in axes else s
                                                   for d, s in enumerate(a.shape))), r)
     return r
 
 
-# cjit.numpy.linalg on complex arguments registers itself here
-from . import _complex_linalg  # noqa: E402,F401
+

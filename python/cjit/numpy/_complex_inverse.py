@@ -22,6 +22,8 @@ import math
 import numpy as np
 
 from ._complex import as_complex, make
+from ._elementwise import absolute, isnan, log, log1p, maximum, sqrt, where
+from ._math import arccos, arcsin, arctan2, copysign, hypot, isinf, signbit
 
 _LARGE = 1e8
 _CROSS = 0.6417          # Hull et al.: above this asin(B) loses accuracy
@@ -30,102 +32,94 @@ _PI = math.pi
 _HALF_PI = math.pi / 2
 
 
-def _cnp():
-    from .. import numpy as cnp
-    return cnp
-
-
 def _eps(x):
     return float(np.finfo(x.dtype).eps)
 
 
-def _far_log_abs(c, x, y):
+def _far_log_abs(x, y):
     """log |z| + log 2 for large |z|, without overflowing |z|."""
-    return c.log(c.hypot(x * 0.5, y * 0.5)) + 2.0 * _LN2
+    return log(hypot(x * 0.5, y * 0.5)) + 2.0 * _LN2
 
 
 def _asin_acos_first_quadrant(x, y):
     """(Re asin, Re acos, Im asin) of x + iy for x, y >= 0 (nan passes)."""
-    c = _cnp()
     eps = _eps(x)
-    far = c.hypot(x, y) > _LARGE
+    far = hypot(x, y) > _LARGE
     # near: keep the far points at a harmless place (their results come from the far branch)
-    xs, ys = c.where(far, 0.5, x), c.where(far, 0.5, y)
-    r = c.hypot(xs + 1.0, ys)
-    s = c.hypot(xs - 1.0, ys)
+    xs, ys = where(far, 0.5, x), where(far, 0.5, y)
+    r = hypot(xs + 1.0, ys)
+    s = hypot(xs - 1.0, ys)
     a = 0.5 * (r + s)
     b = xs / a
     below = xs <= 1.0
     # the real parts where B is near 1: sums of positive terms
-    safe_sm1 = c.where(below, 1.0, s + (xs - 1.0))
+    safe_sm1 = where(below, 1.0, s + (xs - 1.0))
     t_below = 0.5 * (a + xs) * (ys * (ys / (r + (xs + 1.0))) + (s + (1.0 - xs)))
     t_above = 0.5 * ((a + xs) / (r + (xs + 1.0)) + (a + xs) / safe_sm1)
-    k_below = c.sqrt(t_below)                # = sqrt(A^2 - x^2) for x <= 1
-    k_above = ys * c.sqrt(c.where(below, 1.0, t_above))   # the same for x > 1
-    k = c.where(below, k_below, k_above)
+    k_below = sqrt(t_below)                # = sqrt(A^2 - x^2) for x <= 1
+    k_above = ys * sqrt(where(below, 1.0, t_above))   # the same for x > 1
+    k = where(below, k_below, k_above)
     use_b = b <= _CROSS
     # (every branch not taken gets a harmless input, so that its gradient, times 0, is not nan)
-    b_safe = c.where(use_b, b, 0.0)
-    re_asin = c.where(use_b, c.arcsin(b_safe), c.arctan2(xs, k))
-    re_acos = c.where(use_b, c.arccos(b_safe), c.arctan2(k, xs))
+    b_safe = where(use_b, b, 0.0)
+    re_asin = where(use_b, arcsin(b_safe), arctan2(xs, k))
+    re_acos = where(use_b, arccos(b_safe), arctan2(k, xs))
     # Im: log(A + sqrt(A^2 - 1)) = log1p(A - 1 + sqrt((A - 1)(A + 1))), A - 1 without cancellation
-    safe_1mx = c.where(below, 1.0 - xs, 1.0)
+    safe_1mx = where(below, 1.0 - xs, 1.0)
     d_below = s + safe_1mx                   # 0 only at z = 1, where y2 is 0 too
     # y (y / d), not y^2 / d: at x = 1 the second term is y, and y^2 may underflow
     first = ys * (ys / (r + (xs + 1.0)))
-    am1 = c.where(below, 0.5 * (first + ys * (ys / c.where(d_below == 0, 1.0, d_below))),
+    am1 = where(below, 0.5 * (first + ys * (ys / where(d_below == 0, 1.0, d_below))),
                   0.5 * (first + (s + (xs - 1.0))))
     # y tiny beside 1 - x (x < 1): y^2 may underflow; Im = y / sqrt(1 - x^2) to working precision
-    tiny_y = below & (ys < eps * c.abs(1.0 - xs))
+    tiny_y = below & (ys < eps * absolute(1.0 - xs))
     small = (a <= 1.5) & ~tiny_y
-    am1 = c.where(small, am1, 1.0)
-    im_small = c.log1p(am1 + c.sqrt(am1 * (a + 1.0)))
-    a_big = c.where(a <= 1.5, 2.0, a)
-    im_big = c.log(a_big + c.sqrt((a_big - 1.0) * (a_big + 1.0)))
-    im = c.where(a <= 1.5, im_small, im_big)
-    im = c.where(tiny_y, ys / c.sqrt(c.where(tiny_y, (1.0 - xs) * (1.0 + xs), 1.0)), im)
+    am1 = where(small, am1, 1.0)
+    im_small = log1p(am1 + sqrt(am1 * (a + 1.0)))
+    a_big = where(a <= 1.5, 2.0, a)
+    im_big = log(a_big + sqrt((a_big - 1.0) * (a_big + 1.0)))
+    im = where(a <= 1.5, im_small, im_big)
+    im = where(tiny_y, ys / sqrt(where(tiny_y, (1.0 - xs) * (1.0 + xs), 1.0)), im)
     # far: asin z = atan2(x, y) + i (log 2|z|) to O(1/|z|^2)
-    im = c.where(far, _far_log_abs(c, c.where(far, x, 1.0), c.where(far, y, 1.0)), im)
-    re_asin = c.where(far, c.arctan2(x, y), re_asin)
-    re_acos = c.where(far, c.arctan2(y, x), re_acos)
+    im = where(far, _far_log_abs(where(far, x, 1.0), where(far, y, 1.0)), im)
+    re_asin = where(far, arctan2(x, y), re_asin)
+    re_acos = where(far, arctan2(y, x), re_acos)
     return re_asin, re_acos, im
 
 
-def _nan_rules(c, x, y, re, im, re_at_zero_x):
+def _nan_rules(x, y, re, im, re_at_zero_x):
     """C99's values where a part is nan (for asin-like layouts: Im is the
     one that goes infinite): an infinite part gives Im = inf and Re = nan;
     x = 0 with y nan gives Re = re_at_zero_x (0 for asin, pi/2 for acos)."""
     nan = np.nan
-    x_nan, y_nan = c.isnan(x), c.isnan(y)
-    inf_other = (x_nan & c.isinf(y)) | (y_nan & c.isinf(x))
-    re = c.where(inf_other, nan, re)
-    im = c.where(inf_other, np.inf, im)
+    x_nan, y_nan = isnan(x), isnan(y)
+    inf_other = (x_nan & isinf(y)) | (y_nan & isinf(x))
+    re = where(inf_other, nan, re)
+    im = where(inf_other, np.inf, im)
     zero_x = (x == 0) & y_nan
-    re = c.where(zero_x, re_at_zero_x, re)
-    im = c.where(zero_x, nan, im)
+    re = where(zero_x, re_at_zero_x, re)
+    im = where(zero_x, nan, im)
     any_nan = (x_nan | y_nan) & ~inf_other & ~zero_x
-    return c.where(any_nan, nan, re), c.where(any_nan, nan, im)
+    return where(any_nan, nan, re), where(any_nan, nan, im)
 
 
 def casin(z):
-    c = _cnp()
     z = as_complex(z)
-    x, y = c.abs(z.re), c.abs(z.im)
+    x, y = absolute(z.re), absolute(z.im)
     re, _, im = _asin_acos_first_quadrant(x, y)
-    re, im = _nan_rules(c, x, y, re, im, x)
-    return make(c.copysign(re, z.re), c.copysign(im, z.im))
+    re, im = _nan_rules(x, y, re, im, x)
+    return make(copysign(re, z.re), copysign(im, z.im))
 
 
 def cacos(z):
     """acos z = (Re, -Im) of the first quadrant's, mirrored: acos(-z) =
     pi - acos z, acos(conj z) = conj acos z."""
-    c = _cnp()
     z = as_complex(z)
-    x, y = c.abs(z.re), c.abs(z.im)
+    x, y = absolute(z.re), absolute(z.im)
     _, re, im = _asin_acos_first_quadrant(x, y)
-    re = c.where(c.signbit(z.re), _PI - re, re)
-    re, im = _nan_rules(c, x, y, re, im, _HALF_PI)
-    return make(re, c.where(c.isnan(im), im, c.copysign(im, -z.im)))
+    re = where(signbit(z.re), _PI - re, re)
+    re, im = _nan_rules(x, y, re, im, _HALF_PI)
+    return make(re, where(isnan(im), im, copysign(im, -z.im)))
 
 
 def casinh(z):
@@ -137,42 +131,40 @@ def casinh(z):
 def cacosh(z):
     """acosh z = i acos z above the real axis (sign bit of y clear), -i acos z
     below: Re = |Im acos z|, Im = copysign(Re acos z, y)."""
-    c = _cnp()
     z = as_complex(z)
     w = cacos(z)
-    re = c.abs(w.im)
-    im = c.where(c.isnan(z.im) & ~c.isnan(w.re), w.re, c.copysign(w.re, z.im))
+    re = absolute(w.im)
+    im = where(isnan(z.im) & ~isnan(w.re), w.re, copysign(w.re, z.im))
     return make(re, im)
 
 
 def catanh(z):
-    c = _cnp()
     z = as_complex(z)
-    x, y = c.abs(z.re), c.abs(z.im)
-    far = c.hypot(x, y) > _LARGE
-    xs, ys = c.where(far, 0.5, x), c.where(far, 0.5, y)
+    x, y = absolute(z.re), absolute(z.im)
+    far = hypot(x, y) > _LARGE
+    xs, ys = where(far, 0.5, x), where(far, 0.5, y)
     one_m = 1.0 - xs
     den = one_m * one_m + ys * ys
     fi = np.finfo(x.dtype)
     # (1 - x)^2 + y^2 may underflow next to z = 1: there the ratio of logs
-    underflow = c.maximum(c.abs(one_m), ys) < 4.0 * math.sqrt(float(fi.tiny))
-    one_m_u = c.where(underflow, one_m, 1.0)
-    re_ratio = 0.5 * (c.log(c.hypot(1.0 + xs, ys)) - c.log(c.hypot(one_m_u, ys)))
-    re = c.where(underflow, re_ratio, 0.25 * c.log1p(4.0 * xs / c.where(underflow, 1.0, den)))
-    im = 0.5 * c.arctan2(2.0 * ys, one_m * (1.0 + xs) - ys * ys)
+    underflow = maximum(absolute(one_m), ys) < 4.0 * math.sqrt(float(fi.tiny))
+    one_m_u = where(underflow, one_m, 1.0)
+    re_ratio = 0.5 * (log(hypot(1.0 + xs, ys)) - log(hypot(one_m_u, ys)))
+    re = where(underflow, re_ratio, 0.25 * log1p(4.0 * xs / where(underflow, 1.0, den)))
+    im = 0.5 * arctan2(2.0 * ys, one_m * (1.0 + xs) - ys * ys)
     # far: atanh z = 1/z + i pi/2 to O(1/|z|^3); 1/z = conj(z) / |z|^2, scaled by |z| first
-    h = c.where(far, c.hypot(x, y), 1.0)
-    inf = c.isinf(x) | c.isinf(y)
-    re = c.where(far, c.where(inf, 0.0, (x / h) / h), re)
-    im = c.where(far, _HALF_PI - c.where(inf, 0.0, (y / h) / h), im)
+    h = where(far, hypot(x, y), 1.0)
+    inf = isinf(x) | isinf(y)
+    re = where(far, where(inf, 0.0, (x / h) / h), re)
+    im = where(far, _HALF_PI - where(inf, 0.0, (y / h) / h), im)
     # nan: atanh(nan + i inf) = 0 + i pi/2, atanh(inf + i nan) = 0 + i nan, atanh(0 + i nan) = 0 + i nan
-    x_nan, y_nan = c.isnan(x), c.isnan(y)
-    re = c.where(x_nan & c.isinf(y), 0.0, re)
-    im = c.where(x_nan & c.isinf(y), _HALF_PI, im)
-    re = c.where(y_nan & (c.isinf(x) | (x == 0)), 0.0, re)
-    im = c.where(y_nan, np.nan, im)
-    re = c.where((x_nan & ~c.isinf(y)) | (y_nan & ~c.isinf(x) & (x != 0)), np.nan, re)
-    return make(c.copysign(re, z.re), c.where(c.isnan(im), im, c.copysign(im, z.im)))
+    x_nan, y_nan = isnan(x), isnan(y)
+    re = where(x_nan & isinf(y), 0.0, re)
+    im = where(x_nan & isinf(y), _HALF_PI, im)
+    re = where(y_nan & (isinf(x) | (x == 0)), 0.0, re)
+    im = where(y_nan, np.nan, im)
+    re = where((x_nan & ~isinf(y)) | (y_nan & ~isinf(x) & (x != 0)), np.nan, re)
+    return make(copysign(re, z.re), where(isnan(im), im, copysign(im, z.im)))
 
 
 def catan(z):

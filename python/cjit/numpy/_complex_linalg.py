@@ -1,5 +1,6 @@
-"""cjit.numpy.linalg on complex arguments (see _complex.py and
-_complex_api.py, whose registry these implementations join).
+"""cjit.numpy.linalg on complex arguments: the registry's entries of
+cjit.numpy.linalg's functions (names 'linalg.<name>'; _complex_dispatch.py,
+_complex_api.py for cjit.numpy's own).
 
 The norms are the same norms of |x|; products go through the interleaved
 pairs; a complex system or inverse is the real one of twice the size (the
@@ -13,17 +14,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._control import fori_loop
+from .._trace_state import current_trace
 from . import _complex as C
 from ._complex import as_complex, bilinear, linear, make
-from ..api import current_trace
-from ._complex_api import _cnp, _eager, _has_traced, _wrap, complex_matmul, impl
+from ._complex_dispatch import eager, has_traced, impl
+from . import linalg
+from ._creation import arange, asarray, eye, ones, tril, zeros, zeros_like
+from ._elementwise import absolute, log, maximum, sqrt, where
+from ._linalg import outer, tensordot
+from ._manipulation import broadcast_to, concatenate, matrix_transpose, reshape
+from ._math import hypot
+from ._reductions import all as all_, any as any_, argmax, max as max_, sum as sum_
 
 
 def _abs_first(fn_name):
     """A norm of complex x: the same norm of |x| (every vector norm, and the
     matrix norms that sum or compare absolute values)."""
     def f(x, *args, **kwargs):
-        return getattr(_cnp().linalg, fn_name)(C.absolute(x), *args, **kwargs)
+        return getattr(linalg, fn_name)(C.cabs(x), *args, **kwargs)
     return f
 
 
@@ -33,12 +42,11 @@ for _n in ("vector_norm", "norm"):
 
 @impl("linalg.matrix_norm")
 def _matrix_norm(x, *, keepdims=False, ord="fro"):
-    c = _cnp()
     if ord in (2, -2, "nuc"):
         s = _svdvals(x)
-        r = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else c.sum(s, axis=-1)
-        return c.reshape(r, tuple(r.shape) + (1, 1)) if keepdims else r
-    return c.linalg.matrix_norm(C.absolute(x), keepdims=keepdims, ord=ord)
+        r = s[..., 0] if ord == 2 else s[..., -1] if ord == -2 else sum_(s, axis=-1)
+        return reshape(r, tuple(r.shape) + (1, 1)) if keepdims else r
+    return linalg.matrix_norm(C.cabs(x), keepdims=keepdims, ord=ord)
 
 
 def _pair_means(v):
@@ -51,8 +59,7 @@ def _pair_means(v):
 
 def _conj_transpose(z):
     """z^H over the last two dims."""
-    c = _cnp()
-    return make(c.matrix_transpose(z.re), -c.matrix_transpose(z.im))
+    return make(matrix_transpose(z.re), -matrix_transpose(z.im))
 
 
 def _square(x, who):
@@ -68,26 +75,24 @@ def _traced_once(name, fn, *args):
     """fn(*args) in a trace; outside one, one compiled call of it, as the
     other eager calls (used where the caller wraps fn's tuple in a named
     result, which a compiled function cannot return)."""
-    if current_trace() is None and not _has_traced(args, {}):
-        return _eager(name, fn, args, {})
+    if current_trace() is None and not has_traced(args, {}):
+        return eager(name, fn, args, {})
     return fn(*args)
 
 
 def _product(first, re, im):
     """first times the complex values re + i im along the last axis, in
     order (a fori_loop: the plan does not grow with the axis)."""
-    from .. import lax
-    c = _cnp()
     n = re.shape[-1]
     if n == 0:
         return first
-    at = c.arange(n)
+    at = arange(n)
 
     def step(k, acc):
-        term = make(c.sum(c.where(at == k, re, 0.0), axis=-1), c.sum(c.where(at == k, im, 0.0), axis=-1))
+        term = make(sum_(where(at == k, re, 0.0), axis=-1), sum_(where(at == k, im, 0.0), axis=-1))
         r = C.binop("mul", make(*acc), term)
         return r.re, r.im
-    return make(*lax.fori_loop(0, n, step, (first.re, first.im)))
+    return make(*fori_loop(0, n, step, (first.re, first.im)))
 
 
 @impl("linalg.eigvalsh")
@@ -101,72 +106,69 @@ def _eigvalsh(x, UPLO="L", *, symmetrize_input=True):
     z = _square(x, "eigvalsh")
     if symmetrize_input:
         h = C.binop("mul", C.binop("add", z, _conj_transpose(z)), 0.5)
-        return _pair_means(_cnp().linalg.eigvalsh(_embed(h), symmetrize_input=False))
+        return _pair_means(linalg.eigvalsh(_embed(h), symmetrize_input=False))
     if UPLO == "U":
         z = _conj_transpose(z)
-    tri = lambda v, k: _cnp().tril(v, k)
+    tri = lambda v, k: tril(v, k)
     # the Hermitian matrix the lower triangle names (the diagonal's imaginary part is dropped)
     low = make(tri(z.re, 0), tri(z.im, -1))
     h = C.binop("add", low, _conj_transpose(make(tri(z.re, -1), tri(z.im, -1))))
-    return _pair_means(_cnp().linalg.eigvalsh(_embed(h), symmetrize_input=False))
+    return _pair_means(linalg.eigvalsh(_embed(h), symmetrize_input=False))
 
 
 @impl("linalg.svdvals")
 def _svdvals(x):
     """The singular values: each singular value of the real embedding twice."""
-    return _pair_means(_cnp().linalg.svdvals(_embed(x)))
+    return _pair_means(linalg.svdvals(_embed(x)))
 
 
 @impl("linalg.matrix_rank")
 def _matrix_rank(x, tol=None, hermitian=False, *, rtol=None):
-    c = _cnp()
     z = as_complex(x)
     if len(z.shape) < 2:
-        return c.any(C.binop("ne", z, 0.0)).astype("int64")
+        return any_(C.binop("ne", z, 0.0)).astype("int64")
     s = _svdvals(z)
     if tol is not None:
-        cutoff = c.asarray(tol)[..., None]
+        cutoff = asarray(tol)[..., None]
     else:
         eps = float(np.finfo(C.part_dtype(z.dtype)).eps)
-        r = max(z.shape[-2:]) * eps if rtol is None else c.asarray(rtol)[..., None]
-        cutoff = r * c.max(s, axis=-1, keepdims=True)
-    return c.sum((s > cutoff).astype("int64"), axis=-1)
+        r = max(z.shape[-2:]) * eps if rtol is None else asarray(rtol)[..., None]
+        cutoff = r * max_(s, axis=-1, keepdims=True)
+    return sum_((s > cutoff).astype("int64"), axis=-1)
 
 
-impl("linalg.matmul")(lambda x1, x2, /: complex_matmul(x1, x2))
-impl("linalg.outer")(lambda x1, x2, /: bilinear(lambda p, q: _cnp().outer(p, q), x1, x2))
+impl("linalg.matmul")(lambda x1, x2, /: C.complex_matmul(x1, x2))
+impl("linalg.outer")(lambda x1, x2, /: bilinear(lambda p, q: outer(p, q), x1, x2))
 impl("linalg.tensordot")(lambda x1, x2, /, *, axes=2: bilinear(
-    lambda p, q: _cnp().tensordot(p, q, axes=axes), x1, x2))
+    lambda p, q: tensordot(p, q, axes=axes), x1, x2))
 impl("linalg.cross")(lambda x1, x2, /, *, axis=-1: bilinear(
-    lambda p, q: _cnp().linalg.cross(p, q, axis=axis), x1, x2))
+    lambda p, q: linalg.cross(p, q, axis=axis), x1, x2))
 impl("linalg.vecdot")(lambda x1, x2, /, *, axis=-1: bilinear(
-    lambda p, q: _cnp().linalg.vecdot(p, q, axis=axis), as_complex(x1).conj(), x2))
-impl("linalg.matrix_transpose")(lambda x, /: linear(lambda v: _cnp().matrix_transpose(v), x))
+    lambda p, q: linalg.vecdot(p, q, axis=axis), as_complex(x1).conj(), x2))
+impl("linalg.matrix_transpose")(lambda x, /: linear(lambda v: matrix_transpose(v), x))
 impl("linalg.diagonal")(lambda x, /, *, offset=0: linear(
-    lambda v: _cnp().linalg.diagonal(v, offset=offset), x))
+    lambda v: linalg.diagonal(v, offset=offset), x))
 impl("linalg.trace")(lambda x, /, *, offset=0, dtype=None: linear(
-    lambda v: _cnp().linalg.trace(v, offset=offset), x))
+    lambda v: linalg.trace(v, offset=offset), x))
 
 
 def _embed(a):
     """The real [2n, 2n] matrix of complex a: [[re, -im], [im, re]]."""
-    c = _cnp()
     z = as_complex(a)
-    top = c.concatenate([z.re, -z.im], axis=-1)
-    bottom = c.concatenate([z.im, z.re], axis=-1)
-    return c.concatenate([top, bottom], axis=-2)
+    top = concatenate([z.re, -z.im], axis=-1)
+    bottom = concatenate([z.im, z.re], axis=-1)
+    return concatenate([top, bottom], axis=-2)
 
 
 @impl("linalg.solve")
 def _solve(x1, x2):
     """A complex system as the real one of twice the size (LU of the
     embedding): the real and imaginary parts of the solution, stacked."""
-    c = _cnp()
     a, b = as_complex(x1), as_complex(x2)
     n = a.shape[-1]
     vector = len(b.shape) == 1          # NumPy 2: only a 1-D b is a vector
     br, bi = (b.re[..., None], b.im[..., None]) if vector else (b.re, b.im)
-    sol = c.linalg.solve(_embed(a), c.concatenate([br, bi], axis=-2))
+    sol = linalg.solve(_embed(a), concatenate([br, bi], axis=-2))
     re, im = sol[..., :n, :], sol[..., n:, :]
     return make(re[..., 0], im[..., 0]) if vector else make(re, im)
 
@@ -174,7 +176,6 @@ def _solve(x1, x2):
 @impl("linalg.matrix_power")
 def _matrix_power(x, n):
     """Repeated squaring with complex products; a negative n through inv."""
-    c = _cnp()
     z = as_complex(x)
     if z.shape[-1:] != z.shape[-2:-1]:
         raise ValueError(f"cjit.numpy.linalg.matrix_power: needs square matrices, got shape "
@@ -190,8 +191,8 @@ def _matrix_power(x, n):
         if n:
             base = C.binop("matmul", base, base)
     if result is None:
-        eye = c.broadcast_to(c.eye(z.shape[-1], dtype=z.re.dtype), z.shape)
-        result = make(eye, eye * 0)
+        ident = broadcast_to(eye(z.shape[-1], dtype=z.re.dtype), z.shape)
+        result = make(ident, ident * 0)
     return result
 
 
@@ -204,28 +205,26 @@ def _cholesky(x, /, *, upper=False):
     a matrix that is not positive definite gives nan everywhere, as the real
     cholesky.  Written with real ops on the parts, so autodiff and vmap
     apply."""
-    from .. import lax
-    c = _cnp()
     z = _square(x, "cholesky")
     n = z.shape[-1]
     if n == 0:
         return z
-    rows, cols = c.arange(n)[:, None], c.arange(n)
+    rows, cols = arange(n)[:, None], arange(n)
 
     def step(j, carry):
         lr, li = carry
-        col = lambda a: c.sum(c.where(cols == j, a, 0.0), axis=-1)[..., :, None]      # (..., n, 1)
-        row = lambda a: c.sum(c.where(rows == j, a, 0.0), axis=-2, keepdims=True)    # (..., 1, n)
-        row_j = make(c.matrix_transpose(row(lr)), -c.matrix_transpose(row(li)))      # conj(L[j, :]) as a column
+        col = lambda a: sum_(where(cols == j, a, 0.0), axis=-1)[..., :, None]      # (..., n, 1)
+        row = lambda a: sum_(where(rows == j, a, 0.0), axis=-2, keepdims=True)    # (..., 1, n)
+        row_j = make(matrix_transpose(row(lr)), -matrix_transpose(row(li)))      # conj(L[j, :]) as a column
         prod = C.binop("matmul", make(lr, li), row_j)
         sr, si = col(z.re) - prod.re, col(z.im) - prod.im
-        d = c.sqrt(row(sr))                                                          # (..., 1, 1)
-        return (c.where(cols == j, c.where(rows >= j, sr / d, 0.0), lr),
-                c.where(cols == j, c.where(rows > j, si / d, 0.0), li))
+        d = sqrt(row(sr))                                                          # (..., 1, 1)
+        return (where(cols == j, where(rows >= j, sr / d, 0.0), lr),
+                where(cols == j, where(rows > j, si / d, 0.0), li))
 
-    lr, li = lax.fori_loop(0, n, step, (c.zeros_like(z.re), c.zeros_like(z.im)))
-    ok = c.all(c.linalg.diagonal(lr) > 0, axis=-1)[..., None, None]
-    L = make(c.where(ok, lr, np.nan), c.where(ok, li, np.nan))
+    lr, li = fori_loop(0, n, step, (zeros_like(z.re), zeros_like(z.im)))
+    ok = all_(linalg.diagonal(lr) > 0, axis=-1)[..., None, None]
+    L = make(where(ok, lr, np.nan), where(ok, li, np.nan))
     return _conj_transpose(L) if upper else L
 
 
@@ -238,74 +237,70 @@ def _lu_diagonal(x, who):
     a select of rows); rows, columns and the pivot are read through masks
     of the traced k.  A zero pivot (the rest of the column is zero) gives a
     zero on U's diagonal, with nothing eliminated."""
-    from .. import lax
-    c = _cnp()
     z = _square(x, who)
     n = z.shape[-1]
-    rows, cols = c.arange(n)[:, None], c.arange(n)
+    rows, cols = arange(n)[:, None], arange(n)
 
     def step(k, carry):
         ar, ai, sign = carry
-        col = lambda a: c.sum(c.where(cols == k, a, 0.0), axis=-1)[..., :, None]      # (..., n, 1)
-        row = lambda a, at: c.sum(c.where(at, a, 0.0), axis=-2, keepdims=True)       # (..., 1, n)
+        col = lambda a: sum_(where(cols == k, a, 0.0), axis=-1)[..., :, None]      # (..., n, 1)
+        row = lambda a, at: sum_(where(at, a, 0.0), axis=-2, keepdims=True)       # (..., 1, n)
         # |re| + |im|, as LAPACK's izamax: no squares to overflow or underflow
-        mag = c.where(rows >= k, c.abs(col(ar)) + c.abs(col(ai)), -1.0)[..., 0]
-        p = c.argmax(mag, axis=-1)[..., None, None]                                   # (..., 1, 1)
+        mag = where(rows >= k, absolute(col(ar)) + absolute(col(ai)), -1.0)[..., 0]
+        p = argmax(mag, axis=-1)[..., None, None]                                   # (..., 1, 1)
         at_p, at_k = rows == p, rows == k
         # rows k and p swapped
         pr, pi, kr, ki = row(ar, at_p), row(ai, at_p), row(ar, at_k), row(ai, at_k)
-        ar = c.where(at_k, pr, c.where(at_p, kr, ar))
-        ai = c.where(at_k, pi, c.where(at_p, ki, ai))
-        sign = c.where(p[..., 0, 0] == k, sign, -sign)
+        ar = where(at_k, pr, where(at_p, kr, ar))
+        ai = where(at_k, pi, where(at_p, ki, ai))
+        sign = where(p[..., 0, 0] == k, sign, -sign)
         cr, ci = col(ar), col(ai)
         vr, vi = row(cr, at_k), row(ci, at_k)                                         # the pivot, (..., 1, 1)
         # l = column k below the pivot / pivot (a zero pivot divides by 1: its column is zero),
         # with the pivot scaled by its larger part m first: c / v = (c conj(v / m)) / |v / m|^2 / m,
         # where |v / m|^2 is in [1, 2], so no square overflows or underflows
         zero = (vr == 0) & (vi == 0)
-        m = c.where(zero, 1.0, c.maximum(c.abs(vr), c.abs(vi)))
-        sr, si = c.where(zero, 1.0, vr / m), c.where(zero, 0.0, vi / m)
+        m = where(zero, 1.0, maximum(absolute(vr), absolute(vi)))
+        sr, si = where(zero, 1.0, vr / m), where(zero, 0.0, vi / m)
         den = (sr * sr + si * si) * m
         below = rows > k
-        lr = c.where(below, (cr * sr + ci * si) / den, 0.0)
-        li = c.where(below, (ci * sr - cr * si) / den, 0.0)
+        lr = where(below, (cr * sr + ci * si) / den, 0.0)
+        li = where(below, (ci * sr - cr * si) / den, 0.0)
         ur, ui = row(ar, at_k), row(ai, at_k)                                         # the pivot row
         return ar - (lr * ur - li * ui), ai - (lr * ui + li * ur), sign
 
-    sign = c.ones(tuple(z.shape[:-2]), dtype=z.re.dtype)
+    sign = ones(tuple(z.shape[:-2]), dtype=z.re.dtype)
     ar, ai = z.re, z.im
     if n:                                   # (a body over no rows would not trace)
-        ar, ai, sign = lax.fori_loop(0, n, step, (ar, ai, sign))
+        ar, ai, sign = fori_loop(0, n, step, (ar, ai, sign))
     # later steps change only the rows below their pivot: the diagonal is U's
-    return c.linalg.diagonal(ar), c.linalg.diagonal(ai), sign
+    return linalg.diagonal(ar), linalg.diagonal(ai), sign
 
 
 @impl("linalg.det")
 def _det(x):
     """sign x the product of U's diagonal (complex products, in order)."""
     dr, di, sign = _lu_diagonal(x, "det")
-    return _product(make(sign, _cnp().zeros_like(sign)), dr, di)
+    return _product(make(sign, zeros_like(sign)), dr, di)
 
 
 @impl("linalg.slogdet", eager_jit=False)
 def _slogdet(x):
     """(sign, log|det|) as a named pair; outside a trace the pair is
     computed by one compiled call, as the other functions' eager calls."""
-    from .linalg import SlogdetResult
-    return SlogdetResult(*_traced_once("linalg.slogdet", _slogdet_pair, x))
+    return linalg.SlogdetResult(*_traced_once("linalg.slogdet", _slogdet_pair, x))
 
 
 def _slogdet_pair(x):
     """sign: the product of the diagonal's phases (0 when a pivot is 0, with
     log|det| = -inf), as NumPy's for complex input."""
-    c = _cnp()
     dr, di, sign = _lu_diagonal(x, "slogdet")
-    mag = c.hypot(dr, di)
-    logabs = c.sum(c.log(mag), axis=-1)
+    mag = hypot(dr, di)
+    logabs = sum_(log(mag), axis=-1)
     zero = mag == 0
-    safe = c.where(zero, 1.0, mag)
-    phase = make(c.where(zero, 0.0, dr / safe), c.where(zero, 0.0, di / safe))
-    return _product(make(sign, c.zeros_like(sign)), phase.re, phase.im), logabs
+    safe = where(zero, 1.0, mag)
+    phase = make(where(zero, 0.0, dr / safe), where(zero, 0.0, di / safe))
+    return _product(make(sign, zeros_like(sign)), phase.re, phase.im), logabs
 
 
 def _qr_pair(x, mode):
@@ -316,8 +311,6 @@ def _qr_pair(x, mode):
     (zlarfg), so Q and R are NumPy's up to rounding.  The reflectors are
     kept as the columns of V and the entries of tau; Q = H_0 ... H_{k-1} I
     is a second loop, last reflector first."""
-    from .. import lax
-    c = _cnp()
     z = as_complex(x)
     if len(z.shape) < 2:
         raise np.linalg.LinAlgError(f"cjit.numpy.linalg.qr: needs matrices in the last two dims, got "
@@ -325,8 +318,8 @@ def _qr_pair(x, mode):
     m, n = z.shape[-2], z.shape[-1]
     k = min(m, n)
     batch = tuple(z.shape[:-2])
-    rows, cols, refl = c.arange(m)[:, None], c.arange(n), c.arange(k)
-    pick = lambda a, at, axis: c.sum(c.where(at, a, 0.0), axis=axis, keepdims=True)
+    rows, cols, refl = arange(m)[:, None], arange(n), arange(k)
+    pick = lambda a, at, axis: sum_(where(at, a, 0.0), axis=axis, keepdims=True)
 
     def reflect(j, carry):
         ar, ai, vr, vi, tr, ti = carry
@@ -336,40 +329,40 @@ def _qr_pair(x, mode):
         # the column from row j down, divided by its largest part (as LAPACK's scaled norms):
         # the squares below neither overflow nor underflow; tau and v do not depend on the
         # scale, beta is scaled back
-        big = c.max(c.where(rows >= j, c.maximum(c.abs(cr), c.abs(ci)), 0.0), axis=-2, keepdims=True)
-        sc = c.where(big == 0, 1.0, big)
+        big = max_(where(rows >= j, maximum(absolute(cr), absolute(ci)), 0.0), axis=-2, keepdims=True)
+        sc = where(big == 0, 1.0, big)
         cr, ci, alr_s, ali_s = cr / sc, ci / sc, alr / sc, ali / sc
-        xnorm2 = c.sum(c.where(below, cr * cr + ci * ci, 0.0), axis=-2, keepdims=True)
-        beta = -c.where(alr < 0, -1.0, 1.0) * c.sqrt(alr_s * alr_s + ali_s * ali_s + xnorm2)
+        xnorm2 = sum_(where(below, cr * cr + ci * ci, 0.0), axis=-2, keepdims=True)
+        beta = -where(alr < 0, -1.0, 1.0) * sqrt(alr_s * alr_s + ali_s * ali_s + xnorm2)
         keep = (xnorm2 == 0) & (ali == 0)                                            # H = I, beta = alpha
-        safe = c.where(keep, 1.0, beta)
-        tau = make(c.where(keep, 0.0, (beta - alr_s) / safe), c.where(keep, 0.0, -ali_s / safe))
+        safe = where(keep, 1.0, beta)
+        tau = make(where(keep, 0.0, (beta - alr_s) / safe), where(keep, 0.0, -ali_s / safe))
         # v below j: column / (alpha - beta)
-        dr, di = c.where(keep, 1.0, alr_s - beta), c.where(keep, 0.0, ali_s)
-        beta = c.where(keep, alr, beta * sc)
+        dr, di = where(keep, 1.0, alr_s - beta), where(keep, 0.0, ali_s)
+        beta = where(keep, alr, beta * sc)
         den = dr * dr + di * di
-        v = make(c.where(below, (cr * dr + ci * di) / den, c.where(rows == j, 1.0, 0.0)),
-                 c.where(below, (ci * dr - cr * di) / den, 0.0))
+        v = make(where(below, (cr * dr + ci * di) / den, where(rows == j, 1.0, 0.0)),
+                 where(below, (ci * dr - cr * di) / den, 0.0))
         # A := H^H A = A - conj(tau) v (v^H A); column j becomes beta e_j exactly
         a = make(ar, ai)
         a = C.binop("sub", a, C.binop("mul", tau.conj(), C.binop("matmul", v, C.binop("matmul", _conj_transpose(v), a))))
         at_j = cols == j
-        ar = c.where(at_j, c.where(rows == j, beta, c.where(below, 0.0, a.re)), a.re)
-        ai = c.where(at_j, c.where(rows >= j, 0.0, a.im), a.im)
-        return (ar, ai, c.where(refl == j, v.re, vr), c.where(refl == j, v.im, vi),
-                c.where(refl == j, tau.re, tr), c.where(refl == j, tau.im, ti))
+        ar = where(at_j, where(rows == j, beta, where(below, 0.0, a.re)), a.re)
+        ai = where(at_j, where(rows >= j, 0.0, a.im), a.im)
+        return (ar, ai, where(refl == j, v.re, vr), where(refl == j, v.im, vi),
+                where(refl == j, tau.re, tr), where(refl == j, tau.im, ti))
 
-    zeros_v, zeros_t = c.zeros(batch + (m, k), dtype=z.re.dtype), c.zeros(batch + (1, k), dtype=z.re.dtype)
+    zeros_v, zeros_t = zeros(batch + (m, k), dtype=z.re.dtype), zeros(batch + (1, k), dtype=z.re.dtype)
     ar, ai, vr, vi, tr, ti = z.re, z.im, zeros_v, zeros_v, zeros_t, zeros_t
     if k:                                   # (a body over no columns would not trace)
-        ar, ai, vr, vi, tr, ti = lax.fori_loop(0, k, reflect, (ar, ai, vr, vi, tr, ti))
+        ar, ai, vr, vi, tr, ti = fori_loop(0, k, reflect, (ar, ai, vr, vi, tr, ti))
     r_rows = m if mode == "complete" else k
-    upper = cols[None, :] >= c.arange(r_rows)[:, None]
-    r = make(c.where(upper, ar[..., :r_rows, :], 0.0), c.where(upper, ai[..., :r_rows, :], 0.0))
+    upper = cols[None, :] >= arange(r_rows)[:, None]
+    r = make(where(upper, ar[..., :r_rows, :], 0.0), where(upper, ai[..., :r_rows, :], 0.0))
     if mode == "r":
         return (r,)
     q_cols = m if mode == "complete" else k
-    eye = c.broadcast_to(c.eye(m, q_cols, dtype=z.re.dtype), batch + (m, q_cols))
+    ident = broadcast_to(eye(m, q_cols, dtype=z.re.dtype), batch + (m, q_cols))
 
     def apply(i, carry):                    # Q := H_j Q, j = k - 1 - i
         j = k - 1 - i
@@ -379,9 +372,9 @@ def _qr_pair(x, mode):
         q = C.binop("sub", q, C.binop("mul", tau, C.binop("matmul", v, C.binop("matmul", _conj_transpose(v), q))))
         return q.re, q.im
 
-    qr_, qi = eye, eye * 0.0
+    qr_, qi = ident, ident * 0.0
     if k:
-        qr_, qi = lax.fori_loop(0, k, apply, (qr_, qi))
+        qr_, qi = fori_loop(0, k, apply, (qr_, qi))
     return make(qr_, qi), r
 
 
@@ -389,24 +382,14 @@ def _qr_pair(x, mode):
 def _qr(x, mode="reduced"):
     """a = Q R (modes 'reduced', 'complete', 'r' as the real qr), a named
     pair; outside a trace one compiled call, as other eager calls."""
-    from .linalg import QRResult
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"cjit.numpy.linalg.qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
     out = _traced_once("linalg.qr", _qr_pair, x, mode)
-    return out[0] if mode == "r" else QRResult(*out)
+    return out[0] if mode == "r" else linalg.QRResult(*out)
 
 
 @impl("linalg.inv")
 def _inv(x):
     n = as_complex(x).shape[-1]
-    m = _cnp().linalg.inv(_embed(x))
+    m = linalg.inv(_embed(x))
     return make(m[..., :n, :n], m[..., n:, :n])
-
-
-def install_linalg(namespace):
-    """Wraps cjit.numpy.linalg's functions (names 'linalg.<name>')."""
-    for n in list(namespace.get("__all__", [])):
-        fn = namespace.get(n)
-        if callable(fn) and not isinstance(fn, type) and not getattr(fn, "_cjit_complex_wrapped",
-                                                                      False):
-            namespace[n] = _wrap("linalg." + n, fn)

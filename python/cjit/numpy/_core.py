@@ -10,7 +10,9 @@ import operator
 import numpy as np
 
 from .. import _cjit
-from ..api import Jitted, canonical_dtype, current_trace, user_location
+from .._jitted import Jitted
+from .._dtypes import canonical_dtype
+from .._trace_state import current_trace, user_location
 from .._trace_state import revealed
 from .._cjit import Tracer
 
@@ -188,7 +190,7 @@ def _operand(x, who):
         return a
     if t.__name__ == "ComplexTracer":   # reached a function with no complex implementation
         raise NotImplementedError(f"cjit.numpy.{who}: complex arguments are not supported yet")
-    from ._interop import foreign_array
+    from .._signature import foreign_array
     a = foreign_array(x)          # a jax.Array, a torch tensor, ... as NumPy sees it
     if a is not None:
         canonical_dtype(a.dtype, f"cjit.numpy.{who}: operand dtype")

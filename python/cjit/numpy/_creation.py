@@ -7,14 +7,17 @@ import operator
 
 import numpy as np
 
-from ..api import canonical_dtype, current_trace
+from .._dtypes import canonical_dtype
+from .._trace_state import current_trace
 from .._dtypes import canonicalize_dtype, default_float, default_int, requested_dtype
 from .. import _array
 from .._array import Array
 from .._cjit import Tracer
+from ._complex_dispatch import complex_aware
 from ._core import (_BOOL, _F64, _I64, _U64, _cast, _flat_seq, _is_float, _lift, _operand,
                     _shape_arg, _shape_of, _stack_nested, _weak_int_dtype)
 from ._elementwise import astype
+from .._jitted import Jitted
 
 __all__ = ["empty", "empty_like", "eye", "identity", "linspace", "logspace", "meshgrid",
     "tril", "triu", "tri", "full", "zeros", "ones", "full_like", "zeros_like", "ones_like", "arange", "asarray",
@@ -386,7 +389,6 @@ _EAGER_CACHE = {}
 def _eager_or_traced(fn, x, key):
     """fn(x) traced, or under a cached internal jit keyed by `key` when
     called eagerly (the _op decorator for functions built as closures)."""
-    from ..api import Jitted
     if isinstance(x, Tracer) or current_trace() is not None:
         return fn(x)
     j = _EAGER_CACHE.get(key)
@@ -395,3 +397,8 @@ def _eager_or_traced(fn, x, key):
         j._name = f"cjit.numpy.{key[0]}"
         _EAGER_CACHE[key] = j
     return j(np.asarray(x))
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

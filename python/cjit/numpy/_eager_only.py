@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._dtypes import default_int
-from ..api import canonical_dtype, current_trace
+from .._dtypes import canonical_dtype
+from .._trace_state import current_trace
 from .._cjit import Tracer
+from ._complex_dispatch import complex_aware
 
 __all__ = ["nonzero", "argwhere", "flatnonzero", "unique", "unique_all", "unique_counts",
            "unique_inverse", "unique_values"]
@@ -71,3 +73,8 @@ def unique_inverse(x):
 def unique_values(x):
     (x,) = _concrete("unique_values", _SHAPE, x)
     return np.unique_values(x)
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

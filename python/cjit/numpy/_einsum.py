@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import string
 
+from ._complex_dispatch import complex_aware
 from ._core import _common, _error, _op, _operand
 from ._linalg import _prod, _rs, _t, diagonal, matmul
+from ._elementwise import astype
+from ._reductions import sum as sum_
 
 __all__ = ["einsum", "einsum_path"]
 
@@ -79,7 +82,6 @@ def _sum_out(x, sub, keep):
     axes = tuple(i for i, c in enumerate(sub) if c not in keep)
     if not axes:
         return x, sub
-    from ._reductions import sum as sum_
     x = sum_._cjit_impl(x, axis=axes)
     return x, "".join(c for c in sub if c in keep)
 
@@ -171,7 +173,6 @@ def einsum(subscripts, *operands, out=None, optimize=False, dtype=None, **kwargs
                                   "supported")
     r = _einsum(subscripts, list(operands), bool(optimize))
     if dtype is not None:
-        from ._elementwise import astype
         r = astype(r, dtype)
     return r
 
@@ -183,3 +184,7 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
     return np.einsum_path(subscripts, *[np.empty(np.shape(o)) for o in operands],
                           optimize=optimize)
 
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

@@ -6,8 +6,9 @@ import builtins
 import numpy as np
 
 from .._dtypes import requested_dtype
-from ..api import canonical_dtype
+from .._dtypes import canonical_dtype
 from .._cjit import Tracer
+from ._complex_dispatch import complex_aware
 from ._core import (_BOOL, _F64, _apply, _cast, _info, _is_float, _lift, _op, _operand,
                     _result_type)
 
@@ -248,3 +249,8 @@ def where(condition, x=None, y=None):
     if not isinstance(c, Tracer):
         c = _lift(c)
     return c.trace.apply("select", c, _operand(x, "where"), _operand(y, "where"))
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

@@ -15,8 +15,17 @@ import operator
 import numpy as np
 
 from .._cjit import Tracer
-from ..api import current_trace
-from ._core import _error, _lift, _op, _reshape_t
+from .._jitted import Jitted
+from .._trace_state import current_trace
+from .._control import fori_loop
+from ._complex_dispatch import complex_aware
+from ._core import _error, _lift, _norm_axis, _op, _reshape_t
+from ._creation import arange, asarray, ones_like, zeros
+from ._elementwise import clip, maximum, minimum, power, true_divide, where
+from ._indexing import _getitem_basic
+from ._linalg import transpose
+from ._manipulation import broadcast_arrays, broadcast_shapes, broadcast_to, moveaxis
+from ._math import remainder
 
 _INT_KINDS = "iu"
 
@@ -69,7 +78,6 @@ def _as_int64(i, n):
     """i as an int64 index into a dim of n, negative ones counted from the
     end; an unsigned one capped at n first, so that a uint64 of 2**63 or
     more stays past the end instead of turning negative."""
-    from . import minimum, where
     if np.dtype(i.dtype).kind == "u":
         return minimum(i, n).astype("int64")
     i = i.astype("int64")
@@ -78,7 +86,6 @@ def _as_int64(i, n):
 
 def _wrap_clamp(i, n):
     """i as gather reads it (negative from the end, clamped), as int64."""
-    from . import clip
     return clip(_as_int64(i, n), 0, builtins.max(n - 1, 0))
 
 
@@ -122,8 +129,6 @@ def _advanced(x, key, who, check=False):
     result's elements whose indices were in range (None when all must be).
     check: a concrete index out of range is an IndexError (JAX's indexing
     clamps it, decision 260: no caller asks any more)."""
-    from . import broadcast_arrays, moveaxis, transpose
-    from ._indexing import _getitem
     key = _expand_key(key, x.ndim, who, x)
     adv = [d for d, k in enumerate(key) if _is_array_index(k) or not isinstance(k, slice)]
     # the slices first, every indexed dim kept whole
@@ -162,6 +167,18 @@ def _advanced(x, key, who, check=False):
         r = moveaxis(r, tuple(range(nb)), tuple(range(adv[0], adv[0] + nb)))
         return placed(r, adv[0])
     return placed(r, 0)
+
+
+def _getitem(x, key):
+    """x[key] (Tracer.__getitem__): a gather where key holds integer arrays or
+    a boolean mask, basic indexing (_indexing.py) otherwise."""
+    if not isinstance(x, Tracer):
+        if current_trace() is None:
+            return np.asarray(x)[key]
+        x = _lift(x)
+    if _has_array_index(key):   # integer arrays or a boolean mask: a gather
+        return _getitem_advanced(x, key)
+    return _getitem_basic(x, key)
 
 
 def _getitem_advanced(x, key):
@@ -206,7 +223,6 @@ def _take(a, indices, axis=None, out=None, mode=None):
     mode None (NumPy's: a negative index counts from the end; out of range
     is an IndexError for concrete indices, clamped for traced ones), 'clip'
     (clamped into [0, n)) or 'wrap' (modulo n)."""
-    from . import clip, remainder
     if out is not None:
         raise TypeError("cjit.numpy.take: out= is not supported")
     x = _lift(a, "take")
@@ -214,7 +230,6 @@ def _take(a, indices, axis=None, out=None, mode=None):
         x = _reshape_t(x, (int(np.prod(x.shape)),))
         ax = 0
     else:
-        from ._core import _norm_axis
         ax = _norm_axis(axis, x.ndim)
     n = x.shape[ax]
     if mode not in (None, "raise", "clip", "wrap", "fill", "promise_in_bounds"):
@@ -233,8 +248,6 @@ def _take(a, indices, axis=None, out=None, mode=None):
 def _take_along_axis(arr, indices, axis, mode=None):
     """out[..., j, ...] = arr[..., indices[..., j, ...], ...] along axis (the
     other dims of indices broadcast against arr's), as NumPy's."""
-    from . import arange, broadcast_shapes, broadcast_to
-    from ._core import _norm_axis
     x = _lift(arr, "take_along_axis")
     if axis is None:
         x = _reshape_t(x, (int(np.prod(x.shape)),))
@@ -349,7 +362,6 @@ class _AtIndex:
         """(the flat index of every selected element, int64, the selection's
         shape): iota indexed like x, out-of-range targets sent past the end
         (dropped) unless mode is 'clip'."""
-        from . import arange, where
         x = self.x
         size = int(np.prod(x.shape))
         iota = _reshape_t(arange(size), tuple(x.shape))
@@ -358,8 +370,7 @@ class _AtIndex:
             if ok is not None and mode != "clip":
                 lin = where(ok, lin, size)
         else:
-            from ._indexing import _getitem
-            lin = _getitem(iota, self.key)
+                lin = _getitem(iota, self.key)
         return lin, size
 
     def _single_axis(self, mode):
@@ -381,7 +392,6 @@ class _AtIndex:
     def _scatter(self, op, values, mode, who="update"):
         """The scatter of `values` at the key, of x's shape, starting from
         op's identity."""
-        from . import asarray, broadcast_to
         mode = self._mode(mode, who)
         x = self.x
         v = values if isinstance(values, Tracer) else _lift(
@@ -403,8 +413,6 @@ class _AtIndex:
     def get(self, mode=None, fill_value=None, **_):
         """x[key]; with mode "fill" (or "drop") an element whose index is out
         of range is fill_value (see _fill_value)."""
-        from ._indexing import _getitem
-        from . import where
         mode = self._mode(mode, "get")
         key = self.key if isinstance(self.key, tuple) else (self.key,)
         ints = builtins.any(not isinstance(k, slice) and k is not Ellipsis and k is not None for k in key)
@@ -433,26 +441,21 @@ class _AtIndex:
     def divide(self, values, mode=None, **_):
         """x / (the product of the values at each index, in x's dtype), as
         JAX's: true division, so an integer x gives a float result."""
-        from . import true_divide
         return true_divide(self.x, self._scatter("scatter_mul", values, mode, "divide"))
 
     def power(self, values, mode=None, **_):
-        from . import power
         return self.set(power(self._read(mode), values), mode)
 
     def min(self, values, mode=None, **_):
-        from . import minimum
         return minimum(self.x, self._scatter("scatter_min", values, mode, "min"))
 
     def max(self, values, mode=None, **_):
-        from . import maximum
         return maximum(self.x, self._scatter("scatter_max", values, mode, "max"))
 
     def set(self, values, mode=None, **_):
         """With indices that repeat, a float array gets the mean of the
         values given for one element and any other dtype the largest (JAX
         leaves which one wins unspecified); the mean keeps it differentiable."""
-        from . import ones_like, where
         x = self.x
         dt = np.dtype(x.dtype)
         if dt.kind == "f":
@@ -471,8 +474,6 @@ class _AtIndex:
         set(func(get())); otherwise each element's count of occurrences
         bounds a loop over the whole array (Python int bounds for a concrete
         key, so reverse-differentiable; a while_loop for a traced one)."""
-        from . import where, zeros
-        from .. import lax
         self._mode(mode, "apply")
         x = self.x
         dt = np.dtype(x.dtype)
@@ -495,7 +496,7 @@ class _AtIndex:
             for k in range(top):
                 y = once(k, y)
             return y
-        return lax.fori_loop(0, top if top is not None else counts.max(), once, x)
+        return fori_loop(0, top if top is not None else counts.max(), once, x)
 
 
 def _has_traced_index(key):
@@ -567,7 +568,6 @@ class _EagerAtIndex:
         self.key = key
 
     def _run(self, method, values, kwargs):
-        from ..api import Jitted
         skel, arrays = _key_skeleton(self.key)
         kw = tuple(sorted(kwargs.items()))
         jkey = (method, skel, kw, values is None)
@@ -589,7 +589,6 @@ class _EagerAtIndex:
 
     def apply(self, func, **kwargs):
         """func is not hashable in general: one trace per call."""
-        from ..api import Jitted
         skel, arrays = _key_skeleton(self.key)
         kw = tuple(sorted(kwargs.items()))
         j = Jitted(lambda x, arrays: _AtIndex(x, _key_rebuild(skel, arrays)).apply(func, **dict(kw)),
@@ -607,3 +606,8 @@ def _eager_update(method):
 for _m in ("set", "add", "multiply", "mul", "divide", "power", "min", "max"):
     setattr(_EagerAtIndex, _m, _eager_update(_m))
 del _m
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), ["take", "take_along_axis"])

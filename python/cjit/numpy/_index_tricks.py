@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._cjit import Tracer
+from ._complex_dispatch import complex_aware
 from ._core import _lift, _op, _operand
 from ._creation import arange, linspace
 from ._manipulation import concatenate, flip, swapaxes
@@ -81,3 +82,8 @@ def rot90(m, k=1, axes=(0, 1)):
     if k == 1:
         return swapaxes(flip(x, a1), a0, a1)
     return flip(swapaxes(x, a0, a1), a1)
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

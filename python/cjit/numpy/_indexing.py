@@ -1,17 +1,15 @@
-"""Indexing of traced values (Tracer.__getitem__, __iter__, len) and NumPy's
-ufuncs called on them (Tracer.__array_ufunc__)."""
+"""Basic indexing of traced values (ints, slices, None, ...: Tracer.__iter__,
+len, and the basic part of Tracer.__getitem__, which is _gather._getitem)."""
 from __future__ import annotations
 
 import builtins
 import operator
-import sys
 
 import numpy as np
 
-from ..api import current_trace, user_location
+from .._trace_state import current_trace
 from .._cjit import Tracer
 from ._core import _error, _lift, _reshape_t, _shape_of
-from ._gather import _getitem_advanced, _has_array_index
 
 
 # ---------------------------------------------------------------------------
@@ -100,14 +98,13 @@ def _plan_index(shape, key):
     return tuple(start), tuple(stop), tuple(step), tuple(out_shape)
 
 
-def _getitem(x, key):
-    """x[key] for basic indexing: ints, slices, None, ... and tuples of them."""
+def _getitem_basic(x, key):
+    """x[key] for basic indexing: ints, slices, None, ... and tuples of them
+    (x[key] with integer arrays or a mask in key: _gather._getitem)."""
     if not isinstance(x, Tracer):
         if current_trace() is None:
             return np.asarray(x)[key]
         x = _lift(x)
-    if _has_array_index(key):   # integer arrays or a boolean mask: a gather
-        return _getitem_advanced(x, key)
     shape = tuple(x.shape)
     try:
         start, stop, step, out_shape = _plan_index(shape, key)
@@ -126,7 +123,7 @@ def _iter(x):
     if len(shape) == 0:
         raise TypeError("iteration over a 0-d array")
     for i in range(shape[0]):
-        yield _getitem(x, i)
+        yield _getitem_basic(x, i)
 
 
 def _len(x):
@@ -134,50 +131,3 @@ def _len(x):
     if len(shape) == 0:
         raise TypeError("len() of unsized object")
     return shape[0]
-
-
-# ---------------------------------------------------------------------------
-# NumPy ufuncs on traced values (Tracer.__array_ufunc__ forwards here)
-
-# The ufuncs behind Python's operators: `ndarray + tracer` calls np.add,
-# which must run as the Tracer's own (reflected) operator.
-_OPERATOR_UFUNCS = {
-    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"),
-    "multiply": ("__mul__", "__rmul__"), "divide": ("__truediv__", "__rtruediv__"),
-    "floor_divide": ("__floordiv__", "__rfloordiv__"), "power": ("__pow__", "__rpow__"),
-    "matmul": ("__matmul__", "__rmatmul__"), "bitwise_and": ("__and__", "__rand__"),
-    "bitwise_or": ("__or__", "__ror__"), "bitwise_xor": ("__xor__", "__rxor__"),
-    "less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"),
-    "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"),
-    "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__"),
-}
-
-
-def _tracer_array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    """Tracer.__array_ufunc__: a binary operator's ufunc with a NumPy operand
-    on the left runs the Tracer's operator (an in-place `a += t` rebinds `a`
-    to the traced result, as before); any other NumPy ufunc raises TypeError
-    naming the cjit.numpy function to call instead."""
-    name = getattr(ufunc, "__name__", str(ufunc))
-    out = kwargs.pop("out", None)
-    pair = _OPERATOR_UFUNCS.get(name)
-    if (pair is not None and method == "__call__" and not kwargs and len(inputs) == 2
-            and (out is None or (len(out) == 1 and out[0] is inputs[0]))):
-        a, b = inputs
-        r = getattr(a, pair[0])(b) if isinstance(a, Tracer) else getattr(b, pair[1])(a)
-        if r is not NotImplemented:
-            return r
-    called = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
-    traced = ", ".join(f"{t.dtype.name}[{','.join(map(str, t.shape))}]"
-                       for t in inputs if isinstance(t, Tracer))
-    fn = getattr(sys.modules["cjit.numpy"], name, None)
-    if method == "__call__" and callable(fn) and not name.startswith("_"):
-        hint = f"use cjit.numpy.{name} instead (import cjit.numpy as cnp; cnp.{name}(...))"
-    elif method == "__call__":
-        hint = f"cjit.numpy has no {name}: write it with cjit.numpy functions"
-    else:
-        hint = "use the cjit.numpy function that computes it instead (cnp.sum for " \
-               "numpy.add.reduce, say)"
-    raise TypeError(f"cjit: {called} was called on a traced value ({traced}) at "
-                    f"{user_location()}: NumPy functions need concrete arrays, which do not "
-                    f"exist while tracing; {hint}")

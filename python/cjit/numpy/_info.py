@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api import canonical_dtype
+from .. import _tree
+from .._dtypes import canonical_dtype
 from .._cjit import Tracer
+from ._complex_dispatch import complex_aware
 from ._core import _info, _result_type
 
 __all__ = ["finfo", "iinfo", "isdtype", "can_cast", "result_type", "__array_namespace_info__"]
@@ -16,7 +18,7 @@ _DTYPES = {name: np.dtype(name) for name in ("bool", "int8", "int16", "int32", "
 
 
 def _dtype_of(x):
-    if isinstance(x, (Tracer, np.ndarray, np.generic)) or type(x).__name__ == "ComplexTracer":
+    if isinstance(x, (Tracer, np.ndarray, np.generic)) or _tree.is_complex_tracer(x):
         return x.dtype
     if isinstance(x, (type, str, np.dtype)) and np.dtype(x) in (np.complex64, np.complex128):
         return np.dtype(x)
@@ -111,3 +113,8 @@ class _NamespaceInfo:
 
 def __array_namespace_info__():
     return _NamespaceInfo()
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

@@ -1,29 +1,18 @@
-"""Arrays of other libraries as cjit arguments and operands: anything with
-`__dlpack__` (a jax.Array, a torch CPU tensor, ...) is seen through DLPack,
-sharing its memory, and anything else with `__array__` is copied by NumPy.
-cjit reads such arguments and never writes them (a donated one that is
-read-only is copied first, as for any read-only array)."""
+"""cjit.numpy.from_dlpack.  Arrays of other libraries as cjit arguments and
+operands (anything with `__dlpack__`, a jax.Array, a torch CPU tensor, ...,
+seen through DLPack, sharing its memory, and anything else with `__array__`,
+copied by NumPy) are _signature.foreign_array's: cjit reads such arguments
+and never writes them (a donated one that is read-only is copied first, as
+for any read-only array)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..api import canonical_dtype, current_trace
+from .._dtypes import canonical_dtype
+from .._trace_state import current_trace
+from ._complex_dispatch import complex_aware
 
 __all__ = ["from_dlpack"]
-
-
-def foreign_array(x):
-    """x as a NumPy array when it speaks DLPack or `__array__`, else None.
-    DLPack is tried first (no copy); an object whose DLPack export fails (a
-    GPU tensor, a dtype NumPy lacks) falls back to `__array__`."""
-    if hasattr(x, "__dlpack__"):
-        try:
-            return np.from_dlpack(x)
-        except (BufferError, TypeError, ValueError, RuntimeError):
-            pass
-    if hasattr(x, "__array__"):
-        return np.asarray(x)
-    return None
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
@@ -42,3 +31,8 @@ def from_dlpack(x, /, *, device=None, copy=None):
     a = np.from_dlpack(x, copy=copy)
     canonical_dtype(a.dtype, "cjit.numpy.from_dlpack: dtype")
     return a
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

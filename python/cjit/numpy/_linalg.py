@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._complex_dispatch import complex_aware
 from ._core import _BOOL, _common, _error, _lift, _norm_axis, _op, _operand, _shape_of
 from ._elementwise import multiply
+from ._manipulation import _broadcast_shapes, _concat_t, _slice_axis, broadcast_arrays
+from ._reductions import sum as sum_
 
 __all__ = ["matmul", "dot", "transpose", "tensordot", "vecdot", "vdot", "inner", "outer", "kron",
            "diagonal", "trace", "diag", "cross"]
@@ -124,7 +127,6 @@ def tensordot(a, b, axes=2):
 @_op("x1", "x2")
 def vecdot(x1, x2, axis=-1):
     """sum(x1 * x2) along axis, with broadcasting (real dtypes: no conjugate)."""
-    from ._manipulation import _broadcast_shapes
     x, y = _common([_operand(x1, "vecdot"), _operand(x2, "vecdot")], "vecdot")
     shape = _broadcast_shapes([x.shape, y.shape], "vecdot", (x, y))
     ax = _norm_axis(axis, len(shape))
@@ -212,7 +214,6 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 @_op("a")
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     """Sum along the diagonal (ints and bools as int64, as NumPy's sum)."""
-    from ._reductions import sum as sum_
     if out is not None:
         raise TypeError("cjit.numpy.trace: out= is not supported")
     d = diagonal._cjit_impl(a, offset, axis1, axis2)
@@ -248,13 +249,11 @@ def diag(v, k=0):
 @_op("a", "b")
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """Cross product of 3-vectors along the last axis (with broadcasting)."""
-    from ._manipulation import _slice_axis, _concat_t
     if axis is not None:
         axisa = axisb = axisc = axis
     x, y = _common([_operand(a, "cross"), _operand(b, "cross")], "cross")
     if x.ndim != y.ndim and axisa == axisb == axisc and axisa < 0:
         # one axis counted from the end: the same axis of the broadcast shape
-        from ._manipulation import broadcast_arrays
         x, y = broadcast_arrays(x, y)
     if (axisa, axisb, axisc) != (-1, -1, -1) and not (x.ndim == y.ndim and
                                                       axisa == axisb == axisc):
@@ -272,3 +271,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         parts.append(t.apply("sub", t.apply("mul", c(x, xa, i), c(y, ya, j)),
                              t.apply("mul", c(x, xa, j), c(y, ya, i))))
     return _concat_t(parts, _norm_axis(ax, parts[0].ndim))
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api import canonical_dtype
+from .._dtypes import canonical_dtype
 from .._cjit import Tracer
+from ._complex_dispatch import complex_aware
 from ._core import (_cast, _common, _error, _lift, _norm_axes, _norm_axis, _op, _operand,
                     _reshape_t, _resolve_shape, _shape_arg, _shape_of)
 
@@ -600,3 +601,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         hi, lo = _slice_axis(x, ax, 1, m), _slice_axis(x, ax, 0, m - 1)
         x = t.apply("ne", hi, lo) if x.dtype == np.dtype(bool) else t.apply("sub", hi, lo)
     return x
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

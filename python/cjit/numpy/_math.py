@@ -24,8 +24,10 @@ from .._dtypes import default_float
 
 import math
 
-from ._core import (_BOOL, _F32, _F64, _apply, _common, _info, _is_float, _lift, _op,
-                    _operand, _result_type, _with_jvp)
+from ._complex_dispatch import complex_aware
+from ._core import (_BOOL, _F32, _F64, _apply, _common, _info, _is_float, _lift, _op, _operand,
+                    _result_type, _with_jvp, _error)
+from ._elementwise import _to_bool, floor_divide, power
 
 __all__ = ["arctan", "atan", "arctan2", "atan2", "arcsin", "asin", "arccos", "acos", "arcsinh",
            "asinh", "arccosh", "acosh", "arctanh", "atanh", "sinh", "cosh", "tan", "log2",
@@ -171,7 +173,6 @@ def _arctan2_value(y, x):
 
 
 def _bshape(a, b, who, *ops):
-    from ._core import _error
     a, b = tuple(a), tuple(b)
     n = max(len(a), len(b))
     a = (1,) * (n - len(a)) + a
@@ -534,7 +535,6 @@ def _int_or_float_pair(x1, x2, who):
 def divmod(x1, x2):
     """(floor_divide(x1, x2), remainder(x1, x2)), as NumPy's divmod and
     Python's divmod() of a traced value."""
-    from ._elementwise import floor_divide
     return floor_divide(x1, x2), remainder(x1, x2)
 
 
@@ -599,7 +599,6 @@ def positive(x):
 
 def pow(x1, x2):
     """x1 ** x2 (the array API's name for power)."""
-    from ._elementwise import power
     return power(x1, x2)
 
 
@@ -712,7 +711,6 @@ def heaviside(x1, x2):
 
 
 def _bool_pair(x1, x2, who):
-    from ._elementwise import _to_bool
     a, b = _to_bool(x1, who), _to_bool(x2, who)
     if not hasattr(a, "trace") and not hasattr(b, "trace"):
         a = _lift(a)
@@ -828,3 +826,8 @@ conjugate = conj
 # array API names
 atan, atan2, asin, acos = arctan, arctan2, arcsin, arccos
 asinh, acosh, atanh = arcsinh, arccosh, arctanh
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._complex_dispatch import complex_aware
 from ._core import _F64, _is_float, _lift, _norm_axes, _op, _operand
 from ._elementwise import isnan
-from ._elementwise import where as _where   # `where` is also a keyword of the reductions
+from ._elementwise import where as _where, sqrt
 from ._manipulation import broadcast_to
-from ._reductions import _check_reduce_args, argmax, argmin, cumprod, cumsum, max, min, sum
+from ._reductions import (_check_reduce_args, argmax, argmin, cumprod, cumsum, max, min, sum, mean,
+                          prod)
 
 __all__ = ["nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanargmax",
            "nanargmin", "nancumsum", "nancumprod", "average"]
@@ -38,7 +40,6 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
     """prod with nans counted as one."""
     _check_reduce_args("nanprod", out, initial, where)
     x, _ = _filled(a, "nanprod", 1)
-    from ._reductions import prod
     return prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
@@ -90,7 +91,6 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=Non
 @_op("a")
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None):
     """sqrt of nanvar."""
-    from ._elementwise import sqrt
     return sqrt(nanvar._cjit_impl(a, axis, dtype, out, ddof, keepdims, where))
 
 
@@ -154,7 +154,6 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     if not _is_float(x.dtype):
         x = x.astype(_F64)
     if weights is None:
-        from ._reductions import mean
         r = mean(x, axis=axis, keepdims=keepdims)
         if not returned:
             return r
@@ -177,3 +176,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     ws = sum(w, axis=axis, keepdims=keepdims)
     r = sum(x * w, axis=axis, keepdims=keepdims) / ws
     return (r, broadcast_to(ws, tuple(r.shape))) if returned else r
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

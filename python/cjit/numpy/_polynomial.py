@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._complex_dispatch import complex_aware
 from ._core import _F64, _is_float, _lift, _op, _operand
 from ._elementwise import where
 from ._creation import ones_like, zeros_like
@@ -155,3 +156,8 @@ def digitize(x, bins, right=False):
     count_inc = sum(below_inc.astype(np.int64), axis=-1)
     count_dec = sum(above_dec.astype(np.int64), axis=-1)
     return where(increasing, count_inc, count_dec)
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

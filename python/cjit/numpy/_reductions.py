@@ -5,9 +5,11 @@ from .._dtypes import canonicalize_dtype, default_float
 
 import builtins
 
-from ..api import canonical_dtype
+from .._dtypes import canonical_dtype
+from ._complex_dispatch import complex_aware
 from ._core import (_BOOL, _F64, _I32, _I64, _U64, _cast, _error, _is_float, _kept_shape, _lift,
                     _norm_axes, _norm_axis, _op, _operand, _reshape_t)
+from ._manipulation import _concat_t, _slice_axis
 
 __all__ = ["std", "all", "any", "count_nonzero", "ptp", "cumsum", "cumprod", "cumulative_sum",
     "cumulative_prod", "sum", "prod", "max", "min", "amax", "amin", "mean", "var", "argmax", "argmin"]
@@ -263,7 +265,6 @@ def ptp(a, axis=None, out=None, keepdims=False):
 
 def _shift_in(x, ax, k, fill):
     """x shifted by k along ax, the first k places filled with `fill`."""
-    from ._manipulation import _concat_t, _slice_axis
     t = x.trace
     n = x.shape[ax]
     shape = list(x.shape)
@@ -299,7 +300,6 @@ def _scan(who, prim, identity, x, axis, dtype, include_initial):
         x = t.apply(prim, x, _shift_in(x, ax, k, fill))
         k *= 2
     if include_initial:
-        from ._manipulation import _concat_t
         shape = list(x.shape)
         shape[ax] = 1
         x = _concat_t([t.apply("constant", value=fill, dtype=x.dtype.name, shape=tuple(shape),
@@ -335,3 +335,8 @@ def cumulative_sum(x, axis=None, dtype=None, include_initial=False):
 def cumulative_prod(x, axis=None, dtype=None, include_initial=False):
     """The array API's cumulative product (include_initial: a leading 1)."""
     return _scan("cumulative_prod", "mul", 1, x, axis, dtype, include_initial)
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._complex_dispatch import complex_aware
 from ._core import _F32, _F64, _is_float, _lift, _op, _operand
 from ._creation import ones_like, zeros_like
 from ._elementwise import where
 from ._manipulation import broadcast_arrays
+from ._math import signbit
+from ._vectorize import _eager
 
 __all__ = ["select", "piecewise", "isreal", "iscomplex", "isrealobj", "iscomplexobj", "angle",
            "copy", "ldexp", "frexp", "nextafter"]
@@ -39,7 +42,6 @@ def piecewise(x, condlist, funclist, *args, **kw):
     a function must be defined everywhere (use where inside it if not)."""
     if not isinstance(condlist, (list, tuple)):
         condlist = [condlist]
-    from ._vectorize import _eager
     done = _eager(lambda v, *cs: piecewise(v, list(cs), funclist, *args, **kw), [x, *condlist])
     if done is not None:
         return done
@@ -89,7 +91,6 @@ def angle(z, deg=False):
         v = v.astype(_F64)
     half_turn = 180.0 if deg else np.pi
     # arctan2(0, z): nan stays nan, -0.0 gives pi as a negative does
-    from ._math import signbit
     return where(v != v, v, where(signbit(v), half_turn, 0.0).astype(v.dtype))
 
 
@@ -160,3 +161,8 @@ def nextafter(x1, x2):
     r = where(a == 0, from_zero, moved)
     r = where(a == b, b, r)
     return where((a != a) | (b != b), a + b, r)
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

@@ -7,7 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._cjit import Tracer
+from ._complex_dispatch import complex_aware
 from ._core import _error, _lift, _norm_axis, _op, _reshape_t
+from ._elementwise import ceil, floor, isnan, logical_and, logical_not, logical_or, where
+from ._gather import _gather, _take_along_axis, take
+from ._manipulation import moveaxis
+from ._math import round as round_
+from ._reductions import any as any_
 
 __all__ = ["sort", "argsort", "searchsorted", "median", "quantile", "percentile"]
 
@@ -23,7 +29,6 @@ def _argsort_last(x, descending):
 
 def _along(x, axis, fn):
     """fn applied along `axis` of x, moved last and back."""
-    from . import moveaxis
     if x.ndim == 0:
         return _reshape_t(fn(_reshape_t(x, (1,))), ())
     ax = _norm_axis(axis, x.ndim)
@@ -47,7 +52,6 @@ def argsort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True)
 def sort(a, axis=-1, kind=None, order=None, *, descending=False, stable=True):
     """A sorted copy along axis (stable, nan last); differentiable: the
     gradient goes back to where each element came from."""
-    from ._gather import _take_along_axis
     if order is not None:
         raise TypeError("cjit.numpy.sort: order= (structured arrays) is not supported")
     x = _lift(a, "sort")
@@ -63,7 +67,6 @@ def searchsorted(a, v, side="left", sorter=None):
     """Where each v would go in the sorted 1-D a to keep it sorted: counts
     of the elements before it (every comparison: O(len(a) * v.size) work,
     fused into one reduction, as JAX's method="compare_all")."""
-    from . import isnan, logical_and, logical_not, logical_or, take
     if side not in ("left", "right"):
         raise ValueError(f"cjit.numpy.searchsorted: side must be 'left' or 'right', got {side!r}")
     s = _lift(a, "searchsorted")
@@ -83,7 +86,6 @@ def searchsorted(a, v, side="left", sorter=None):
 
 def _positions(n, q, method):
     """(lo, hi, weight of hi) for quantiles q of n sorted values."""
-    from . import ceil, floor, round as round_, where
     pos = q * (n - 1)
     lo, hi = floor(pos), ceil(pos)
     if method == "linear":
@@ -107,7 +109,6 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
              interpolation=None):
     """NumPy's quantile (q in [0, 1], a scalar or an array whose dims come
     first); nan if the values hold one, as NumPy."""
-    from . import any as any_, isnan, moveaxis, where
     if out is not None:
         raise TypeError("cjit.numpy.quantile: out= is not supported")
     method = interpolation or method
@@ -127,7 +128,6 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", 
     qshape = tuple(qa.shape)
 
     def at(i):   # srt[..., i] for every q, q's dims first
-        from ._gather import _gather
         r = _gather(srt, _reshape_t(i, (int(np.prod(qshape)) if qshape else 1,)), srt.ndim - 1)
         return _reshape_t(moveaxis(r, -1, 0), qshape + tuple(srt.shape[:-1]))
     wq = _reshape_t(w, qshape + (1,) * (srt.ndim - 1)).astype(srt.dtype)
@@ -151,3 +151,8 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The middle value (the mean of the two middle ones for an even count),
     nan if the values hold one, as NumPy."""
     return quantile(a, 0.5, axis, out, overwrite_input, "linear", keepdims)
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

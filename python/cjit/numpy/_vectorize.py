@@ -8,15 +8,17 @@ import functools
 import numpy as np
 
 from .._cjit import Tracer
-from ..api import current_trace
+from .._trace_state import current_trace
+from ._complex_dispatch import complex_aware
 from ._core import _lift, _operand
 from ._manipulation import broadcast_arrays, moveaxis
+from .._jitted import jit
+from .._vmap import vmap
 
 __all__ = ["vectorize", "apply_along_axis"]
 
 
 def _vmap():
-    from .._vmap import vmap   # cjit.numpy is imported before the transformations
     return vmap
 
 
@@ -25,7 +27,6 @@ def _eager(fun, arrays):
     array is concrete (an eager call); None when fun should trace inline."""
     if current_trace() is not None or any(isinstance(a, Tracer) for a in arrays):
         return None
-    from .._jitted import jit
     return jit(fun)(*arrays)
 
 
@@ -105,3 +106,8 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     perm = list(range(len(lead)))
     perm[ax:ax] = list(range(len(lead), len(lead) + k))
     return out.transpose(perm) if k else out
+
+
+# complex arguments: the registry's implementation, or NotImplementedError
+# (_complex_dispatch.py; the implementations are registered in _complex_api.py)
+complex_aware(globals(), __all__)

@@ -14,10 +14,17 @@ import math
 
 import numpy as np
 
-from ..api import current_trace
+from .._cjit import Tracer
 from .._dtypes import canonical_dtype
+from .._trace_state import current_trace
+from . import _complex as C
+from ._complex_dispatch import eager
 from ._core import _lift
-from ._creation import _no_device
+from ._creation import _no_device, arange, asarray
+from ._elementwise import astype
+from ._gather import take
+from ._linalg import matmul
+from ._manipulation import concatenate, moveaxis, pad, reshape, roll, swapaxes
 
 __all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft",
            "fft2", "ifft2", "rfft2", "irfft2",
@@ -52,7 +59,6 @@ def rfftfreq(n, d=1.0, *, dtype=None, device=None):
 
 
 def _shift(x, axes, sign):
-    from . import roll                       # the package's, which takes complex arrays
     ndim = len(x.shape) if hasattr(x, "shape") else np.ndim(x)
     if axes is None:
         axes = tuple(range(ndim))
@@ -94,16 +100,6 @@ def ifftshift(x, axes=None):
 _DIRECT = 64
 
 
-def _cnp():
-    from .. import numpy as cnp
-    return cnp
-
-
-def _C():
-    from . import _complex
-    return _complex
-
-
 def _factor(n):
     """The largest factor of n that is at most sqrt(n) (1 for a prime)."""
     f = int(np.sqrt(n))
@@ -113,7 +109,6 @@ def _factor(n):
 
 
 def _part_dtype(z):
-    C = _C()
     dt = np.dtype(z.dtype)
     if dt.kind == "c":
         return C.part_dtype(dt)
@@ -122,8 +117,6 @@ def _part_dtype(z):
 
 def _dft_last(z, inverse, pd):
     """The unnormalized DFT of z (complex or real) along its last axis."""
-    C = _C()
-    cnp = _cnp()
     n = z.shape[-1]
     sign = 1.0 if inverse else -1.0
     if n == 1:
@@ -132,38 +125,36 @@ def _dft_last(z, inverse, pd):
     if n <= _DIRECT or (f == 1 and n <= 4 * _DIRECT):
         k = np.arange(n)
         ang = sign * 2.0 * np.pi * (np.outer(k, k) % n) / n
-        w = C.make(cnp.asarray(np.cos(ang).astype(pd)), cnp.asarray(np.sin(ang).astype(pd)))
-        return C.bilinear(lambda p, q: cnp.matmul(p, q), z, w)
+        w = C.make(asarray(np.cos(ang).astype(pd)), asarray(np.sin(ang).astype(pd)))
+        return C.bilinear(lambda p, q: matmul(p, q), z, w)
     if f == 1:
         return _bluestein(z, inverse, pd)
     n1, n2 = f, n // f
     lead = tuple(z.shape[:-1])
-    a = C.linear(lambda v: cnp.reshape(v, lead + (n1, n2)), z)
-    b = C.linear(lambda v: cnp.swapaxes(v, -1, -2), a)          # [.., n2, n1]
+    a = C.linear(lambda v: reshape(v, lead + (n1, n2)), z)
+    b = C.linear(lambda v: swapaxes(v, -1, -2), a)          # [.., n2, n1]
     b = _dft_last(b, inverse, pd)                               # over j1
-    b = C.linear(lambda v: cnp.swapaxes(v, -1, -2), b)          # [.., k1, j2]
+    b = C.linear(lambda v: swapaxes(v, -1, -2), b)          # [.., k1, j2]
     ang = sign * 2.0 * np.pi * (np.outer(np.arange(n1), np.arange(n2)) % n) / n
-    tw = C.make(cnp.asarray(np.cos(ang).astype(pd)), cnp.asarray(np.sin(ang).astype(pd)))
+    tw = C.make(asarray(np.cos(ang).astype(pd)), asarray(np.sin(ang).astype(pd)))
     c = C.binop("mul", b, tw)
     d = _dft_last(c, inverse, pd)                               # [.., k1, k2]
-    d = C.linear(lambda v: cnp.swapaxes(v, -1, -2), d)          # [.., k2, k1]
-    return C.linear(lambda v: cnp.reshape(v, lead + (n,)), d)
+    d = C.linear(lambda v: swapaxes(v, -1, -2), d)          # [.., k2, k1]
+    return C.linear(lambda v: reshape(v, lead + (n,)), d)
 
 
 def _bluestein(z, inverse, pd):
     """A DFT of any length n as a convolution with the chirp
     w_k = exp(-+ i pi k^2 / n), done with transforms of length 2^m >= 2n - 1."""
-    C = _C()
-    cnp = _cnp()
     n = z.shape[-1]
     m = 1 << (2 * n - 2).bit_length()
     sign = 1.0 if inverse else -1.0
     k = np.arange(n)
     ang = sign * np.pi * ((k * k) % (2 * n)) / n
-    chirp = C.make(cnp.asarray(np.cos(ang).astype(pd)), cnp.asarray(np.sin(ang).astype(pd)))
+    chirp = C.make(asarray(np.cos(ang).astype(pd)), asarray(np.sin(ang).astype(pd)))
     a = C.binop("mul", z, chirp)
-    pad = [(0, 0)] * (len(z.shape) - 1) + [(0, m - n)]
-    a = C.linear(lambda v: cnp.pad(v, pad), a)
+    widths = [(0, 0)] * (len(z.shape) - 1) + [(0, m - n)]
+    a = C.linear(lambda v: pad(v, widths), a)
     # b_k = conj(chirp_k) for k = 0..n-1 and at m - k, zero between
     bk = np.zeros(m, dtype=np.complex128)
     conj = np.exp(-1j * ang)
@@ -171,7 +162,7 @@ def _bluestein(z, inverse, pd):
     bk[m - n + 1:] = conj[1:][::-1]
     fb = np.fft.fft(bk)
     fa = _dft_last(a, False, pd)
-    prod = C.binop("mul", fa, C.make(cnp.asarray(fb.real.astype(pd)), cnp.asarray(fb.imag.astype(pd))))
+    prod = C.binop("mul", fa, C.make(asarray(fb.real.astype(pd)), asarray(fb.imag.astype(pd))))
     conv = _dft_last(prod, True, pd)
     conv = C.linear(lambda v: v[..., :n] * (1.0 / m), conv)
     return C.binop("mul", conv, chirp)
@@ -190,24 +181,20 @@ def _norm_scale(norm, n, inverse, who):
 
 def _fit(z, n, axis):
     """z cut or zero-padded to length n along axis (the last one here)."""
-    C = _C()
-    cnp = _cnp()
     have = z.shape[axis]
     if n == have:
         return z
     if n < have:
-        return C.linear(lambda v: cnp.take(v, cnp.arange(n), axis=axis), z)
-    pad = [(0, 0)] * len(z.shape)
-    pad[axis] = (0, n - have)
-    return C.linear(lambda v: cnp.pad(v, pad), z)
+        return C.linear(lambda v: take(v, arange(n), axis=axis), z)
+    widths = [(0, 0)] * len(z.shape)
+    widths[axis] = (0, n - have)
+    return C.linear(lambda v: pad(v, widths), z)
 
 
 def _transform(z, n, axis, norm, inverse, who):
     """The (inverse) DFT of z along axis, cut or padded to n."""
-    C = _C()
-    cnp = _cnp()
     if not isinstance(z, (C.ComplexTracer,)) and not hasattr(z, "shape"):
-        z = cnp.asarray(z)
+        z = asarray(z)
     nd = len(z.shape)
     if nd == 0:
         raise ValueError(f"cjit.numpy.fft.{who}: the input must have at least one dimension")
@@ -219,25 +206,22 @@ def _transform(z, n, axis, norm, inverse, who):
         raise ValueError(f"cjit.numpy.fft.{who}: invalid number of points {n}")
     pd = _part_dtype(z)
     z = _fit(z, n, axis)
-    z = C.linear(lambda v: cnp.moveaxis(v, axis, -1), z)
+    z = C.linear(lambda v: moveaxis(v, axis, -1), z)
     if np.dtype(z.dtype).kind not in "fc":
-        z = cnp.astype(z, pd)
+        z = astype(z, pd)
     r = _dft_last(z, inverse, pd)
     s = _norm_scale(norm, n, inverse, who)
     if s != 1.0:
         r = C.linear(lambda v: v * s, r)
-    return C.linear(lambda v: cnp.moveaxis(v, -1, axis), r)
+    return C.linear(lambda v: moveaxis(v, -1, axis), r)
 
 
 def _run(who, impl, x, *args):
     """impl(x, *args) traced, or eagerly under an internal jit."""
-    from ..api import current_trace
-    from .._cjit import Tracer
-    from . import _complex, _complex_api
-    if current_trace() is None and not isinstance(x, (Tracer, _complex.ComplexTracer)):
+    if current_trace() is None and not isinstance(x, (Tracer, C.ComplexTracer)):
         if not isinstance(x, np.ndarray) and not isinstance(x, np.generic):
             x = np.asarray(x)
-        return _complex_api._eager(f"fft.{who}", lambda v, *a: impl(v, *a), [x, *args], {})
+        return eager(f"fft.{who}", lambda v, *a: impl(v, *a), [x, *args], {})
     return impl(x, *args)
 
 
@@ -299,24 +283,20 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None):
 
 
 def _rfft(x, n, axis, norm, who="rfft"):
-    C = _C()
-    cnp = _cnp()
     if isinstance(x, C.ComplexTracer):
         raise TypeError(f"cjit.numpy.fft.{who}: the input must be real, got {x.dtype}")
     nd = len(x.shape)
     axis %= max(nd, 1)
     full = _transform(x, n, axis, norm, False, who)
     m = full.shape[axis] // 2 + 1
-    return C.linear(lambda v: cnp.take(v, cnp.arange(m), axis=axis), full)
+    return C.linear(lambda v: take(v, arange(m), axis=axis), full)
 
 
 def _irfft(x, n, axis, norm, who="irfft"):
     """The real inverse of a half spectrum: the full Hermitian spectrum is
     rebuilt (X[n - k] = conj X[k]) and transformed back; the imaginary
     parts of X[0] (and X[n/2]) drop out, as in NumPy."""
-    C = _C()
-    cnp = _cnp()
-    z = C.as_complex(x if hasattr(x, "shape") else cnp.asarray(x))
+    z = C.as_complex(x if hasattr(x, "shape") else asarray(x))
     nd = len(z.shape)
     axis %= nd
     m_in = z.shape[axis]
@@ -325,12 +305,12 @@ def _irfft(x, n, axis, norm, who="irfft"):
         raise ValueError(f"cjit.numpy.fft.{who}: invalid number of points {n} (the input has "
                          f"{m_in} along axis {axis})")
     half = _fit(z, n // 2 + 1, axis)
-    take = lambda v, idx: cnp.take(v, cnp.asarray(np.asarray(idx, dtype=np.int64)), axis=axis)
+    pick = lambda v, idx: take(v, asarray(np.asarray(idx, dtype=np.int64)), axis=axis)
     mirror = list(range((n + 1) // 2 - 1, 0, -1))    # X[n - k] for k = n//2 + 1 .. n - 1
     if mirror:
-        tail = C.linear(lambda v: take(v, mirror), half).conj()
-        full = C.make(cnp.concatenate([half.re, tail.re], axis=axis),
-                      cnp.concatenate([half.im, tail.im], axis=axis))
+        tail = C.linear(lambda v: pick(v, mirror), half).conj()
+        full = C.make(concatenate([half.re, tail.re], axis=axis),
+                      concatenate([half.im, tail.im], axis=axis))
     else:
         full = half
     return _transform(full, n, axis, norm, True, who).re
@@ -387,7 +367,7 @@ def hfft(a, n=None, axis=-1, norm=None):
     def impl(v, n_, a_, m_):
         if m_ not in _SWAP:
             _norm_scale(m_, 1, False, "hfft")
-        return _irfft(_C().as_complex(v).conj(), n_, a_, _SWAP[m_], "hfft")
+        return _irfft(C.as_complex(v).conj(), n_, a_, _SWAP[m_], "hfft")
     return _run("hfft", impl, a, n, axis, norm)
 
 

@@ -9,7 +9,18 @@ from collections import namedtuple
 
 import numpy as np
 
+from .._custom import custom_jvp
+from ._complex_dispatch import complex_aware
 from ._core import _error, _lift, _op
+from ._creation import arange, asarray, eye, zeros
+from ._elementwise import abs as abs_, log, sign as sign_, sqrt, where
+from ._gather import take_along_axis
+from ._info import result_type
+from ._linalg import (cross as _cross, diagonal as _diagonal, matmul as _matmul, outer as _outer,
+                      tensordot as _tensordot, vecdot as _vecdot)
+from ._manipulation import (broadcast_to, expand_dims, matrix_transpose as _matrix_transpose,
+                            moveaxis)
+from ._reductions import any as any_, max as max_, min as min_, prod, sum as sum_
 
 __all__ = ["cholesky", "matmul", "matrix_transpose", "tensordot", "vecdot", "outer", "cross", "diagonal",
            "trace", "vector_norm", "matrix_norm", "norm", "matrix_power", "det", "slogdet", "inv", "solve",
@@ -37,47 +48,39 @@ def cholesky(x, *, upper=False):
 
 
 def matmul(x1, x2, /):
-    from . import matmul as mm
-    return mm(x1, x2)
+    return _matmul(x1, x2)
 
 
 def matrix_transpose(x, /):
-    from . import matrix_transpose as mt
-    return mt(x)
+    return _matrix_transpose(x)
 
 
 def tensordot(x1, x2, /, *, axes=2):
-    from . import tensordot as td
-    return td(x1, x2, axes=axes)
+    return _tensordot(x1, x2, axes=axes)
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    from . import vecdot as vd
-    return vd(x1, x2, axis=axis)
+    return _vecdot(x1, x2, axis=axis)
 
 
 def outer(x1, x2, /):
-    from . import outer as o
-    return o(x1, x2)
+    return _outer(x1, x2)
 
 
 def cross(x1, x2, /, *, axis=-1):
-    from . import cross as c
-    return c(x1, x2, axis=axis)
+    return _cross(x1, x2, axis=axis)
 
 
 @_op("x")
 def diagonal(x, *, offset=0):
     """The diagonal of each matrix in the last two dims."""
-    from . import diagonal as d
-    return d(x, offset=offset, axis1=-2, axis2=-1)
+    return _diagonal(x, offset=offset, axis1=-2, axis2=-1)
 
 
 @_op("x")
 def trace(x, *, offset=0, dtype=None):
     """The sum of each matrix's diagonal (last two dims)."""
-    from . import sum as s
-    r = s(diagonal(x, offset=offset), axis=-1)
+    r = sum_(diagonal(x, offset=offset), axis=-1)
     return r.astype(dtype) if dtype is not None else r
 
 
@@ -85,10 +88,8 @@ def trace(x, *, offset=0, dtype=None):
 def vector_norm(x, *, axis=None, keepdims=False, ord=2):
     """The p-norm over axis (all of them by default): ord 2, 1, inf, -inf,
     0 (the count of nonzeros) or any other real p."""
-    from . import abs as abs_, max as max_, min as min_, sum as sum_
     a = abs_(_float(x, "linalg.vector_norm"))
     if ord == 2:
-        from . import sqrt
         return sqrt(sum_(a * a, axis=axis, keepdims=keepdims))
     if ord == 1:
         return sum_(a, axis=axis, keepdims=keepdims)
@@ -105,7 +106,6 @@ def vector_norm(x, *, axis=None, keepdims=False, ord=2):
 def matrix_norm(x, *, keepdims=False, ord="fro"):
     """Norms of the matrices in the last two dims: 'fro', 1, -1, inf, -inf
     and, through the singular values, 2, -2 and 'nuc'."""
-    from . import abs as abs_, max as max_, min as min_, sqrt, sum as sum_
     a = _float(x, "linalg.matrix_norm")
     if ord == "fro":
         r = sqrt(sum_(a * a, axis=(-2, -1), keepdims=keepdims))
@@ -138,11 +138,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
                                ord=2 if ord is None else ord)
         axis = (0, 1) if nd == 2 else None
     if isinstance(axis, (tuple, list)) and len(axis) == 2:
-        from . import moveaxis
         m = moveaxis(_lift(x, "linalg.norm"), tuple(axis), (-2, -1))
         r = matrix_norm(m, keepdims=False, ord="fro" if ord is None else ord)
         if keepdims:
-            from . import expand_dims
             r = expand_dims(r, tuple(sorted(a % nd for a in axis)))
         return r
     return vector_norm(x, axis=axis, keepdims=keepdims, ord=2 if ord is None else ord)
@@ -152,7 +150,6 @@ def norm(x, ord=None, axis=None, keepdims=False):
 def matrix_power(x, n):
     """x multiplied by itself n times by repeated squaring (n = 0 gives the
     identity; a negative n, the inverse's power)."""
-    from . import broadcast_to, eye
     n = operator.index(n)
     a = _lift(x, "linalg.matrix_power")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -276,7 +273,6 @@ def _default_rtol(a):
 def _pinv_value(a, rtol, hermitian):
     """V diag(1/s) U^T over the singular values above rtol times the largest
     (of an eigen decomposition when hermitian: |w| are the singular values)."""
-    from . import abs as abs_, max as max_, where
     if hermitian:
         w, v = _eigh(a)
         s, left, right = abs_(w), v, matrix_transpose(v) / w[..., :, None]
@@ -295,12 +291,9 @@ _pinv_fn = []
 
 
 def _pinv_custom():
-    """The pinv of the array API with JAX's derivative rule, made on first use
-    (cjit.custom_jvp imports this package)."""
+    """The pinv of the array API with JAX's derivative rule, made on first use."""
     if _pinv_fn:
         return _pinv_fn[0]
-    from .. import custom_jvp
-    from . import eye
 
     def pinv_(a, rtol, hermitian):
         return _pinv_value(a, rtol, hermitian)
@@ -326,7 +319,6 @@ def _pinv_custom():
 
 
 def _rtol_array(a, rtol, who):
-    from . import asarray, broadcast_to
     r = asarray(_default_rtol(a) if rtol is None else rtol, dtype=a.dtype)
     batch = tuple(a.shape[:-2])
     try:
@@ -357,7 +349,6 @@ def matrix_rank(x, tol=None, hermitian=False, *, rtol=None):
     (absolute) or rtol times the largest; neither: max(M, N) * eps times the
     largest (NumPy's and the array API's default).  A 1-D x: 1 unless it is
     all zeros, as NumPy.  int64."""
-    from . import abs as abs_, any as any_, max as max_, sum as sum_
     if tol is not None and rtol is not None:
         raise ValueError("cjit.numpy.linalg.matrix_rank: give tol or rtol, not both")
     v = _float(x, "linalg.matrix_rank")
@@ -381,14 +372,12 @@ def lstsq(a, b, rcond=None):
     norms of b - a x per column, shape (K,) (or (1,) for a 1-D b) when
     M > N, else (0,); unlike NumPy they are also given when a has a lower
     rank (a traced rank cannot choose a shape)."""
-    from . import sum as sum_, zeros
     A = _float(a, "linalg.lstsq")
     B = _float(b, "linalg.lstsq")
     if A.ndim != 2 or B.ndim not in (1, 2) or B.shape[0] != A.shape[0]:
         raise _error(np.linalg.LinAlgError, "linalg.lstsq",
                      f"needs a (M, N) and b (M,) or (M, K) with the same M, got b of shape {tuple(B.shape)} and",
                      A)
-    from . import result_type
     dt = result_type(A.dtype, B.dtype)
     A, B = A.astype(dt), B.astype(dt)
     m, n = A.shape
@@ -425,7 +414,6 @@ def _factors(a):
 def _lu_solve(lu, perm, b):
     """x with a x = b from a's factors (P a = L U): b's rows reordered, then
     the two triangular solves.  b (..., n, k), the batch dims lu's."""
-    from . import broadcast_to, take_along_axis
     pb = take_along_axis(b, broadcast_to(perm.reshape(tuple(perm.shape) + (1,)), tuple(b.shape)), axis=-2)
     y = lu.trace.apply("triangular_solve", lu, pb, mode=_LOWER | _UNIT)
     return lu.trace.apply("triangular_solve", lu, y, mode=0)
@@ -433,7 +421,6 @@ def _lu_solve(lu, perm, b):
 
 def _parity(perm):
     """+1 or -1: the sign of the permutation perm (its inversions counted)."""
-    from . import arange, sum as sum_
     n = perm.shape[-1]
     i = arange(n)
     later = i.reshape((n, 1)) < i.reshape((1, n))
@@ -447,7 +434,6 @@ def solve(x1, x2):
     """x with x1 x = x2 (LU with partial pivoting; batch dims broadcast).  x2
     is a vector when it is 1-D, else matrices (the array API's rule).  A
     singular matrix gives inf or nan, as JAX's (NumPy raises)."""
-    from . import broadcast_to, result_type
     a, b = _square(x1, "solve"), _float(x2, "solve")
     dt = result_type(a.dtype, b.dtype)
     a, b = a.astype(dt), b.astype(dt)
@@ -467,7 +453,6 @@ def solve(x1, x2):
 @_op("x")
 def inv(x):
     """The inverse of each matrix (LU; a singular one gives inf or nan)."""
-    from . import broadcast_to, eye
     a = _square(x, "inv")
     lu, perm = _factors(a)
     return _lu_solve(lu, perm, broadcast_to(eye(a.shape[-1], dtype=a.dtype), tuple(a.shape)))
@@ -477,7 +462,6 @@ def inv(x):
 def det(x):
     """The determinant of each matrix: the product of U's diagonal, signed
     by the row permutation's parity."""
-    from . import prod
     a = _square(x, "det")
     lu, perm = _factors(a)
     return prod(diagonal(lu), axis=-1) * _parity(perm).astype(a.dtype)
@@ -488,7 +472,6 @@ SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
 @_op("x")
 def _slogdet(x):
-    from . import abs as abs_, log, prod, sign as sign_, sum as sum_
     a = _square(x, "slogdet")
     lu, perm = _factors(a)
     d = diagonal(lu)
@@ -500,7 +483,6 @@ def slogdet(x):
     return SlogdetResult(*_slogdet(x))
 
 
-# Complex arguments go to their implementations (_complex_api.py); the
+# Complex arguments go to their implementations (_complex_linalg.py); the
 # functions without one say so.
-from ._complex_linalg import install_linalg as _install_linalg  # noqa: E402
-_install_linalg(globals())
+complex_aware(globals(), __all__, prefix="linalg.")

@@ -7,6 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..numpy._core import _error, _lift, _op
+from ..numpy import linalg
+from ..numpy._info import result_type
+from ..numpy._manipulation import broadcast_to
 from ..numpy.linalg import cholesky as _cholesky
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "qr", "eigh", "svd"]
@@ -39,7 +42,6 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     if t is None:
         raise ValueError(f"cjit.scipy.linalg.solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
     A, B = _float(a, "solve_triangular"), _float(b, "solve_triangular")
-    from ..numpy import broadcast_to, result_type
     dt = result_type(A.dtype, B.dtype)
     A, B = A.astype(dt), B.astype(dt)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
@@ -65,7 +67,6 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
     """SciPy's qr: (Q, R) for mode 'full' (Q (M, M)) or 'economic' (Q (M, K)),
     (R,) for mode 'r'.  pivoting and mode 'raw' are not supported."""
-    from ..numpy import linalg
     if pivoting:
         raise NotImplementedError("cjit.scipy.linalg.qr: pivoting=True is not supported")
     modes = {"full": "complete", "economic": "reduced", "r": "r"}
@@ -80,7 +81,6 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
     """SciPy's eigh of a symmetric matrix: (w, v), or w with eigvals_only;
     the lower triangle read, or the upper with lower=False.  The generalized
     problem (b) and subsets are not supported."""
-    from ..numpy import linalg
     if b is not None or subset_by_index is not None or subset_by_value is not None:
         raise NotImplementedError("cjit.scipy.linalg.eigh: b (the generalized problem) and subsets are not supported")
     uplo = "L" if lower else "U"
@@ -91,6 +91,5 @@ def eigh(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False, overwr
 
 def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True, lapack_driver="gesdd"):
     """SciPy's svd: (U, s, Vh), or s with compute_uv=False."""
-    from ..numpy import linalg
     r = linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
     return tuple(r) if compute_uv else r

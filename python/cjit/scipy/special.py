@@ -19,12 +19,14 @@ import math
 
 import numpy as np
 
-from .. import numpy as cnp
-from ..nn import logsumexp as _logsumexp
-from ..nn import sigmoid as _sigmoid
-from ..numpy import _lift, _op, _operand
+from .._stable import logsumexp as _logsumexp, sigmoid as _sigmoid
 from ..numpy._core import _with_jvp
 from . import _coefs
+from ..numpy._core import _lift, _op, _operand
+from ..numpy._elementwise import (astype, clip, cos, equal, exp, floor, isnan, log, log1p,
+                                  logical_and, logical_not, logical_or, minimum, multiply,
+                                  negative, sin, sqrt, subtract, where)
+from ..numpy._info import result_type
 
 __all__ = ["logsumexp", "expit", "logit", "xlogy", "xlog1py", "erf", "erfc", "erfinv",
            "ndtr", "ndtri", "log_ndtr", "gammaln", "digamma", "psi"]
@@ -49,24 +51,24 @@ def logit(p):
     """log(p / (1 - p)), as log(p) - log1p(-p)."""
     x = _lift(_operand(p, "logit"))
     if x.dtype.kind != "f":
-        x = cnp.astype(x, "float64")
-    return cnp.subtract(cnp.log(x), cnp.log1p(cnp.negative(x)))
+        x = astype(x, "float64")
+    return subtract(log(x), log1p(negative(x)))
 
 
 def _xlog_value(x, y, f):
     # where x == 0 (and y is not nan) the result is 0 and the log's input
     # is made harmless, so that the value never sees log(0)
-    zero = cnp.logical_and(cnp.equal(x, 0), cnp.logical_not(cnp.isnan(y)))
-    safe = cnp.where(zero, 1.0 if f is cnp.log else 0.0, y)
-    return cnp.where(zero, 0.0, cnp.multiply(x, f(safe)))
+    zero = logical_and(equal(x, 0), logical_not(isnan(y)))
+    safe = where(zero, 1.0 if f is log else 0.0, y)
+    return where(zero, 0.0, multiply(x, f(safe)))
 
 
 def _xlogy_value(x, y):
-    return _xlog_value(x, y, cnp.log)
+    return _xlog_value(x, y, log)
 
 
 def _xlog1py_value(x, y):
-    return _xlog_value(x, y, cnp.log1p)
+    return _xlog_value(x, y, log1p)
 
 
 def _xlogy_tangent(primals, tangents, out):
@@ -74,25 +76,25 @@ def _xlogy_tangent(primals, tangents, out):
     it), as JAX; d/dy = x / y, 0 where x == 0 (the value is 0 for every y
     there; JAX's 0 / 0 gives nan at y == 0)."""
     (x, y), (tx, ty) = primals, tangents
-    zero = cnp.equal(x, 0)
-    return tx * cnp.log(y) + ty * _W(zero, 0.0, x / _W(zero, 1.0, y))
+    zero = equal(x, 0)
+    return tx * log(y) + ty * _W(zero, 0.0, x / _W(zero, 1.0, y))
 
 
 def _xlog1py_tangent(primals, tangents, out):
     (x, y), (tx, ty) = primals, tangents
-    zero = cnp.equal(x, 0)
-    return tx * cnp.log1p(y) + ty * _W(zero, 0.0, x / _W(zero, 1.0, 1.0 + y))
+    zero = equal(x, 0)
+    return tx * log1p(y) + ty * _W(zero, 0.0, x / _W(zero, 1.0, 1.0 + y))
 
 
 def _xlog(who, x, y, value, tangent):
     x = _lift(_operand(x, who))
     y = _lift(_operand(y, who))
     if x.dtype.kind != "f":
-        x = cnp.astype(x, "float64")
+        x = astype(x, "float64")
     if y.dtype.kind != "f":
-        y = cnp.astype(y, "float64")
-    dt = cnp.result_type(x, y)
-    x, y = cnp.astype(x, dt), cnp.astype(y, dt)
+        y = astype(y, "float64")
+    dt = result_type(x, y)
+    x, y = astype(x, dt), astype(y, dt)
     return _with_jvp(value, tangent)(x, y)
 
 
@@ -113,7 +115,7 @@ def xlog1py(x, y):
 # ---------------------------------------------------------------------------
 # helpers
 
-_W = cnp.where
+_W = where
 _SQRT2 = math.sqrt(2.0)
 _SQRT1_2 = math.sqrt(0.5)
 _LOG_PI = math.log(math.pi)
@@ -125,12 +127,12 @@ def _float64(x, who):
     x = _lift(_operand(x, who))
     out = x.dtype if x.dtype == np.float32 else np.dtype(np.float64)
     if x.dtype != np.float64:
-        x = cnp.astype(x, "float64")
+        x = astype(x, "float64")
     return x, out
 
 
 def _back(r, out):
-    return r if out == np.float64 else cnp.astype(r, out.name)
+    return r if out == np.float64 else astype(r, out.name)
 
 
 def _pick(conds, values):
@@ -166,8 +168,8 @@ def _exp_neg_sq(a, scale):
     """exp(-scale * a^2) for 0 <= a <= 57 and scale 1 or 1/2, without the
     error of rounding a^2: a = z + d with z holding 20 fraction bits (so
     z*z is exact), and exp(-s z^2) * exp(-s (a - z)(a + z))."""
-    z = cnp.floor(a * 1048576.0) * (1.0 / 1048576.0)
-    return cnp.exp(-scale * (z * z)) * cnp.exp(-scale * ((a - z) * (a + z)))
+    z = floor(a * 1048576.0) * (1.0 / 1048576.0)
+    return exp(-scale * (z * z)) * exp(-scale * ((a - z) * (a + z)))
 
 
 def _abs(x):
@@ -217,7 +219,7 @@ def _ruled(who, value, slope, uses_out=False):
 def _erf_value(x):
     a = _abs(x)
     small, s, g = _erf_parts(a, 1.0)
-    ac = cnp.minimum(a, 40.0)
+    ac = minimum(a, 40.0)
     r = _W(small, s, 1.0 - _exp_neg_sq(ac, 1.0) * g)
     return _W(x < 0, -r, r)
 
@@ -225,8 +227,8 @@ def _erf_value(x):
 def _gauss(x):
     """2/sqrt(pi) exp(-x^2), from x clamped to [-40, 40] (exp(-1600) is 0
     already): 0 at +-inf, and so is its slope (no inf * 0)."""
-    xc = cnp.clip(x, -40.0, 40.0)
-    return _TWO_OVER_SQRT_PI * cnp.exp(-(xc * xc))
+    xc = clip(x, -40.0, 40.0)
+    return _TWO_OVER_SQRT_PI * exp(-(xc * xc))
 
 
 @_op("x")
@@ -238,7 +240,7 @@ def erf(x):
 def _erfc_value(x):
     a = _abs(x)
     small, s, g = _erf_parts(a, 0.5)
-    ac = cnp.minimum(a, 40.0)
+    ac = minimum(a, 40.0)
     r = _W(small, 1.0 - s, _exp_neg_sq(ac, 1.0) * g)
     return _W(x < 0, 2.0 - r, r)
 
@@ -255,7 +257,7 @@ def _half_erfc_scaled(x):
     ax = _abs(x)
     a = ax * _SQRT1_2
     small, s, g = _erf_parts(a, 0.5)
-    e = _exp_neg_sq(cnp.minimum(ax, 57.0), 0.5)
+    e = _exp_neg_sq(minimum(ax, 57.0), 0.5)
     return a, small, _W(small, 0.5 - 0.5 * s, 0.5 * (e * g)), g
 
 
@@ -266,8 +268,8 @@ def _ndtr_value(x):
 
 def _normal_pdf(x):
     """exp(-x^2/2) / sqrt(2 pi), from x clamped to [-40, 40] (as _gauss)."""
-    xc = cnp.clip(x, -40.0, 40.0)
-    return _INV_SQRT_2PI * cnp.exp(-0.5 * (xc * xc))
+    xc = clip(x, -40.0, 40.0)
+    return _INV_SQRT_2PI * exp(-0.5 * (xc * xc))
 
 
 @_op("x")
@@ -292,9 +294,9 @@ def _log_ndtr_value(x):
     neg = x < 0
     x_low = _W(low, x, -1.0)
     g_low = _W(low, g, 1.0)
-    r_low = -0.5 * (x_low * x_low) + cnp.log(0.5 * g_low)
-    r_mid = cnp.log(_W(cnp.logical_and(neg, cnp.logical_not(low)), h, 0.5))
-    r_high = cnp.log1p(-_W(neg, 0.0, h))
+    r_low = -0.5 * (x_low * x_low) + log(0.5 * g_low)
+    r_mid = log(_W(logical_and(neg, logical_not(low)), h, 0.5))
+    r_high = log1p(-_W(neg, 0.0, h))
     return _W(low, r_low, _W(neg, r_mid, r_high))
 
 
@@ -307,7 +309,7 @@ def log_ndtr(x):
 
 def _erfinv_tail_parts(central, var):
     pieces = _coefs.ERFINV_CENTRAL + _coefs.NDTRI_TAIL
-    conds = [cnp.logical_and(central, var < 0.25), central, var < 2.4, var < 4.0, var < 8.0,
+    conds = [logical_and(central, var < 0.25), central, var < 2.4, var < 4.0, var < 8.0,
              var < 16.0]
     return _piecewise(var, conds, pieces)
 
@@ -315,11 +317,11 @@ def _erfinv_tail_parts(central, var):
 def _erfinv_value(y):
     a = _abs(y)
     central = a <= 0.75
-    tail = cnp.logical_not(central)
+    tail = logical_not(central)
     pt = _W(tail, 0.5 * (1.0 - a), 0.1)        # exact for a >= 0.5
     # a == 1 gives pt = 0: r would be inf; that case is set below
     pt = _W(a == 1.0, 1e-300, pt)
-    r = _W(tail, cnp.sqrt(-cnp.log(pt)), 2.0)
+    r = _W(tail, sqrt(-log(pt)), 2.0)
     u = a * a
     p = _erfinv_tail_parts(central, _W(central, u, r))
     v = _W(central, a * p, p * _SQRT1_2)
@@ -331,22 +333,22 @@ def _erfinv_value(y):
 def erfinv(y):
     """The inverse of erf on [-1, 1] (+-inf at +-1, nan outside); its slope
     1 / erf'(erfinv(y)) is +inf at +-1 and nan outside."""
-    return _ruled("erfinv", _erfinv_value, lambda y, out: _HALF_SQRT_PI * cnp.exp(out * out), True)(y)
+    return _ruled("erfinv", _erfinv_value, lambda y, out: _HALF_SQRT_PI * exp(out * out), True)(y)
 
 
 def _ndtri_value(p):
     q = p - 0.5
     aq = _abs(q)
     central = aq <= 0.375
-    tail = cnp.logical_not(central)
+    tail = logical_not(central)
     pt = _W(q < 0, p, 1.0 - p)                   # 1 - p is exact for p >= 1/2
-    pt = _W(cnp.logical_and(tail, pt > 0), pt, 0.1)
-    r = _W(tail, cnp.sqrt(-cnp.log(pt)), 2.0)
+    pt = _W(logical_and(tail, pt > 0), pt, 0.1)
+    r = _W(tail, sqrt(-log(pt)), 2.0)
     y = 2.0 * q
     poly = _erfinv_tail_parts(central, _W(central, y * y, r))
     v = _W(central, _SQRT2 * (y * poly), _W(q < 0, -poly, poly))
     v = _W(p == 0.0, -math.inf, _W(p == 1.0, math.inf, v))
-    bad = cnp.logical_or(cnp.logical_or(p < 0.0, p > 1.0), cnp.isnan(p))
+    bad = logical_or(logical_or(p < 0.0, p > 1.0), isnan(p))
     return _W(bad, math.nan, v)
 
 
@@ -354,7 +356,7 @@ def _ndtri_value(p):
 def ndtri(p):
     """The inverse of ndtr on [0, 1] (-inf at 0, inf at 1, nan outside); its
     slope 1 / pdf(ndtri(p)) is +inf at 0 and 1 and nan outside."""
-    return _ruled("ndtri", _ndtri_value, lambda p, out: _SQRT_2PI * cnp.exp(0.5 * (out * out)), True)(p)
+    return _ruled("ndtri", _ndtri_value, lambda p, out: _SQRT_2PI * exp(0.5 * (out * out)), True)(p)
 
 
 # ---------------------------------------------------------------------------
@@ -371,9 +373,9 @@ def _lgamma_pos(y):
     series."""
     lt_half = y < 0.5
     lt_1h = y < 1.5
-    stir = cnp.logical_not(y < 10.0)
-    y_mid = _W(cnp.logical_and(cnp.logical_not(lt_1h), y < 10.0), y, 2.0)
-    n = cnp.floor(y_mid - 1.5)                   # 0 .. 8 factors
+    stir = logical_not(y < 10.0)
+    y_mid = _W(logical_and(logical_not(lt_1h), y < 10.0), y, 2.0)
+    n = floor(y_mid - 1.5)                   # 0 .. 8 factors
     prod = 1.0
     for j in range(1, 9):
         prod = prod * _W(n >= j, y_mid - float(j), 1.0)
@@ -385,19 +387,19 @@ def _lgamma_pos(y):
     y_small = _W(lt_half, y, 1.0)
     y_st = _W(y < 10.0, 10.0, y)
     w = 1.0 / (y_st * y_st)
-    st = (y_st - 0.5) * (cnp.log(y_st) - 1.0) + _STIRLING_CONST + \
+    st = (y_st - 0.5) * (log(y_st) - 1.0) + _STIRLING_CONST + \
         _poly(w, _coefs.LGAMMA_STIRLING) / y_st
-    return _W(lt_half, tp - cnp.log(y_small),
-              _W(lt_1h, tp, _W(stir, st, cnp.log(prod) + tp)))
+    return _W(lt_half, tp - log(y_small),
+              _W(lt_1h, tp, _W(stir, st, log(prod) + tp)))
 
 
 def _sinpi_cospi(x):
     """(sin(pi f), cos(pi f)) with f = x - n in [-1/2, 1/2], n the integer
     nearest x (x - n is exact; from 2^52 on x is an integer): enough for
     |sin(pi x)| and cot(pi x), which have period 1 up to sign."""
-    f = x - cnp.floor(x + 0.5)
+    f = x - floor(x + 0.5)
     f = _W(_abs(x) < 4503599627370496.0, f, 0.0)
-    return cnp.sin(math.pi * f), cnp.cos(math.pi * f)
+    return sin(math.pi * f), cos(math.pi * f)
 
 
 def _gammaln_value(x):
@@ -406,14 +408,14 @@ def _gammaln_value(x):
     lg = _lgamma_pos(y)
     x_neg = _W(pos, -0.5, x)
     s, _ = _sinpi_cospi(x_neg)
-    neg = _LOG_PI - cnp.log(_abs(s)) - lg
+    neg = _LOG_PI - log(_abs(s)) - lg
     return _W(pos, lg, _W(x == -math.inf, -math.inf, neg))
 
 
 def _gammaln_slope(x, out):
     """digamma, nan at the poles (0 and the negative integers: the slope is
     -inf on one side and +inf on the other), +inf at +inf."""
-    pole = cnp.logical_and(x <= 0, cnp.floor(x) == x)
+    pole = logical_and(x <= 0, floor(x) == x)
     return _W(pole, math.nan, _digamma_value(_W(pole, 1.0, x)))
 
 
@@ -428,9 +430,9 @@ def _digamma_pos(y):
     (y - root) * P(y) with the root split in two doubles; on [2, 10) the
     recurrence down to [1, 2); from 10 on the asymptotic series."""
     lt1 = y < 1.0
-    asym = cnp.logical_not(y < 10.0)
-    y_mid = _W(cnp.logical_and(cnp.logical_not(lt1), y < 10.0), y, 1.5)
-    n = cnp.floor(y_mid) - 1.0                   # 0 .. 8 terms
+    asym = logical_not(y < 10.0)
+    y_mid = _W(logical_and(logical_not(lt1), y < 10.0), y, 1.5)
+    n = floor(y_mid) - 1.0                   # 0 .. 8 terms
     acc = 0.0
     for j in range(1, 9):
         acc = acc + 1.0 / _W(n >= j, y_mid - float(j), math.inf)
@@ -441,7 +443,7 @@ def _digamma_pos(y):
     near = ((r - hi) - lo) * p
     y_as = _W(y < 10.0, 10.0, y)
     w = 1.0 / (y_as * y_as)
-    asy = cnp.log(y_as) - 0.5 / y_as - w * _poly(w, _coefs.DIGAMMA_ASYMPTOTIC)
+    asy = log(y_as) - 0.5 / y_as - w * _poly(w, _coefs.DIGAMMA_ASYMPTOTIC)
     return _W(lt1, near - 1.0 / y_small, _W(asym, asy, near + acc))
 
 
@@ -457,8 +459,8 @@ def _digamma_value(x):
     # at a negative integer n: nan, as SciPy, written nan - 1/(x - n) so
     # that the slope there is +inf (trigamma's pole, as JAX) and not a
     # constant's 0
-    n = cnp.floor(x_neg + 0.5)
-    pole = cnp.logical_and(is_int, x < 0)
+    n = floor(x_neg + 0.5)
+    pole = logical_and(is_int, x < 0)
     neg = _W(is_int, math.nan - 1.0 / _W(pole, x_neg - n, 1.0), neg)
     zero = x == 0.0
     # psi(+0) = -inf and psi(-0) = +inf: -1/x, whose slope is +inf

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from ... import numpy as cnp
-from ...numpy import _lift, _operand
 from ...numpy._core import _common
+from ...numpy._core import _lift, _operand
+from ...numpy._elementwise import astype, where
 
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -17,7 +17,7 @@ def floats(who, *xs):
     """The operands as Tracers of one floating dtype."""
     xs = _common([_operand(x, who) for x in xs], who)
     if xs[0].dtype.kind != "f":
-        xs = [cnp.astype(x, "float64") for x in xs]
+        xs = [astype(x, "float64") for x in xs]
     return xs
 
 
@@ -33,7 +33,7 @@ def lift(x, who):
 
 def neg_inf_where(cond, value):
     """-inf where cond, value elsewhere."""
-    return cnp.where(cond, -math.inf, value)
+    return where(cond, -math.inf, value)
 
 
 __all__ = ["floats", "standardized", "lift", "neg_inf_where", "LOG_2PI", "np"]

@@ -1,10 +1,10 @@
 """The logistic distribution (as jax.scipy.stats.logistic)."""
 from __future__ import annotations
 
-from ... import numpy as cnp
-from ...numpy import _op
 from .. import special
 from ._common import floats, standardized
+from ...numpy._core import _op
+from ...numpy._elementwise import exp, log, log1p, where
 
 __all__ = ["logpdf", "pdf", "cdf", "sf", "ppf", "isf"]
 
@@ -12,13 +12,13 @@ __all__ = ["logpdf", "pdf", "cdf", "sf", "ppf", "isf"]
 @_op("x", "loc", "scale")
 def logpdf(x, loc=0, scale=1):
     z, scale = standardized("logistic.logpdf", x, loc, scale)
-    a = cnp.where(z < 0, -z, z)
-    return -a - 2.0 * cnp.log1p(cnp.exp(-a)) - cnp.log(scale)
+    a = where(z < 0, -z, z)
+    return -a - 2.0 * log1p(exp(-a)) - log(scale)
 
 
 @_op("x", "loc", "scale")
 def pdf(x, loc=0, scale=1):
-    return cnp.exp(logpdf(x, loc, scale))
+    return exp(logpdf(x, loc, scale))
 
 
 @_op("x", "loc", "scale")

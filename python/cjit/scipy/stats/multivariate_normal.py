@@ -12,10 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import numpy as cnp
 from ..._cjit import Tracer
-from ...numpy import _op
+from ..linalg import solve_triangular
 from ._common import LOG_2PI, floats
+from ...numpy._core import _op
+from ...numpy._elementwise import astype, exp, log
+from ...numpy._linalg import diagonal, matmul
+from ...numpy._manipulation import broadcast_shapes, broadcast_to, reshape, shape
+from ...numpy._reductions import sum as sum_
+from ...numpy import linalg
 
 __all__ = ["logpdf", "pdf"]
 
@@ -48,16 +53,16 @@ def _logpdf_diag(x, mean, var):
     who = "multivariate_normal.logpdf"
     x, mean, var = floats(who, x, mean, var)
     if x.ndim == 0:
-        x = cnp.reshape(x, (1,))
+        x = reshape(x, (1,))
     k = x.shape[-1]
     if var.ndim == 0:
-        var = cnp.broadcast_to(var, (k,))
+        var = broadcast_to(var, (k,))
     elif var.shape[0] != k:
         raise ValueError(f"cjit.scipy.stats.{who}: cov has {var.shape[0]} entries but x has "
                          f"{k} dimensions")
     d = x - mean
-    maha = cnp.sum(d * d / var, axis=-1)
-    logdet = cnp.sum(cnp.log(var))
+    maha = sum_(d * d / var, axis=-1)
+    logdet = sum_(log(var))
     return -0.5 * (maha + logdet + k * LOG_2PI)
 
 
@@ -80,40 +85,39 @@ def _logpdf_factored(x, mean, inv_chol_t, logdet):
     who = "multivariate_normal.logpdf"
     x, mean = floats(who, x, mean)
     if x.ndim == 0:
-        x = cnp.reshape(x, (1,))
+        x = reshape(x, (1,))
     k = inv_chol_t.shape[0]
     if x.shape[-1] != k:
         raise ValueError(f"cjit.scipy.stats.{who}: cov is {k}x{k} but x has {x.shape[-1]} "
                          f"dimensions")
     d = x - mean
-    y = cnp.matmul(d, cnp.astype(inv_chol_t, d.dtype))     # rows of L^-1 (x - mean)
-    maha = cnp.sum(y * y, axis=-1)
+    y = matmul(d, astype(inv_chol_t, d.dtype))     # rows of L^-1 (x - mean)
+    maha = sum_(y * y, axis=-1)
     return -0.5 * (maha + logdet + k * LOG_2PI)
 
 
 @_op("x", "mean", "cov")
 def _logpdf_traced_full(x, mean, cov):
     """With L = cholesky(cov): -(|L^-1 (x - mean)|^2 + 2 sum(log diag L) + k log 2 pi) / 2."""
-    from ..linalg import solve_triangular
     who = "multivariate_normal.logpdf"
     x, mean, cov = floats(who, x, mean, cov)
     if x.ndim == 0:
-        x = cnp.reshape(x, (1,))
+        x = reshape(x, (1,))
     k = x.shape[-1]
     if tuple(cov.shape) != (k, k):
         raise ValueError(f"cjit.scipy.stats.{who}: cov must be {k}x{k} for x of {k} dimensions, got "
                          f"shape {tuple(cov.shape)}")
-    chol = cnp.linalg.cholesky(cov)
-    d = cnp.broadcast_to(x - mean, tuple(cnp.broadcast_shapes(tuple(x.shape), tuple(cnp.shape(mean)))))
+    chol = linalg.cholesky(cov)
+    d = broadcast_to(x - mean, tuple(broadcast_shapes(tuple(x.shape), tuple(shape(mean)))))
     lead = tuple(d.shape[:-1])
-    cols = cnp.reshape(d, (-1, k)).T                        # one column per point
+    cols = reshape(d, (-1, k)).T                        # one column per point
     y = solve_triangular(chol, cols, lower=True)
-    maha = cnp.reshape(cnp.sum(y * y, axis=0), lead)
-    logdet = 2.0 * cnp.sum(cnp.log(cnp.diagonal(chol)))
+    maha = reshape(sum_(y * y, axis=0), lead)
+    logdet = 2.0 * sum_(log(diagonal(chol)))
     return -0.5 * (maha + logdet + k * LOG_2PI)
 
 
 def pdf(x, mean=None, cov=1, allow_singular=False):
     """density at x (..., k) of N(mean, cov)."""
-    return cnp.exp(logpdf(x, mean, cov, allow_singular))
+    return exp(logpdf(x, mean, cov, allow_singular))
 

@@ -1,10 +1,10 @@
 """The normal distribution (as jax.scipy.stats.norm)."""
 from __future__ import annotations
 
-from ... import numpy as cnp
-from ...numpy import _op
 from .. import special
 from ._common import LOG_2PI, floats, standardized
+from ...numpy._core import _op
+from ...numpy._elementwise import exp, log
 
 __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 
@@ -12,12 +12,12 @@ __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 @_op("x", "loc", "scale")
 def logpdf(x, loc=0, scale=1):
     z, scale = standardized("norm.logpdf", x, loc, scale)
-    return -0.5 * (z * z) - cnp.log(scale) - 0.5 * LOG_2PI
+    return -0.5 * (z * z) - log(scale) - 0.5 * LOG_2PI
 
 
 @_op("x", "loc", "scale")
 def pdf(x, loc=0, scale=1):
-    return cnp.exp(logpdf(x, loc, scale))
+    return exp(logpdf(x, loc, scale))
 
 
 @_op("x", "loc", "scale")
