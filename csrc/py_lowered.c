@@ -2,7 +2,6 @@
  * compiles to an Executable (or loads one from the disk cache), and answers
  * memory_budget's questions (residuals, forward values, the plan's peak). */
 #include "autodiff.h"
-#include "blas.h"
 #include "py_exec.h"
 #include "simplify.h"
 
@@ -100,18 +99,18 @@ static PyObject *lowered_get_arrays(cj_py_lowered *lw, void *c)
 }
 
 
-/* The graph as cj_lower leaves it (simplified as CJIT_PASSES allows),
- * which is what compile() compiles. */
+/* The graph as the compile's simplify step leaves it (as CJIT_PASSES
+ * allows): the pipeline's list run through simplify. */
 static PyObject *lowered_as_text(cj_py_lowered *lw, PyObject *unused)
 {
     (void)unused;
     cj_error err = {0};
-    cj_lowered l;
-    cj_lower_options o = {.mark_library_calls = cj_blas_plan};
-    if (cj_lower(lw->graph, &o, &l, &err) != CJ_OK)
+    cj_compile_state s;
+    cj_compile_options o = cj_compile_options_make(&cj_backend_cpu, NULL, 0, false, CJ_STEP_SIMPLIFY);
+    if (cj_pipeline_run(lw->graph, &o, &s, &err) != CJ_OK)
         return cj_py_raise(&err);
-    PyObject *r = str_from_owned(cj_graph_to_text(l.graph));
-    cj_lowered_free(&l);
+    PyObject *r = str_from_owned(cj_graph_to_text(s.lowered.graph));
+    cj_lowered_free(&s.lowered);
     return r;
 }
 
@@ -168,7 +167,9 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
         return NULL;
     /* The graph is only read: the Lowered (held by this call) keeps it, and
      * nothing changes a finished graph. */
-    cj_executable *x = compile_with_gil_released(lw->graph, donated, donated ? nparams : 0, for_cache);
+    cj_compile_options o = cj_compile_options_make(&cj_backend_cpu, donated, donated ? nparams : 0, for_cache,
+                                                   CJ_STEP_LINK);
+    cj_executable *x = compile_with_gil_released(lw->graph, &o);
     PyMem_Free(donated);
     if (x == NULL)
         return NULL;
@@ -321,12 +322,13 @@ static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *args, PyObject *
     bool *donated = NULL;
     if (parse_donate(lw, donate, &donated) < 0)
         return NULL;
-    int ndonated = donated ? lw->graph->nparams : 0;
+    cj_compile_options o = cj_compile_options_make(&cj_backend_cpu, donated, donated ? lw->graph->nparams : 0,
+                                                   false, CJ_STEP_MEMPLAN);
     cj_error err = {0};
     int64_t peak = 0;
     cj_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = cj_plan_peak(lw->graph, donated, ndonated, &peak, &err);
+    st = cj_plan_peak(lw->graph, &o, &peak, &err);
     Py_END_ALLOW_THREADS
     PyMem_Free(donated);
     if (st != CJ_OK)

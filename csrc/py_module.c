@@ -210,7 +210,28 @@ static PyObject *mod_set_x64(PyObject *self, PyObject *flag)
     return PyBool_FromLong(old);
 }
 
+/* pipeline() -> tuple of (name, switch or None, when): the compile
+ * pipeline's steps in order (pipeline.c's list). */
+static PyObject *mod_pipeline(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    PyObject *steps = PyTuple_New(CJ_NSTEPS);
+    for (int i = 0; steps != NULL && i < CJ_NSTEPS; i++) {
+        const char *off = cj_pipeline_step_switch((cj_step)i);
+        PyObject *item = Py_BuildValue("(szs)", cj_pipeline_step_name((cj_step)i), off,
+                                       cj_pipeline_step_when((cj_step)i));
+        if (item == NULL)
+            Py_CLEAR(steps);
+        else
+            PyTuple_SET_ITEM(steps, i, item);
+    }
+    return steps;
+}
+
 static PyMethodDef module_methods[] = {
+    {"pipeline", mod_pipeline, METH_NOARGS,
+     "pipeline($module, /)\n--\n\nThe compile pipeline's steps in order: (name, CJIT_PASSES switch or "
+     "None, when)."},
     {"_set_x64", mod_set_x64, METH_O,
      "_set_x64($module, flag, /)\n--\n\nSets jax_enable_x64 for promotion and the call fast path; "
      "returns the previous value."},
