@@ -15,6 +15,7 @@ typedef struct {
     cj_graph *graph;     /* owned */
     PyObject *arrays;    /* list of closed-over arrays in slot order; never mutated */
     PyObject *weakrefs;  /* weak reference support */
+    PyObject *budget;    /* the MemoryBudget its trace asked for, or NULL */
 } cj_py_lowered;
 
 /* A new Lowered owning g (see py_glue.h). */
@@ -28,6 +29,7 @@ PyObject *cj_py_lowered_new(cj_graph *g, PyObject *arrays)
     lw->graph = g;
     lw->arrays = Py_NewRef(arrays);
     lw->weakrefs = NULL;
+    lw->budget = NULL;
     PyObject_GC_Track(lw);
     return (PyObject *)lw;
 }
@@ -49,15 +51,24 @@ int cj_py_lowered_parts(PyObject *obj, const cj_graph **g, PyObject **arrays)
     return 0;
 }
 
+/* See py_glue.h. */
+void cj_py_lowered_set_budget(PyObject *obj, PyObject *budget)
+{
+    cj_py_lowered *lw = (cj_py_lowered *)obj;
+    Py_XSETREF(lw->budget, Py_NewRef(budget));
+}
+
 static int lowered_traverse(cj_py_lowered *lw, visitproc visit, void *arg)
 {
     Py_VISIT(lw->arrays);
+    Py_VISIT(lw->budget);
     return 0;
 }
 
 static int lowered_clear(cj_py_lowered *lw)
 {
     Py_CLEAR(lw->arrays);
+    Py_CLEAR(lw->budget);
     return 0;
 }
 
@@ -342,7 +353,15 @@ static PyObject *lowered_get_control_flow(cj_py_lowered *lw, void *c)
     return PyBool_FromLong(lw->graph && lw->graph->nbodies > 0);
 }
 
+static PyObject *lowered_get_budget(cj_py_lowered *lw, void *c)
+{
+    (void)c;
+    return Py_NewRef(lw->budget != NULL ? lw->budget : Py_None);
+}
+
 static PyGetSetDef lowered_getset[] = {
+    {"memory_budget", (getter)lowered_get_budget, NULL,
+     "the MemoryBudget grad(memory_budget=) asked for while tracing, or None", NULL},
     {"has_control_flow", (getter)lowered_get_control_flow, NULL,
      "the graph holds cjit.lax control flow or custom derivatives", NULL},
     {"nparams", (getter)lowered_get_nparams, NULL, "number of positional parameters", NULL},

@@ -310,7 +310,7 @@ PyMODINIT_FUNC PyInit__cjit(void)
                          "Compiling failed inside cjit (LLVM or a pass): a bug in cjit.",
                          PyExc_RuntimeError) < 0)
         goto fail;
-    if (cj_py_trace_init(m) < 0 || cj_py_tracer_init(m) < 0 || cj_py_lowered_init(m) < 0 || cj_py_exec_init(m) < 0 || cj_py_cuda_init(m) < 0
+    if (cj_py_trace_init(m) < 0 || cj_py_tracer_init(m) < 0 || cj_py_lowered_init(m) < 0 || cj_py_budget_init(m) < 0 || cj_py_exec_init(m) < 0 || cj_py_cuda_init(m) < 0
         || cj_py_jit_init(m) < 0 || cj_py_blas_init(m) < 0 || cj_py_lax_init(m) < 0)
         goto fail;
     return m;
