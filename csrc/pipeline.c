@@ -161,13 +161,15 @@ static cj_status step_link(cj_compile_state *s, const cj_compile_options *o, boo
 
 #define NO_PHASE (-1) /* no timer, or the step's own (jit_cpu.c times LLVM's phases) */
 
-static const struct {
+typedef struct {
     const char *name;
     const char *off;  /* CJIT_PASSES=-off switches it off; NULL: always runs */
     int phase;        /* the cj_phase it adds its time to */
     const char *when; /* "traced": before the list gets the graph; "call": at each call */
     step_fn run;      /* NULL: not a compile's */
-} cj_pipeline[CJ_NSTEPS] = {
+} pipeline_step;
+
+static const pipeline_step cj_pipeline[CJ_NSTEPS] = {
     [CJ_STEP_TRACE] = {"trace", NULL, NO_PHASE, "traced", step_traced},
     [CJ_STEP_AUTODIFF] = {"autodiff", NULL, NO_PHASE, "traced", step_differentiated},
     [CJ_STEP_SIMPLIFY] = {"simplify", "cse", CJ_PHASE_SIMPLIFY, "compile", step_simplify},
@@ -245,30 +247,36 @@ static bool settings_ok(cj_error *err) {
 
 /* ---- the options, built once ------------------------------------------------ */
 
-/* See pipeline.h. */
-cj_compile_options cj_compile_options_make(const cj_backend *backend, const bool *donated, int ndonated,
-                                           bool keep_objects, cj_step last) {
-    bool has_code = backend && backend->codegen && backend->link;
+/* The options for backend b through step `last`; with `threads`, b's
+ * threads for block storage when memplan will run (asking starts the
+ * CPU's thread pool: as_text never asks). */
+static cj_compile_options options_for(const cj_backend *b, const bool *donated, int ndonated, bool keep_objects,
+                                      cj_step last, bool threads) {
+    bool has_code = b && b->codegen && b->link;
     if (last > CJ_STEP_COLLAPSE && !has_code) last = CJ_STEP_COLLAPSE;
     if (last > CJ_STEP_LINK) last = CJ_STEP_LINK;
-    /* asked only when memplan will run: it starts the CPU's thread pool */
-    bool plans = last >= CJ_STEP_MEMPLAN && backend && backend->threads;
-    return (cj_compile_options){.backend = backend,
+    threads = threads && last >= CJ_STEP_MEMPLAN && b && b->threads;
+    return (cj_compile_options){.backend = b,
                                 .donated = ndonated > 0 ? donated : NULL,
                                 .ndonated = donated ? ndonated : 0,
                                 .keep_objects = keep_objects,
-                                .threads = plans ? backend->threads() : 0,
+                                .threads = threads ? b->threads() : 0,
                                 .last = last};
+}
+
+/* See pipeline.h. */
+cj_compile_options cj_compile_options_make(const cj_backend *backend, const bool *donated, int ndonated,
+                                           bool keep_objects, cj_step last) {
+    return options_for(backend, donated, ndonated, keep_objects, last, true);
 }
 
 /* See pipeline.h. */
 cj_compile_options cj_compile_options_body(const cj_compile_options *outer) {
     /* a body is lowered (loops step) and compiled (link step) inside its
      * loop's compile; no block storage: it runs on its loop's thread */
-    cj_compile_options o = cj_compile_options_make(outer ? outer->backend : NULL, NULL, 0,
-                                                   outer && outer->keep_objects, CJ_STEP_LINK);
+    cj_compile_options o = options_for(outer ? outer->backend : NULL, NULL, 0, outer && outer->keep_objects,
+                                       CJ_STEP_LINK, false);
     o.cancel = outer ? outer->cancel : NULL;
-    o.threads = 0;
     return o;
 }
 
@@ -279,11 +287,12 @@ cj_compile_options cj_compile_options_body(const cj_compile_options *outer) {
 static cj_status run_steps(cj_compile_state *s, const cj_compile_options *o, cj_step first, cj_step last,
                            cj_error *err) {
     for (int i = first; i <= (int)last; i++) {
+        const pipeline_step *step = &cj_pipeline[i];
+        bool on = !(step->off && pass_disabled(step->off));
         int64_t t0 = cj_clock_ns();
-        cj_status st = cj_pipeline[i].run ? cj_pipeline[i].run(s, o, !(cj_pipeline[i].off && pass_disabled(cj_pipeline[i].off)), err)
-                                          : cj_error_set(err, CJ_ERR_VALUE, "compile: step %s is not a compile's",
-                                                         cj_pipeline[i].name);
-        if (cj_pipeline[i].phase != NO_PHASE) cj_stats_phase((cj_phase)cj_pipeline[i].phase, cj_clock_ns() - t0);
+        cj_status st = step->run ? step->run(s, o, on, err)
+                                 : cj_error_set(err, CJ_ERR_VALUE, "compile: step %s is not a compile's", step->name);
+        if (step->phase != NO_PHASE) cj_stats_phase((cj_phase)step->phase, cj_clock_ns() - t0);
         s->ran[s->nran++] = (cj_step)i;
         if (st == CJ_OK && i < (int)last && o && cj_cancelled(o->cancel))
             st = cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
