@@ -31,7 +31,7 @@
  * memplan.c (widen_gemm_blocks) doubles it (gemm_scale, per group) as long
  * as the plan's peak does not grow, so the blocks are only as small as the
  * peak needs.  The gradient of a weight becomes group-local when its update
- * joins the gemm's group (group.c, cj_group_join_updates).
+ * joins the gemm's group (memorder.c, cj_order_join_update, on group.c's partners).
  *
  * Small blocks go on the stack: a block of at most CJ_BLOCK_STACK_MAX bytes
  * lives in the driver's frame (an alloca of the running thread's own), so it

@@ -52,15 +52,24 @@ int64_t cj_codegen_gpu_points(const cj_plan *plan, int ki, bool *serial);
 /* Compiled code of one executable; freeing it removes the code from the JIT. */
 typedef struct cj_jit_code cj_jit_code;
 
-/* Compiles every kernel of `plan`.  On success fills kernels[i], groups[g]
- * with the driver of each group of two or more stages (NULL for a group of
- * one: run its kernel), and groups[ngroups] with NULL; for a loop body
- * compiled as one function (plan->one_function) only groups[ngroups], that
- * function, every other entry NULL.  Returns the code, which the caller owns
- * (cj_jit_code_free).  Once *cancel is set (NULL: never) it stops between
- * LLVM's phases with CJ_ERR_CANCELLED, adding nothing to the JIT. */
-cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
-                         const cj_cancel *cancel, cj_error *err);
+/* The pipeline's codegen and link steps on the CPU (pipeline.c's list,
+ * executable.c's backend).  cj_jit_emit compiles every kernel of `plan`
+ * to object files in memory (modules on parallel threads); once *cancel is
+ * set (NULL: never) it stops between LLVM's phases with CJ_ERR_CANCELLED.
+ * With `keep`, the code will keep copies of its object files (taken with
+ * cj_jit_code_take_objects), and its symbols get a prefix unique across
+ * processes.  Nothing enters the JIT before cj_jit_link. */
+typedef struct cj_jit_pending cj_jit_pending;
+cj_status cj_jit_emit(const cj_plan *plan, const cj_cancel *cancel, bool keep, cj_jit_pending **out, cj_error *err);
+/* Adds what cj_jit_emit made for `plan` to the JIT (consuming it) and fills
+ * kernels[i], groups[g] with the driver of each group of two or more stages
+ * (NULL for a group of one: run its kernel), and groups[ngroups] with NULL;
+ * for a loop body compiled as one function (plan->one_function) only
+ * groups[ngroups], that function, every other entry NULL.  The code is the
+ * caller's (cj_jit_code_free). */
+cj_status cj_jit_link(const cj_plan *plan, cj_jit_pending *pending, cj_kernel_fn *kernels, cj_kernel_fn *groups,
+                      cj_jit_code **code, cj_error *err);
+void cj_jit_pending_free(cj_jit_pending *pending);
 void cj_jit_code_free(cj_jit_code *code);
 /* For tests of Ctrl-C during a compile (jit_cpu.c): while compiles are
  * held, each compile waits before its first LLVM piece until it is
@@ -86,15 +95,10 @@ typedef struct {
 } cj_jit_objects;
 void cj_jit_objects_free(cj_jit_objects *o);
 
-/* As cj_jit_compile; with `keep`, the code keeps copies of its object
- * files (taken with cj_jit_code_take_objects), and its symbols get a
- * prefix unique across processes. */
-cj_status cj_jit_compile_keeping(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
-                                 cj_jit_code **code, const cj_cancel *cancel, bool keep, cj_error *err);
 /* The kept objects (the caller owns them), or NULL when none were kept. */
 cj_jit_objects *cj_jit_code_take_objects(cj_jit_code *code);
 /* Adds kept objects to the JIT and fills kernels[i] (for compiled[i]) and
- * groups[g] (groups of two or more stages) as cj_jit_compile does.  Code
+ * groups[g] (groups of two or more stages) as cj_jit_link does.  Code
  * already in the JIT under the same prefix is shared, not added twice. */
 cj_status cj_jit_load(const cj_plan *plan, const cj_jit_objects *objs, const bool *compiled, cj_kernel_fn *kernels,
                       cj_kernel_fn *groups, cj_jit_code **code, cj_error *err);

@@ -1,4 +1,4 @@
-/* executable.h - what cj_compile produces (private to pipeline.c and runtime.c). */
+/* executable.h - what cj_compile produces (private to executable.c, the CPU backend, and runtime.c). */
 #ifndef CJ_EXECUTABLE_H
 #define CJ_EXECUTABLE_H
 
@@ -37,7 +37,7 @@ struct cj_executable {
  * same arena, so only the slots of x->rebind are bound again. */
 cj_status cj_runtime_run_in(cj_executable *x, void **slots, bool bound, void *const *params, void *const *outputs,
                             char *arena, const cj_run_poll *poll, cj_error *err);
-/* Fills x->rebind and x->steps (pipeline.c, for each loop body it
+/* Fills x->rebind and x->steps (executable.c, for each loop body it
  * compiles); without memory it leaves them NULL, and every iteration
  * works everything out again. */
 void cj_runtime_prepare_body(cj_executable *x);

@@ -18,15 +18,15 @@
  * Liveness (memplan.c) counts a group as one step, so buffers touched in
  * a group never share bytes.
  *
- * A kernel left alone has its loops merged (cj_group_collapse_lone), after
- * memplan: its orders for donation may still join an update to the gemm
- * whose result it reads (cj_group_join_updates), which needs its rows. */
+ * A kernel left alone has its loops merged (cj_group_collapse_lone, the
+ * pipeline's step after memplan): memplan's orders for donation may still
+ * join an update to the gemm whose result it reads (the join partners this
+ * pass records, memorder.c moves), which needs its rows. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "group.h"
-#include "memorder.h"
 
 /* Bytes of row data a block of rows should touch: about half of a typical L2. */
 #define CJ_GROUP_BLOCK_BYTES (128 * 1024)
@@ -106,12 +106,40 @@ static int64_t row_bytes(const cj_plan *p, const cj_kernel *k) {
     return most;
 }
 
+/* Records each gemm-led group's join partner (group.join_partner): the one
+ * kernel after it that reads its result, a temporary, when that kernel
+ * could run as the group's last stage (an optimizer's update reading a
+ * weight's gradient).  The orders for donation (memorder.c) may then move
+ * the two together, so that the gradient is group-local and takes block
+ * storage; which kernels may share rows is this file's question, and its
+ * answer goes to them as data.  written_by and reader: room per buffer. */
+static void find_join_partners(cj_plan *p, int *written_by, int *reader) {
+    for (int b = 0; b < p->nbuffers; b++) reader[b] = -1; /* the one kernel reading b, -2: several */
+    for (int k = 0; k < p->nkernels; k++)
+        for (int e = 0; e < p->kernels[k].nexprs; e++) {
+            const cj_expr *x = &p->kernels[k].exprs[e];
+            if (!cj_expr_reads(x) || reader[x->buffer] == k) continue;
+            reader[x->buffer] = reader[x->buffer] == -1 ? k : -2;
+        }
+    for (int g = 0; g < p->ngroups; g++) {
+        cj_group *G = &p->groups[g];
+        const cj_kernel *head = &p->kernels[G->first];
+        int t = head->out_buffer, u = reader[t];
+        G->join_partner = -1;
+        /* u < 0: none or several; inside G: a stage of its own reads it */
+        if (!p->grouped || !head->gemm.on || p->buffers[t].kind != CJ_BUF_TEMP || u < G->first + G->count) continue;
+        /* written_by keeps older groups' marks: joins_group compares with G's first */
+        for (int k = G->first; k < G->first + G->count; k++) note_writes(&p->kernels[k], G->first, written_by);
+        if (joins_group(p, G->first, u, written_by)) G->join_partner = p->kernels[u].out_buffer;
+    }
+}
+
 /* See group.h. */
 cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
     free(p->groups);
     p->groups = calloc((size_t)p->nkernels + 1, sizeof(cj_group));
     if (!p->groups) return cj_error_set(err, CJ_ERR_MEMORY, "group: out of memory");
-    int *written_by = malloc(sizeof(int) * ((size_t)p->nbuffers + 1));
+    int *written_by = malloc(sizeof(int) * (2 * (size_t)p->nbuffers + 1)); /* then the readers */
     if (!written_by) return cj_error_set(err, CJ_ERR_MEMORY, "group: out of memory");
     for (int b = 0; b < p->nbuffers; b++) written_by[b] = -1;
     p->ngroups = 0;
@@ -139,6 +167,7 @@ cj_status cj_group_run(cj_plan *p, bool enabled, cj_error *err) {
         if (g->block > g->rows) g->block = g->rows;
         k += g->count;
     }
+    find_join_partners(p, written_by, written_by + p->nbuffers);
     free(written_by);
     return CJ_OK;
 }
@@ -150,111 +179,4 @@ void cj_group_collapse_lone(cj_plan *p) {
         cj_kernel *k = &p->kernels[p->groups[g].first];
         if (p->groups[g].count == 1 && !k->gemm.on && !k->loop) cj_kernel_collapse(k);
     }
-}
-
-/* Does group h write what kernel u reads or writes, or read what it writes? */
-static bool conflicts(const cj_plan *p, const cj_group *h, const int *stamp, int mark) {
-    for (int k = h->first; k < h->first + h->count; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        for (int i = -1; i < kern->nalso; i++)
-            if (stamp[i < 0 ? kern->out_buffer : kern->also[i].buffer] >= mark) return true;
-        for (int e = 0; e < kern->nexprs; e++)
-            if (cj_expr_reads(&kern->exprs[e]) && stamp[kern->exprs[e].buffer] == mark + 1) return true;
-    }
-    return false;
-}
-
-/* Stamps what group g reads (mark) and writes (mark + 1), counting as
- * written the donated arguments it reads or one of its outputs could take:
- * it must stay their last reader, so that it may write over them. */
-static void mark_uses(const cj_plan *p, const cj_group *g, int *stamp, int mark) {
-    for (int k = g->first; k < g->first + g->count; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        for (int e = 0; e < kern->nexprs; e++)
-            if (cj_expr_reads(&kern->exprs[e]))
-                stamp[kern->exprs[e].buffer] = cj_is_donated(p, &p->buffers[kern->exprs[e].buffer]) ? mark + 1 : mark;
-    }
-    for (int k = g->first; k < g->first + g->count; k++) {
-        const cj_kernel *kern = &p->kernels[k];
-        for (int i = -1; i < kern->nalso; i++) {
-            const cj_buffer *out = &p->buffers[i < 0 ? kern->out_buffer : kern->also[i].buffer];
-            stamp[i < 0 ? kern->out_buffer : kern->also[i].buffer] = mark + 1;
-            for (int b = 0; out->kind == CJ_BUF_OUTPUT && b < p->nbuffers; b++)
-                if (cj_is_donated(p, &p->buffers[b]) && cj_output_fits_donor(out, &p->buffers[b])) stamp[b] = mark + 1;
-        }
-    }
-}
-
-/* See group.h. */
-int cj_group_join_updates(cj_plan *p, int which) {
-    int n = p->ngroups, nb = p->nbuffers;
-    int *reader = malloc(sizeof(int) * ((size_t)nb + 1));     /* the one group reading b, -2: several */
-    int *stamp = calloc((size_t)nb + 1, sizeof(int));
-    int *written_by = malloc(sizeof(int) * ((size_t)nb + 1));
-    cj_group *groups = malloc(sizeof(cj_group) * ((size_t)n + 1));
-    cj_kernel *kernels = malloc(sizeof(cj_kernel) * ((size_t)p->nkernels + 1));
-    int moved = -1;
-    if (!reader || !stamp || !written_by || !groups || !kernels) goto done;
-    moved = 0;
-    if (!p->grouped) goto done; /* CJIT_PASSES=-group: no group of two stages */
-    for (int b = 0; b < nb; b++) reader[b] = -1, written_by[b] = -1;
-    for (int g = 0; g < n; g++)
-        for (int k = p->groups[g].first; k < p->groups[g].first + p->groups[g].count; k++)
-            for (int e = 0; e < p->kernels[k].nexprs; e++) {
-                const cj_expr *x = &p->kernels[k].exprs[e];
-                if (!cj_expr_reads(x) || reader[x->buffer] == g) continue;
-                reader[x->buffer] = reader[x->buffer] == -1 ? g : -2;
-            }
-    int mark = 0, g = 0, u = -1;
-    bool up = true;
-    for (; g < n; g++) {
-        const cj_group *G = &p->groups[g];
-        const cj_kernel *head = &p->kernels[G->first];
-        int t = head->out_buffer;
-        u = reader[t];
-        if (!head->gemm.on || p->buffers[t].kind != CJ_BUF_TEMP || u <= g || p->groups[u].count != 1) continue;
-        /* what the gemm's group writes, as joins_group asks it */
-        for (int k = G->first; k < G->first + G->count; k++) note_writes(&p->kernels[k], G->first, written_by);
-        if (!joins_group(p, G->first, p->groups[u].first, written_by)) continue;
-        /* u may run right after g: no group between writes what u reads or
-         * writes or reads what u writes (stamp mark: read, mark + 1:
-         * written); or else g right before u, likewise */
-        bool down = true;
-        up = true;
-        mark_uses(p, &p->groups[u], stamp, mark += 2);
-        for (int h = g + 1; h < u && up; h++) up = !conflicts(p, &p->groups[h], stamp, mark);
-        mark_uses(p, G, stamp, mark += 2);
-        for (int h = g + 1; h < u && !up && down; h++) down = !conflicts(p, &p->groups[h], stamp, mark);
-        if ((up || down) && which-- == 0) break;
-    }
-    if (g < n) {
-        /* the groups before g, then (when u moves up) g and u, the groups
-         * between, (when g moves down) g and u, and the rest */
-        int m = 0, k = 0;
-        for (int i = 0; i < n; i++) {
-            if ((i == g && !up) || i == u) continue;
-            groups[m] = p->groups[i];
-            groups[m].first = k;
-            memcpy(kernels + k, p->kernels + p->groups[i].first, sizeof(cj_kernel) * (size_t)p->groups[i].count);
-            k += p->groups[i].count;
-            if (i == (up ? g : u - 1)) {
-                if (!up) {
-                    groups[++m] = p->groups[g];
-                    groups[m].first = k;
-                    memcpy(kernels + k, p->kernels + p->groups[g].first, sizeof(cj_kernel) * (size_t)p->groups[g].count);
-                    k += p->groups[g].count;
-                }
-                kernels[k++] = p->kernels[p->groups[u].first];
-                groups[m].count++;
-            }
-            m++;
-        }
-        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)m);
-        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
-        p->ngroups = m;
-        moved = 1;
-    }
-done:
-    free(reader), free(stamp), free(written_by), free(groups), free(kernels);
-    return moved;
 }

@@ -7,8 +7,10 @@
  * frees its machine code.  The memory the JIT maps for an object is what
  * the executable's code_bytes counts of it (object_mapped_bytes).
  *
- * Adding modules to one LLJIT from two threads at once is not safe, so
- * every compile holds `jit_lock`. */
+ * The pipeline's codegen step is cj_jit_emit (modules to object files),
+ * its link step cj_jit_link (object files into the JIT).  Adding modules
+ * to one LLJIT from two threads at once is not safe, and each compile
+ * thread has a target machine of its own, so each holds `jit_state.lock`. */
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/random.h>
@@ -71,17 +73,6 @@ struct cj_jit_code {
  * loaded twice in one process shares the code the first load (or the
  * compile that made the entry) added, as its symbols are in the JIT already. */
 static cj_jit_code *live_codes;
-
-/* See codegen.h. */
-void cj_jit_objects_free(cj_jit_objects *o) {
-    if (!o) return;
-    for (int i = 0; i < o->nmath; i++) free(o->math[i]);
-    for (int i = 0; i < o->nobjs; i++) free(o->objs[i]);
-    free(o->math);
-    free(o->objs);
-    free(o->sizes);
-    free(o);
-}
 
 /* Consumes `e` and records its message; returns the status. */
 static cj_status take_llvm_error(LLVMErrorRef e, const char *what, cj_error *err) {
@@ -663,33 +654,51 @@ static cj_status lookup_all(const cj_plan *plan, const char *prefix, const bool 
     return CJ_OK;
 }
 
-static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
-                                cj_jit_code **out, const cj_cancel *cancel, bool keep, cj_error *err) {
-    if (jit_init(err) != CJ_OK || jit_init_codegen(err) != CJ_OK) return err->status;
-    char prefix[40];
-    ++jit_state.serial;
-    if (keep) unique_prefix(prefix, sizeof prefix);
-    else snprintf(prefix, sizeof prefix, "cj%llu", (unsigned long long)jit_state.serial);
-
+/* What cj_jit_emit made for cj_jit_link: each module job's object files. */
+struct cj_jit_pending {
     module_job jobs[CJ_MAX_COMPILE_THREADS + 1];
-    memset(jobs, 0, sizeof jobs);
+    int n, njobs;               /* modules made; jobs set up */
+    char prefix[40];
+    bool keep;
+};
+
+/* See codegen.h. */
+void cj_jit_pending_free(cj_jit_pending *pd) {
+    if (!pd) return;
+    for (int i = 0; i < pd->njobs; i++) {
+        module_job *j = &pd->jobs[i];
+        for (int o = 0; o < j->nobjs; o++)
+            if (j->objs[o]) LLVMDisposeMemoryBuffer(j->objs[o]);
+        free(j->objs);
+        free(j->kernels);
+        free(j->groups);
+        for (int f = 0; f < j->nmath_used; f++) free(j->math_used[f]);
+    }
+    free(pd);
+}
+
+/* The codegen step: modules on parallel threads, each through LLVM's
+ * passes to object files in memory; nothing enters the JIT. */
+static cj_status emit_locked(const cj_plan *plan, const cj_cancel *cancel, bool keep, cj_jit_pending *pd,
+                             cj_error *err) {
+    if (jit_init(err) != CJ_OK || jit_init_codegen(err) != CJ_OK) return err->status;
+    ++jit_state.serial;
+    pd->keep = keep;
+    if (keep) unique_prefix(pd->prefix, sizeof pd->prefix);
+    else snprintf(pd->prefix, sizeof pd->prefix, "cj%llu", (unsigned long long)jit_state.serial);
+    module_job *jobs = pd->jobs;
     pthread_t threads[CJ_MAX_COMPILE_THREADS + 1];
     bool started[CJ_MAX_COMPILE_THREADS + 1] = {false};
-    cj_jit_code *code = NULL;
     int nmax = cj_runtime_num_threads();
     if (nmax > jit_state.ntms - 1) nmax = jit_state.ntms - 1;
-    int njobs = nmax + 1; /* partition uses at most nmax */
-    for (int i = 0; i < njobs; i++) {
-        jobs[i] = (module_job){.plan = plan, .prefix = prefix, .index = i, .tm = jit_state.tms[i], .cancel = cancel};
+    for (int i = 0; i < nmax + 1; i++) { /* partition uses at most nmax */
+        jobs[i] = (module_job){.plan = plan, .prefix = pd->prefix, .index = i, .tm = jit_state.tms[i], .cancel = cancel};
+        pd->njobs = i + 1;
         jobs[i].kernels = calloc((size_t)plan->nkernels + 1, sizeof(bool));
         jobs[i].groups = calloc((size_t)plan->ngroups + 1, sizeof(bool));
-        if (!jobs[i].kernels || !jobs[i].groups) {
-            cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
-            njobs = i + 1;
-            goto fail;
-        }
+        if (!jobs[i].kernels || !jobs[i].groups) return cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
     }
-    int n = partition(plan, jobs, nmax);
+    int n = pd->n = partition(plan, jobs, nmax);
 
     /* module 0 on this thread, the others on threads of their own */
     for (int i = 1; i < n; i++) started[i] = pthread_create(&threads[i], NULL, compile_module, &jobs[i]) == 0;
@@ -709,22 +718,28 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     for (int i = 0; i < n; i++)
         if (jobs[i].err.status != CJ_OK) {
             *err = jobs[i].err;
-            goto fail;
+            return err->status;
         }
-    if (cj_cancelled(cancel)) { /* the last chance: nothing is in the JIT yet */
-        cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
-        goto fail;
-    }
+    return CJ_OK;
+}
 
+/* The link step: the object files added to the JIT under a resource
+ * tracker of their own, the mathlib functions they call defined first,
+ * and the kernels and group drivers looked up. */
+static cj_status link_locked(const cj_plan *plan, cj_jit_pending *pd, cj_kernel_fn *kernels, cj_kernel_fn *groups,
+                             cj_jit_code **out, cj_error *err) {
+    module_job *jobs = pd->jobs;
+    int n = pd->n;
     int64_t t1 = cj_clock_ns();
     const char *math[CJ_MAX_MATH_USED];
+    cj_jit_code *code = NULL;
     if (define_math(math, math_used_by(jobs, n, math), err) != CJ_OK) goto fail;
     code = calloc(1, sizeof *code);
-    if (!code || (keep && !(code->kept = keep_objects(jobs, n, prefix)))) {
+    if (!code || (pd->keep && !(code->kept = keep_objects(jobs, n, pd->prefix)))) {
         cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
         goto fail;
     }
-    snprintf(code->prefix, sizeof code->prefix, "%s", prefix);
+    snprintf(code->prefix, sizeof code->prefix, "%s", pd->prefix);
     LLVMOrcJITDylibRef main_jd = LLVMOrcLLJITGetMainJITDylib(jit_state.jit);
     code->tracker = LLVMOrcJITDylibCreateResourceTracker(main_jd);
     for (int i = 0; i < n; i++) {
@@ -740,27 +755,13 @@ static cj_status compile_locked(const cj_plan *plan, cj_kernel_fn *kernels, cj_k
     }
     for (int m = 1; m < n; m++) /* jobs[0].kernels now says which kernels were compiled */
         for (int i = 0; i < plan->nkernels; i++) jobs[0].kernels[i] |= jobs[m].kernels[i];
-    if (lookup_all(plan, prefix, jobs[0].kernels, kernels, groups, err) != CJ_OK) goto fail;
-    for (int i = 0; i < njobs; i++) {
-        free(jobs[i].kernels);
-        free(jobs[i].groups);
-        free(jobs[i].objs);
-        for (int f = 0; f < jobs[i].nmath_used; f++) free(jobs[i].math_used[f]);
-    }
+    if (lookup_all(plan, pd->prefix, jobs[0].kernels, kernels, groups, err) != CJ_OK) goto fail;
     cj_stats_phase(CJ_PHASE_LINK, cj_clock_ns() - t1);
     live_add(code);
     *out = code;
     return CJ_OK;
 
 fail:
-    for (int i = 0; i < njobs; i++) {
-        for (int o = 0; o < jobs[i].nobjs; o++)
-            if (jobs[i].objs[o]) LLVMDisposeMemoryBuffer(jobs[i].objs[o]);
-        free(jobs[i].objs);
-        free(jobs[i].kernels);
-        free(jobs[i].groups);
-        for (int f = 0; f < jobs[i].nmath_used; f++) free(jobs[i].math_used[f]);
-    }
     if (code) {
         if (code->tracker) {
             LLVMErrorRef re = LLVMOrcResourceTrackerRemove(code->tracker);
@@ -774,17 +775,24 @@ fail:
 }
 
 /* See codegen.h. */
-cj_status cj_jit_compile(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups, cj_jit_code **code,
-                         const cj_cancel *cancel, cj_error *err) {
-    return cj_jit_compile_keeping(plan, kernels, groups, code, cancel, false, err);
+cj_status cj_jit_emit(const cj_plan *plan, const cj_cancel *cancel, bool keep, cj_jit_pending **out, cj_error *err) {
+    cj_jit_pending *pd = calloc(1, sizeof *pd);
+    if (!pd) return cj_error_set(err, CJ_ERR_MEMORY, "jit: out of memory");
+    pthread_mutex_lock(&jit_state.lock);
+    cj_status st = emit_locked(plan, cancel, keep, pd, err);
+    pthread_mutex_unlock(&jit_state.lock);
+    if (st != CJ_OK) cj_jit_pending_free(pd);
+    else *out = pd;
+    return st;
 }
 
 /* See codegen.h. */
-cj_status cj_jit_compile_keeping(const cj_plan *plan, cj_kernel_fn *kernels, cj_kernel_fn *groups,
-                                 cj_jit_code **code, const cj_cancel *cancel, bool keep, cj_error *err) {
+cj_status cj_jit_link(const cj_plan *plan, cj_jit_pending *pd, cj_kernel_fn *kernels, cj_kernel_fn *groups,
+                      cj_jit_code **code, cj_error *err) {
     pthread_mutex_lock(&jit_state.lock);
-    cj_status st = compile_locked(plan, kernels, groups, code, cancel, keep, err);
+    cj_status st = link_locked(plan, pd, kernels, groups, code, err);
     pthread_mutex_unlock(&jit_state.lock);
+    cj_jit_pending_free(pd);
     return st;
 }
 

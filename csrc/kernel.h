@@ -151,6 +151,9 @@ typedef struct {
     int64_t local_block;    /* > 0: the group has block storage (blockmem.c) and runs blocks of
                              * this many rows instead of `block` */
     int local_copies;       /* with block storage: blocks of it (threads that may run the group) */
+    int join_partner;       /* a gemm-led group: the out_buffer of the one kernel that reads its
+                             * result and could run as its last stage (group.c), -1: none; the
+                             * orders for donation use it (memorder.c) */
 } cj_group;
 
 typedef struct {

@@ -1,7 +1,8 @@
-/* loops.c - lowering control flow: the bodies of each scan, while and cond
- * kernel are lowered as graphs of their own (by the lowering it is given,
- * cj_lower: recursively for nested loops), and the kernel's workspace is
- * laid out (loops.h).  Loop plans are made and freed by plan.c. */
+/* loops.c - lowering control flow (the pipeline's loops step): the bodies
+ * of each scan, while and cond kernel are lowered as graphs of their own
+ * (by the lowering it is given, cj_lower: recursively for nested loops),
+ * and the kernel's workspace is laid out (loops.h).  Loop plans are made
+ * and freed by plan.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,13 +18,12 @@ static int64_t result_bytes(const cj_body *b, int k) {
 }
 
 /* Lowers L's bodies and lays out its workspace (buffer w of p). */
-static cj_status lower_loop(cj_plan *p, cj_loop_plan *L, const cj_lower_options *o, cj_lower_fn lower,
+static cj_status lower_loop(cj_plan *p, cj_loop_plan *L, const cj_compile_options *body, cj_lower_fn lower,
                             cj_error *err) {
     const cj_body *b = L->body;
-    cj_lower_options inner = {.cancel = o ? o->cancel : NULL, .mark_library_calls = o ? o->mark_library_calls : NULL};
     int64_t arena = 0;
     for (int j = 0; j < b->ngraphs; j++) {
-        if (lower(b->graphs[j], &inner, &L->lowered[j], err) != CJ_OK) return err->status;
+        if (lower(b->graphs[j], body, &L->lowered[j], err) != CJ_OK) return err->status;
         L->lowered[j].plan.loop_body = true;
         L->plans[j] = &L->lowered[j].plan;
         if (L->lowered[j].plan.arena_bytes > arena) arena = L->lowered[j].plan.arena_bytes;
@@ -51,8 +51,8 @@ static cj_status lower_loop(cj_plan *p, cj_loop_plan *L, const cj_lower_options 
 }
 
 /* See loops.h. */
-cj_status cj_loops_lower(cj_plan *p, const cj_lower_options *o, cj_lower_fn lower, cj_error *err) {
+cj_status cj_loops_lower(cj_plan *p, const cj_compile_options *body, cj_lower_fn lower, cj_error *err) {
     for (int k = 0; k < p->nkernels; k++)
-        if (p->kernels[k].loop && lower_loop(p, p->kernels[k].loop, o, lower, err) != CJ_OK) return err->status;
+        if (p->kernels[k].loop && lower_loop(p, p->kernels[k].loop, body, lower, err) != CJ_OK) return err->status;
     return CJ_OK;
 }

@@ -17,7 +17,7 @@
 #ifndef CJ_LOOPS_H
 #define CJ_LOOPS_H
 
-#include "lower.h"
+#include "pipeline.h"
 #include "regions.h"
 
 struct cj_executable;
@@ -46,9 +46,10 @@ void cj_loop_plan_free(cj_loop_plan *L);
 /* The lowering of one graph (cj_lower): loops.c receives it rather than
  * calling it, because a body is lowered by the same pipeline that lowers
  * the graph holding it. */
-typedef cj_status (*cj_lower_fn)(const cj_graph *src, const cj_lower_options *o, cj_lowered *l, cj_error *err);
+typedef cj_status (*cj_lower_fn)(const cj_graph *src, const cj_compile_options *o, cj_lowered *l, cj_error *err);
 /* Lowers the bodies of every loop kernel of p with `lower` (recursively,
- * with o) and sizes each workspace; run after fusion, before memplan. */
-cj_status cj_loops_lower(cj_plan *p, const cj_lower_options *o, cj_lower_fn lower, cj_error *err);
+ * with a body's options, cj_compile_options_body) and sizes each
+ * workspace: the pipeline's loops step, after fusion, before memplan. */
+cj_status cj_loops_lower(cj_plan *p, const cj_compile_options *body, cj_lower_fn lower, cj_error *err);
 
 #endif

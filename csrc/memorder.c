@@ -364,3 +364,110 @@ int cj_split_update_groups(cj_plan *p) {
     free(stamp), free(groups);
     return moved;
 }
+
+/* ---- an update joined to the gemm making its gradient ---------------------- */
+
+/* Does group h write what kernel u reads or writes, or read what it writes? */
+static bool conflicts(const cj_plan *p, const cj_group *h, const int *stamp, int mark) {
+    for (int k = h->first; k < h->first + h->count; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        for (int i = -1; i < kern->nalso; i++)
+            if (stamp[i < 0 ? kern->out_buffer : kern->also[i].buffer] >= mark) return true;
+        for (int e = 0; e < kern->nexprs; e++)
+            if (cj_expr_reads(&kern->exprs[e]) && stamp[kern->exprs[e].buffer] == mark + 1) return true;
+    }
+    return false;
+}
+
+/* Stamps what group g reads (mark) and writes (mark + 1), counting as
+ * written the donated arguments it reads or one of its outputs could take:
+ * it must stay their last reader, so that it may write over them. */
+static void mark_uses(const cj_plan *p, const cj_group *g, int *stamp, int mark) {
+    for (int k = g->first; k < g->first + g->count; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        for (int e = 0; e < kern->nexprs; e++)
+            if (cj_expr_reads(&kern->exprs[e]))
+                stamp[kern->exprs[e].buffer] = cj_is_donated(p, &p->buffers[kern->exprs[e].buffer]) ? mark + 1 : mark;
+    }
+    for (int k = g->first; k < g->first + g->count; k++) {
+        const cj_kernel *kern = &p->kernels[k];
+        for (int i = -1; i < kern->nalso; i++) {
+            const cj_buffer *out = &p->buffers[i < 0 ? kern->out_buffer : kern->also[i].buffer];
+            stamp[i < 0 ? kern->out_buffer : kern->also[i].buffer] = mark + 1;
+            for (int b = 0; out->kind == CJ_BUF_OUTPUT && b < p->nbuffers; b++)
+                if (cj_is_donated(p, &p->buffers[b]) && cj_output_fits_donor(out, &p->buffers[b])) stamp[b] = mark + 1;
+        }
+    }
+}
+
+/* See memorder.h. */
+int cj_order_join_update(cj_plan *p, int which) {
+    int n = p->ngroups, nb = p->nbuffers;
+    int *reader = malloc(sizeof(int) * ((size_t)nb + 1));     /* the one group reading b, -2: several */
+    int *stamp = calloc((size_t)nb + 1, sizeof(int));
+    cj_group *groups = malloc(sizeof(cj_group) * ((size_t)n + 1));
+    cj_kernel *kernels = malloc(sizeof(cj_kernel) * ((size_t)p->nkernels + 1));
+    int moved = -1;
+    if (!reader || !stamp || !groups || !kernels) goto done;
+    moved = 0;
+    if (!p->grouped) goto done; /* CJIT_PASSES=-group: no group of two stages */
+    for (int b = 0; b < nb; b++) reader[b] = -1;
+    for (int g = 0; g < n; g++)
+        for (int k = p->groups[g].first; k < p->groups[g].first + p->groups[g].count; k++)
+            for (int e = 0; e < p->kernels[k].nexprs; e++) {
+                const cj_expr *x = &p->kernels[k].exprs[e];
+                if (!cj_expr_reads(x) || reader[x->buffer] == g) continue;
+                reader[x->buffer] = reader[x->buffer] == -1 ? g : -2;
+            }
+    int mark = 0, g = 0, u = -1;
+    bool up = true;
+    for (; g < n; g++) {
+        const cj_group *G = &p->groups[g];
+        const cj_kernel *head = &p->kernels[G->first];
+        int t = head->out_buffer;
+        u = reader[t];
+        if (!head->gemm.on || p->buffers[t].kind != CJ_BUF_TEMP || u <= g || p->groups[u].count != 1) continue;
+        /* group.c said which kernel may run as the group's last stage */
+        if (G->join_partner < 0 || G->join_partner != p->kernels[p->groups[u].first].out_buffer) continue;
+        /* u may run right after g: no group between writes what u reads or
+         * writes or reads what u writes (stamp mark: read, mark + 1:
+         * written); or else g right before u, likewise */
+        bool down = true;
+        up = true;
+        mark_uses(p, &p->groups[u], stamp, mark += 2);
+        for (int h = g + 1; h < u && up; h++) up = !conflicts(p, &p->groups[h], stamp, mark);
+        mark_uses(p, G, stamp, mark += 2);
+        for (int h = g + 1; h < u && !up && down; h++) down = !conflicts(p, &p->groups[h], stamp, mark);
+        if ((up || down) && which-- == 0) break;
+    }
+    if (g < n) {
+        /* the groups before g, then (when u moves up) g and u, the groups
+         * between, (when g moves down) g and u, and the rest */
+        int m = 0, k = 0;
+        for (int i = 0; i < n; i++) {
+            if ((i == g && !up) || i == u) continue;
+            groups[m] = p->groups[i];
+            groups[m].first = k;
+            memcpy(kernels + k, p->kernels + p->groups[i].first, sizeof(cj_kernel) * (size_t)p->groups[i].count);
+            k += p->groups[i].count;
+            if (i == (up ? g : u - 1)) {
+                if (!up) {
+                    groups[++m] = p->groups[g];
+                    groups[m].first = k;
+                    memcpy(kernels + k, p->kernels + p->groups[g].first, sizeof(cj_kernel) * (size_t)p->groups[g].count);
+                    k += p->groups[g].count;
+                }
+                kernels[k++] = p->kernels[p->groups[u].first];
+                groups[m].count++;
+            }
+            m++;
+        }
+        memcpy(p->groups, groups, sizeof(cj_group) * (size_t)m);
+        memcpy(p->kernels, kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
+        p->ngroups = m;
+        moved = 1;
+    }
+done:
+    free(reader), free(stamp), free(groups), free(kernels);
+    return moved;
+}

@@ -24,5 +24,16 @@ static inline bool cj_output_fits_donor(const cj_buffer *y, const cj_buffer *x) 
 int cj_order_for_donation(cj_plan *p);
 int cj_order_last_readers_first(cj_plan *p);
 int cj_split_update_groups(cj_plan *p);
+/* A group of one stage that reads the result of a gemm-led group, the only
+ * group besides it to read it (an optimizer's update reading a weight's
+ * gradient), joins that group when group.c named it the group's join
+ * partner: it moves up to right after the gemm's group, or else that group
+ * moves down to right before it, when nothing in between depends on the one
+ * that moves or it on that (nor reads a donated argument the update reads
+ * or could write over).  The gradient is then group-local and takes block
+ * storage (blockmem.c).  Joins the `which`-th such pair (0 first) in the
+ * current order; 1 when it joined, 0 when there is no such pair, -1 when
+ * out of memory. */
+int cj_order_join_update(cj_plan *p, int which);
 
 #endif

@@ -24,8 +24,7 @@
 #include <string.h>
 
 #include "blockmem.h"
-#include "group.h"
-#include "memorder.h"
+#include "memorder.h" /* the orders for donation; group.c's result arrives as data (cj_group) */
 
 #define CJ_ARENA_ALIGN 64
 
@@ -702,9 +701,9 @@ static cj_status widen_gemm_blocks(cj_plan *p, bool enabled, cj_error *err) {
     return st;
 }
 
-/* Updates joined to the gemm making their gradient (group.c), so that it
- * takes block storage: one pair at a time, after the update groups are
- * split, each kept unless the peak grows (a gemm group moved down may keep
+/* Updates joined to the gemm making their gradient (memorder.c, on the
+ * partners group.c found), so that it takes block storage: one pair at a
+ * time, after the update groups are split, each kept unless the peak grows (a gemm group moved down may keep
  * an activation alive longer).  One that leaves the peak where it is is
  * kept: the peak may be at another layer's gradient, which a later join
  * lowers.  groups and kernels: scratch for the plan's. */
@@ -719,7 +718,7 @@ static cj_status join_updates(cj_plan *p, bool enabled, cj_group *groups, cj_ker
         memcpy(groups, p->groups, sizeof(cj_group) * (size_t)p->ngroups);
         memcpy(kernels, p->kernels, sizeof(cj_kernel) * (size_t)p->nkernels);
         int split = cj_split_update_groups(p);
-        int joined = split < 0 ? -1 : cj_group_join_updates(p, which);
+        int joined = split < 0 ? -1 : cj_order_join_update(p, which);
         if (joined < 0) st = cj_error_set(err, CJ_ERR_MEMORY, "memplan: out of memory");
         if (joined > 0) st = plan_memory(p, enabled, NULL, err);
         if (st == CJ_OK && joined > 0 && p->peak_bytes <= peak) {
@@ -738,7 +737,7 @@ static cj_status join_updates(cj_plan *p, bool enabled, cj_group *groups, cj_ker
 }
 
 /* Plans p's memory in the fuser's order and, with donated arguments, in the
- * orders of memorder.c (and joins of group.c), keeping the lowest peak. */
+ * orders of memorder.c (and its joins), keeping the lowest peak. */
 static cj_status plan_in_an_order(cj_plan *p, bool enabled, cj_error *err) {
     cj_status st = plan_memory(p, enabled, NULL, err);
     bool any_donated = false;
@@ -780,9 +779,4 @@ static cj_status plan_in_an_order(cj_plan *p, bool enabled, cj_error *err) {
 }
 
 /* See kernel.h. */
-cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) {
-    cj_status st = plan_in_an_order(p, enabled, err);
-    /* the order is final: kernels left alone merge their loops (group.c) */
-    if (st == CJ_OK) cj_group_collapse_lone(p);
-    return st;
-}
+cj_status cj_memplan_run(cj_plan *p, bool enabled, cj_error *err) { return plan_in_an_order(p, enabled, err); }

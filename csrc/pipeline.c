@@ -1,545 +1,347 @@
-/* pipeline.c - from a graph to an executable: cj_lower's plan (lower.c),
- * then the CPU backend's code for it:
+/* pipeline.c - the compile pipeline as one list: every step from a traced
+ * function to code that runs, in order, each a named function below.
  *
- *   cj_lower:  graph --simplify, fuse, (BLAS marks), group, memplan--> plan
- *   backend:   plan --codegen + jit (jit_cpu.c)--> machine code
+ *   trace     py_trace*.c, graph*.c  Tracer operations append nodes to a graph    } while
+ *   autodiff  autodiff.c, jvp.c      vjp/jvp appended to it; checkpoint regions   } tracing
+ *   simplify  simplify.c             dead nodes dropped, identical ones merged (CSE)
+ *   fuse      fuse.c                 graph -> kernels (loop nests, affine loads)
+ *   library   the backend's          kernels a library runs marked (the CPU's BLAS)
+ *   loops     loops.c                each loop's bodies lowered by this list
+ *   group     group.c                kernels sharing their rows -> one kernel
+ *   memplan   memplan.c              liveness, donation, one arena, exact peak
+ *   collapse  group.c                lone kernels' loops merged
+ *   codegen   the backend's          LLVM modules -> object files (jit_cpu.c)
+ *   link      the backend's          object files -> the JIT, kernels looked up
+ *   run       runtime.c              at each call: the plan on the thread pool
  *
- * and the executable as bytes for the disk cache, and back. */
-#include <stdatomic.h>
+ * One options object (cj_compile_options_make) is built per compile from
+ * the jit's arguments; `last` says where a use stops: as_text after
+ * simplify, memory_budget's oracle after memplan, a GPU after collapse
+ * (its code is cuda_program.c's), a compile after link.  trace and autodiff
+ * ran before the list is given the graph: their entries check what they
+ * left.  CJIT_PASSES=-cse,-fuse,-group,-memplan switches steps off with
+ * unchanged results (-blocks keeps memplan without block storage,
+ * blockmem.c).  This file knows no target: the backend's steps come in the
+ * options, so the lowering links without LLVM (tests/c/test_lower.c). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include "blas.h"
-#include "executable.h"
+#include "group.h"
 #include "loops.h"
-#include "plan_io.h"
+#include "pipeline.h"
+#include "simplify.h"
 
-/* flops and bytes accessed, for cost_analysis() (plan.c). */
-static void count_costs(cj_executable *x) { cj_plan_costs(&x->plan, &x->flops, &x->bytes_accessed); }
-
-/* CJIT_DUMP=DIR: the simplified graph and the plan of each compile, next
- * to the LLVM IR that jit_cpu.c writes there. */
-static void dump_graph_and_plan(const cj_executable *x) {
-    const char *dir = getenv("CJIT_DUMP");
-    if (!dir || !*dir) return;
-    static _Atomic int counter;
-    mkdir(dir, 0777);
-    char path[1024];
-    snprintf(path, sizeof path, "%s/compile%d.graph.txt", dir, ++counter);
-    FILE *f = fopen(path, "w");
-    if (!f) return;
-    char *graph = cj_graph_to_text(x->graph), *plan = cj_plan_to_text(&x->plan);
-    fprintf(f, "%s\n%s", graph ? graph : "", plan ? plan : "");
-    free(graph);
-    free(plan);
-    fclose(f);
-}
-
-/* See pipeline.h. */
-cj_executable *cj_compile(const cj_graph *src, cj_error *err) { return cj_compile_donated(src, NULL, 0, err); }
-
-/* The memory a compiled executable holds until it is freed: the JIT's
- * mapped machine code, the plan, the graph copy (for names and source
- * lines) and the executable's own arrays, each block as the allocator
- * holds it.  This is what cache limits (max_code_bytes) bound. */
-static int64_t held_bytes(const cj_executable *x) {
-    int64_t bodies = 0;
-    for (int k = 0; k < x->plan.nkernels; k++) {
-        const cj_loop_plan *L = x->plan.kernels[k].loop;
-        for (int j = 0; L && j < L->body->ngraphs; j++) bodies += L->exe[j] ? L->exe[j]->held_bytes : 0;
+/* Is step `name` switched off by CJIT_PASSES? */
+static bool pass_disabled(const char *name) {
+    const char *spec = getenv("CJIT_PASSES");
+    if (!spec) return false;
+    size_t n = strlen(name);
+    for (const char *p = spec; (p = strstr(p, name)) != NULL; p += n) {
+        bool starts = p > spec && p[-1] == '-';
+        bool ends = p[n] == 0 || p[n] == ',';
+        if (starts && ends) return true;
     }
-    return bodies + cj_jit_code_bytes(x->code) + cj_plan_heap_bytes(&x->plan) + cj_graph_heap_bytes(x->graph)
-           + cj_heap_bytes(x, sizeof *x)
-           + cj_heap_bytes(x->kernels, ((size_t)x->plan.nkernels + 1) * sizeof(cj_kernel_fn))
-           + cj_heap_bytes(x->groups, ((size_t)x->plan.ngroups + 1) * sizeof(cj_kernel_fn));
+    return false;
 }
 
-/* See pipeline.h. */
-cj_executable *cj_compile_donated(const cj_graph *src, const bool *donated, int ndonated, cj_error *err) {
-    return cj_compile_cancellable(src, donated, ndonated, NULL, err);
+/* ---- the steps --------------------------------------------------------------
+ * Each reads and fills the compile's state; `on` is false when CJIT_PASSES
+ * switched it off (it then does the least that keeps results right). */
+
+typedef cj_status (*step_fn)(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err);
+
+/* trace (done while tracing): a graph whose outputs are among its nodes,
+ * each node reading only older ones. */
+static cj_status step_traced(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)o, (void)on;
+    const cj_graph *g = s->lowered.source;
+    bool ok = g->noutputs >= 0 && (g->noutputs == 0 || g->outputs);
+    for (int i = 0; ok && i < g->noutputs; i++) ok = g->outputs[i] >= 0 && g->outputs[i] < g->nnodes;
+    for (int i = 0; ok && i < g->nnodes; i++)
+        for (int j = 0; ok && j < g->nodes[i].ninputs; j++) ok = g->nodes[i].inputs[j] >= 0 && g->nodes[i].inputs[j] < i;
+    return ok ? CJ_OK : cj_error_set(err, CJ_ERR_VALUE, "compile: the traced graph is not finished (an output "
+                                                       "or an input that is not an older node)");
 }
 
-/* See pipeline.h. */
-cj_executable *cj_compile_cancellable(const cj_graph *src, const bool *donated, int ndonated,
-                                      const cj_cancel *cancel, cj_error *err) {
-    return cj_compile_keeping(src, donated, ndonated, cancel, false, err);
+/* autodiff (done while tracing): the backward pass, its checkpoint regions
+ * and recomputed copies, and memory_budget's forced recomputation within
+ * the graph. */
+static cj_status step_differentiated(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)o, (void)on;
+    const cj_graph *g = s->lowered.source;
+    bool ok = g->backward_start >= -1 && g->backward_start <= g->nnodes && g->nforce_remat <= g->nnodes &&
+              (g->nforce_remat == 0 || g->force_remat);
+    for (int i = 0; ok && i < g->nnodes; i++)
+        ok = g->nodes[i].region >= 0 && g->nodes[i].region < (g->nregions > 0 ? g->nregions : 1) && g->nodes[i].remat >= 0;
+    return ok ? CJ_OK : cj_error_set(err, CJ_ERR_VALUE, "compile: the differentiated graph is not consistent "
+                                                       "(backward start, checkpoint region or recomputation)");
 }
 
-static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool keep_objects, cj_error *err);
-
-/* CJIT_LOOP_ONE_FUNCTION=0 compiles every loop body group by group (the
- * general path, for comparisons); read at each compile, part of the disk
- * cache's key. */
-static bool one_function_wanted(void) {
-    const char *env = getenv("CJIT_LOOP_ONE_FUNCTION");
-    return !(env && strcmp(env, "0") == 0);
-}
-
-/* Makes exe, compiled or loaded, body j of loop plan L: a loop's body, its
- * run worked out once (cj_runtime_prepare_body). */
-static void adopt_body(cj_loop_plan *L, int j, cj_executable *exe) {
-    exe->nested = true;
-    cj_runtime_prepare_body(exe);
-    L->exe[j] = exe;
-    L->plans[j] = &exe->plan;
-}
-
-/* Compiles the bodies of x's loop kernels (control flow, loops.h) into
- * executables of their own, which the loop plans hold (each keeping its
- * object files too when x does: a disk cache entry holds every body's). */
-static cj_status compile_loops(cj_executable *x, const cj_cancel *cancel, bool keep_objects, cj_error *err) {
-    for (int k = 0; k < x->plan.nkernels; k++) {
-        cj_loop_plan *L = x->plan.kernels[k].loop;
-        if (!L) continue;
-        x->has_loops = true;
-        L->free_exe = cj_executable_free;
-        for (int j = 0; j < L->body->ngraphs; j++) {
-            cj_executable *exe = from_lowered(&L->lowered[j], cancel, keep_objects, err);
-            if (!exe) return err->status;
-            adopt_body(L, j, exe);
-        }
-    }
+static cj_status step_simplify(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)o;
+    cj_lowered *l = &s->lowered;
+    if (!(l->graph = cj_simplify_run(l->source, on, err))) return err->status;
+    cj_graph_trim(l->graph); /* kept as long as the executable: without the spare capacity */
     return CJ_OK;
 }
 
-/* The work of x's loops: a scan's body times its trip count, a while
- * loop's once (its trip count is unknown), a cond's largest branch. */
-static void count_loop_costs(cj_executable *x) {
-    for (int k = 0; k < x->plan.nkernels; k++) {
-        const cj_loop_plan *L = x->plan.kernels[k].loop;
-        if (!L) continue;
-        int64_t flops = 0, bytes = 0;
-        for (int j = 0; j < L->body->ngraphs; j++) {
-            const cj_executable *b = L->exe[j];
-            if (L->body->op == CJ_OP_COND) {
-                if (b->flops > flops) flops = b->flops;
-                if (b->bytes_accessed > bytes) bytes = b->bytes_accessed;
-            } else {
-                flops += b->flops;
-                bytes += b->bytes_accessed;
-            }
-        }
-        int64_t times = L->body->op == CJ_OP_SCAN ? L->body->length : 1;
-        x->flops += flops * times;
-        x->bytes_accessed += bytes * times;
-    }
+static cj_status step_fuse(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)o;
+    cj_lowered *l = &s->lowered;
+    bool *live = calloc((size_t)l->graph->nnodes + 1, sizeof(bool));
+    if (!live) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
+    for (int i = 0; i < l->graph->nnodes; i++) live[i] = true; /* simplify dropped the dead */
+    cj_status st = cj_fuse_run(l->graph, live, on, &l->plan, err);
+    free(live);
+    l->fused = on;
+    return st;
 }
 
-/* An executable made of what l holds (moved out of it: l is left empty). */
-static cj_executable *from_lowered(cj_lowered *l, const cj_cancel *cancel, bool keep_objects, cj_error *err) {
-    cj_executable *x = calloc(1, sizeof *x);
-    if (!x) {
-        cj_lowered_free(l);
-        return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory"), NULL;
-    }
-    x->graph = l->graph; /* the executable owns what was lowered */
-    x->plan = l->plan;
-    memset(l, 0, sizeof *l);
-    x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
-    x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
-    if (!x->kernels || !x->groups) {
-        cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
-        goto fail;
-    }
-    dump_graph_and_plan(x);
-    x->plan.one_function = x->plan.loop_body && cj_plan_one_function(&x->plan) && one_function_wanted();
-    if (cj_jit_compile_keeping(&x->plan, x->kernels, x->groups, &x->code, cancel, keep_objects, err) != CJ_OK)
-        goto fail;
-    if (compile_loops(x, cancel, keep_objects, err) != CJ_OK) goto fail;
-    count_costs(x);
-    count_loop_costs(x);
-    x->held_bytes = held_bytes(x);
-    return x;
-fail:
-    cj_executable_free(x);
-    return NULL;
+/* the backend marks the kernels a library call runs (cj_blas_plan) */
+static cj_status step_library(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)on, (void)err;
+    if (o && o->backend && o->backend->mark_library_calls) o->backend->mark_library_calls(&s->lowered.plan);
+    return CJ_OK;
 }
+
+/* control flow: each loop's bodies lowered as graphs of their own, by this
+ * list (cj_lower), with a body's options */
+static cj_status step_loops(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)on;
+    cj_compile_options body = cj_compile_options_body(o);
+    return cj_loops_lower(&s->lowered.plan, &body, cj_lower, err);
+}
+
+static cj_status step_group(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)o;
+    return cj_group_run(&s->lowered.plan, on && s->lowered.fused, err);
+}
+
+static cj_status step_memplan(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    cj_lowered *l = &s->lowered;
+    if (o && o->donated && o->ndonated > 0) {
+        l->plan.donated = calloc((size_t)l->graph->nparams + 1, sizeof(bool));
+        if (!l->plan.donated) return cj_error_set(err, CJ_ERR_MEMORY, "compile: out of memory");
+        for (int i = 0; i < o->ndonated && i < l->graph->nparams; i++) l->plan.donated[i] = o->donated[i];
+    }
+    /* -blocks: no block storage (blockmem.c), every temporary whole */
+    l->plan.threads = o && !pass_disabled("blocks") ? o->threads : 0;
+    return cj_memplan_run(&l->plan, on, err);
+}
+
+/* the order is final: kernels left alone merge their loops (memplan's
+ * orders may have joined an update to its gemm, which needs its rows) */
+static cj_status step_collapse(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)o, (void)on, (void)err;
+    cj_group_collapse_lone(&s->lowered.plan);
+    return CJ_OK;
+}
+
+static cj_status step_codegen(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)on;
+    if (!o || !o->backend || !o->backend->codegen)
+        return cj_error_set(err, CJ_ERR_VALUE, "compile: no backend makes code in this compile");
+    return o->backend->codegen(s, o, err);
+}
+
+static cj_status step_link(cj_compile_state *s, const cj_compile_options *o, bool on, cj_error *err) {
+    (void)on;
+    if (!o || !o->backend || !o->backend->link || !s->exe)
+        return cj_error_set(err, CJ_ERR_VALUE, "compile: no backend links code in this compile");
+    return o->backend->link(s, o, err);
+}
+
+/* ---- the list ----------------------------------------------------------------
+ * The only place that knows the steps' order, their CJIT_PASSES names and
+ * their timers; the loop in run_steps is the only one that runs them. */
+
+#define NO_PHASE (-1) /* no timer, or the step's own (jit_cpu.c times LLVM's phases) */
+
+typedef struct {
+    const char *name;
+    const char *off;  /* CJIT_PASSES=-off switches it off; NULL: always runs */
+    int phase;        /* the cj_phase it adds its time to */
+    const char *when; /* "traced": before the list gets the graph; "call": at each call */
+    step_fn run;      /* NULL: not a compile's */
+} pipeline_step;
+
+static const pipeline_step cj_pipeline[CJ_NSTEPS] = {
+    [CJ_STEP_TRACE] = {"trace", NULL, NO_PHASE, "traced", step_traced},
+    [CJ_STEP_AUTODIFF] = {"autodiff", NULL, NO_PHASE, "traced", step_differentiated},
+    [CJ_STEP_SIMPLIFY] = {"simplify", "cse", CJ_PHASE_SIMPLIFY, "compile", step_simplify},
+    [CJ_STEP_FUSE] = {"fuse", "fuse", CJ_PHASE_FUSE, "compile", step_fuse},
+    [CJ_STEP_LIBRARY] = {"library", NULL, CJ_PHASE_FUSE, "compile", step_library},
+    [CJ_STEP_LOOPS] = {"loops", NULL, CJ_PHASE_FUSE, "compile", step_loops},
+    [CJ_STEP_GROUP] = {"group", "group", CJ_PHASE_GROUP, "compile", step_group},
+    [CJ_STEP_MEMPLAN] = {"memplan", "memplan", CJ_PHASE_MEMPLAN, "compile", step_memplan},
+    [CJ_STEP_COLLAPSE] = {"collapse", NULL, CJ_PHASE_MEMPLAN, "compile", step_collapse},
+    [CJ_STEP_CODEGEN] = {"codegen", NULL, NO_PHASE, "compile", step_codegen},
+    [CJ_STEP_LINK] = {"link", NULL, NO_PHASE, "compile", step_link},
+    [CJ_STEP_RUN] = {"run", NULL, NO_PHASE, "call", NULL}, /* cj_executable_run */
+};
+
+const char *cj_pipeline_step_name(cj_step step) { return step < CJ_NSTEPS ? cj_pipeline[step].name : NULL; }
+const char *cj_pipeline_step_switch(cj_step step) { return step < CJ_NSTEPS ? cj_pipeline[step].off : NULL; }
+const char *cj_pipeline_step_when(cj_step step) { return step < CJ_NSTEPS ? cj_pipeline[step].when : NULL; }
 
 /* See pipeline.h. */
-cj_executable *cj_compile_keeping(const cj_graph *src, const bool *donated, int ndonated, const cj_cancel *cancel,
-                                  bool keep_objects, cj_error *err) {
-    cj_lower_options o = {.donated = donated, .ndonated = ndonated, .cancel = cancel,
-                          .mark_library_calls = cj_blas_plan, .threads = cj_runtime_num_threads()};
-    cj_lowered l;
-    if (cj_lower(src, &o, &l, err) != CJ_OK) return NULL;
-    cj_executable *x = from_lowered(&l, cancel, keep_objects, err);
-    if (x) cj_stats_compile(x->held_bytes);
-    return x;
+char *cj_pipeline_text(void) {
+    size_t n = 1;
+    for (int i = 0; i < CJ_NSTEPS; i++) n += strlen(cj_pipeline[i].name) + 4;
+    char *text = malloc(n);
+    if (!text) return NULL;
+    text[0] = 0;
+    for (int i = 0; i < CJ_NSTEPS; i++) strcat(strcat(text, i ? " -> " : ""), cj_pipeline[i].name);
+    return text;
 }
 
-/* See pipeline.h. */
-cj_status cj_plan_peak(const cj_graph *src, const bool *donated, int ndonated, int64_t *peak, cj_error *err) {
-    cj_lower_options o = {.donated = donated, .ndonated = ndonated,
-                          .mark_library_calls = cj_blas_plan, .threads = cj_runtime_num_threads()};
-    cj_lowered l;
-    if (cj_lower(src, &o, &l, err) != CJ_OK) return err->status;
-    *peak = l.plan.peak_bytes;
-    cj_lowered_free(&l);
-    return CJ_OK;
-}
-
-/* ---- the disk cache's entries: an executable as bytes, and back ------------- */
-
-/* The first bytes of an entry, and its layout's version: an entry of
- * another version is refused (and compiled again by the caller).
- *
- * An executable's bytes: its graph (with its bodies), its plan, which
- * kernels have code, for each kernel whether it is a loop and then the
- * loop plan and its bodies' executables (the same layout, one level
- * deeper), then its object files.  Each body executable has code of its
- * own, under a prefix of its own. */
-static const char entry_magic[8] = {'c', 'j', 'i', 't', 'e', 'x', 'e', 0};
-#define CJ_ENTRY_VERSION 3
-
-static cj_status write_exe(cj_wbuf *w, cj_executable *x, const cj_loc_pool *pool, int depth, cj_error *err);
-
-static cj_status write_loop(cj_wbuf *w, const cj_loop_plan *L, const cj_loc_pool *pool, int depth, cj_error *err) {
-    for (int a = 0; a < L->ninputs; a++) cj_put_int(w, L->in_buf[a]);
-    for (int k = 0; k < L->nresults; k++) cj_put_int(w, L->out_buf[k]);
-    cj_put_int(w, L->work_buf);
-    cj_put_int(w, L->arena_bytes);
-    for (int c = 0; c < L->body->ncarry; c++) cj_put_int(w, L->spare_offset[c]);
-    for (int k = 0; k < L->nresults; k++) cj_put_int(w, L->dead_offset[k]);
-    cj_put_int(w, L->pred_offset);
-    cj_put_int(w, L->work_bytes);
-    for (int j = 0; j < L->body->ngraphs; j++)
-        if (write_exe(w, L->exe[j], pool, depth + 1, err) != CJ_OK) return err->status;
-    return CJ_OK;
-}
-
-static cj_status write_exe(cj_wbuf *w, cj_executable *x, const cj_loc_pool *pool, int depth, cj_error *err) {
-    if (depth > CJ_ENTRY_MAX_DEPTH)
-        return cj_error_set(err, CJ_ERR_VALUE, "serialize: control flow nested more than %d deep", CJ_ENTRY_MAX_DEPTH);
-    cj_jit_objects *o = cj_jit_code_take_objects(x->code);
-    if (!o) return cj_error_set(err, CJ_ERR_VALUE, "serialize: the executable kept no object files");
-    cj_graph_write(w, x->graph, pool);
-    cj_plan_write(w, &x->plan);
-    for (int k = 0; k < x->plan.nkernels; k++) cj_put_int(w, x->kernels[k] != NULL);
-    for (int k = 0; k < x->plan.nkernels; k++) {
-        const cj_loop_plan *L = x->plan.kernels[k].loop;
-        cj_put_int(w, L != NULL);
-        if (L && write_loop(w, L, pool, depth, err) != CJ_OK) {
-            cj_jit_objects_free(o);
-            return err->status;
-        }
-    }
-    cj_put_str(w, o->prefix);
-    cj_put_int(w, o->nmath);
-    for (int i = 0; i < o->nmath; i++) cj_put_str(w, o->math[i]);
-    cj_put_int(w, o->nobjs);
-    for (int i = 0; i < o->nobjs; i++) {
-        cj_put_int(w, (int64_t)o->sizes[i]);
-        cj_put_bytes(w, o->objs[i], o->sizes[i]);
-    }
-    cj_jit_objects_free(o);
-    if (w->too_deep)
-        return cj_error_set(err, CJ_ERR_VALUE, "serialize: control flow nested more than %d deep", CJ_ENTRY_MAX_DEPTH);
-    return CJ_OK;
-}
-
-/* See pipeline.h. */
-cj_status cj_executable_serialize(cj_executable *x, const cj_graph *source, uint8_t **out, size_t *len,
-                                  cj_error *err) {
-    cj_loc_pool pool;
-    if (cj_loc_pool_build(&pool, source, err) != CJ_OK) return err->status;
-    cj_wbuf w = {0};
-    cj_put_bytes(&w, entry_magic, sizeof entry_magic);
-    cj_put_int(&w, CJ_ENTRY_VERSION);
-    cj_status st = write_exe(&w, x, &pool, 0, err);
-    cj_loc_pool_free(&pool);
-    if (st == CJ_OK && w.oom) st = cj_error_set(err, CJ_ERR_MEMORY, "serialize: out of memory");
-    if (st != CJ_OK) {
-        free(w.data);
-        return st;
-    }
-    *out = w.data;
-    *len = w.len;
-    return CJ_OK;
-}
-
-/* Reads the code part of an entry into o; false when the bytes are bad. */
-static bool read_objects(cj_rbuf *r, cj_jit_objects *o) {
-    bool absent;
-    char *prefix = cj_get_str(r, &absent);
-    if (!prefix || strlen(prefix) >= sizeof o->prefix || strspn(prefix, "cx0123456789abcdef") != strlen(prefix)) {
-        free(prefix);
-        return false;
-    }
-    strcpy(o->prefix, prefix);
-    free(prefix);
-    int nmath = (int)cj_get_int(r, 0, 4096);
-    if (r->bad || !(o->math = calloc((size_t)nmath + 1, sizeof(char *)))) return false;
-    for (; o->nmath < nmath; o->nmath++)
-        if (!(o->math[o->nmath] = cj_get_str(r, &absent))) return false;
-    int nobjs = (int)cj_get_int(r, 0, (int64_t)(r->len - r->pos));
-    o->objs = calloc((size_t)nobjs + 1, sizeof(uint8_t *));
-    o->sizes = calloc((size_t)nobjs + 1, sizeof(size_t));
-    if (r->bad || !o->objs || !o->sizes) return false;
-    for (; o->nobjs < nobjs; o->nobjs++) {
-        size_t size = (size_t)cj_get_int(r, 1, (int64_t)(r->len - r->pos));
-        const uint8_t *bytes = cj_get_bytes(r, size);
-        if (!bytes || !(o->objs[o->nobjs] = malloc(size))) return false;
-        memcpy(o->objs[o->nobjs], bytes, size);
-        o->sizes[o->nobjs] = size;
-    }
-    return !r->bad;
-}
-
-static int64_t bytes_of(const cj_shape *s, cj_dtype dt) { return cj_shape_numel(s) * cj_dtype_size(dt); }
-
-static bool rows_of(const cj_shape *s, cj_shape *row) { /* s without its leading dim */
-    if (s->rank < 1) return false;
-    memset(row, 0, sizeof *row);
-    row->rank = s->rank - 1;
-    for (int d = 1; d < s->rank; d++) row->dims[d - 1] = s->dims[d];
-    return true;
-}
-
-/* The shape and dtype loops_rt.c gives parameter `slot` of a body graph of
- * region node n (the layouts in regions.h); false when there is none. */
-static bool body_param(const cj_graph *g, const cj_node *n, const cj_body *b, int slot, cj_shape *s, cj_dtype *dt) {
-    int input = slot; /* while: [carries, consts] are the node's inputs */
-    if (b->op == CJ_OP_SCAN) {
-        if (slot == 0) { /* the row index */
-            memset(s, 0, sizeof *s);
-            *dt = CJ_INT32;
+/* The environment a compile reads, checked before it starts: CJIT_PASSES
+ * must be a comma-separated list of -name with the list's switch names
+ * (a typo would otherwise switch nothing off, silently) or memplan's
+ * "blocks", and CJIT_DUMP a directory that exists or can be made, and can
+ * be written. */
+static bool known_switch(const char *p, size_t len) {
+    if (len == 7 && !strncmp(p, "-blocks", len)) return true;
+    for (int i = 0; i < CJ_NSTEPS; i++)
+        if (cj_pipeline[i].off && len == strlen(cj_pipeline[i].off) + 1 && p[0] == '-' &&
+            !strncmp(p + 1, cj_pipeline[i].off, len - 1))
             return true;
+    return false;
+}
+
+static bool settings_ok(cj_error *err) {
+    const char *spec = getenv("CJIT_PASSES");
+    for (const char *p = spec; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (!known_switch(p, len) && len > 0) {
+            char names[64] = "";
+            for (int i = 0; i < CJ_NSTEPS; i++)
+                if (cj_pipeline[i].off)
+                    snprintf(names + strlen(names), sizeof names - strlen(names), "%s, ", cj_pipeline[i].off);
+            cj_error_set(err, CJ_ERR_VALUE, "CJIT_PASSES=%s: '%.*s' is not a pass to switch off; the list is "
+                         "-name,-name,... with names %sblocks", spec, (int)len, p, names);
+            return false;
         }
-        input = slot - 1;
-    } else if (b->op == CJ_OP_COND) {
-        input = slot + 1; /* after the branch index */
+        p += len + (p[len] == ',');
     }
-    if (slot < 0 || input >= n->ninputs) return false;
-    const cj_node *in = &g->nodes[n->inputs[input]];
-    *dt = in->dtype;
-    if (b->op == CJ_OP_SCAN && input >= b->ncarry && input < b->ncarry + b->nxs) return rows_of(&in->shape, s);
-    *s = in->shape;
-    return true;
-}
-
-/* The number of outputs body graph j returns, and output o's shape and dtype. */
-static int body_outputs(const cj_body *b, int j) {
-    return b->op == CJ_OP_WHILE ? (j == 0 ? 1 : b->ncarry) : b->nresults;
-}
-
-static bool body_output(const cj_body *b, int j, int o, cj_shape *s, cj_dtype *dt) {
-    if (b->op == CJ_OP_WHILE && j == 0) {
-        memset(s, 0, sizeof *s);
-        *dt = CJ_BOOL;
-        return true;
-    }
-    *dt = b->result_dtype[o];
-    if (b->op == CJ_OP_SCAN && o >= b->ncarry) return rows_of(&b->result_shape[o], s);
-    *s = b->result_shape[o];
-    return true;
-}
-
-/* Does body executable bx take what the loop passes it and write what the
- * loop gives it room for? */
-static bool body_fits(const cj_graph *g, const cj_node *n, const cj_loop_plan *L, int j, const cj_executable *bx) {
-    const cj_graph *bg = bx->graph;
-    const cj_body *b = L->body;
-    if (bg->narrays != 0 || bg->noutputs != body_outputs(b, j) || bx->plan.arena_bytes > L->arena_bytes) return false;
-    cj_shape s;
-    cj_dtype dt;
-    for (int i = 0; i < bg->nnodes; i++) {
-        const cj_node *p = &bg->nodes[i];
-        if (p->op != CJ_OP_PARAM) continue;
-        if (!body_param(g, n, b, p->attrs.index, &s, &dt) || dt != p->dtype || !cj_shape_equal(&s, &p->shape))
+    const char *dir = getenv("CJIT_DUMP");
+    if (dir && *dir) {
+        struct stat st;
+        const char *why = NULL;
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) why = strerror(errno);
+        else if (stat(dir, &st) != 0) why = strerror(errno);
+        else if (!S_ISDIR(st.st_mode)) why = "it is not a directory";
+        else if (access(dir, W_OK | X_OK) != 0) why = strerror(errno);
+        if (why) {
+            cj_error_set(err, CJ_ERR_VALUE, "CJIT_DUMP=%s: cannot write the dump there (%s); set it to a "
+                         "writable directory, or unset it", dir, why);
             return false;
-    }
-    for (int o = 0; o < bg->noutputs; o++) {
-        const cj_node *out = &bg->nodes[bg->outputs[o]];
-        if (!body_output(b, j, o, &s, &dt) || dt != out->dtype || !cj_shape_equal(&s, &out->shape)) return false;
+        }
     }
     return true;
 }
 
-/* Is offset..offset+n inside the workspace? */
-static bool in_work(const cj_loop_plan *L, int64_t offset, int64_t n) {
-    return offset >= 0 && n >= 0 && offset <= L->work_bytes && n <= L->work_bytes - offset;
-}
+/* ---- the options, built once ------------------------------------------------ */
 
-/* Are L's buffers and workspace what the loop's run will touch? */
-static bool loop_fits(const cj_plan *p, const cj_node *n, const cj_graph *g, const cj_kernel *kern,
-                      const cj_loop_plan *L) {
-    const cj_body *b = L->body;
-    for (int a = 0; a < L->ninputs; a++) {
-        const cj_node *in = &g->nodes[n->inputs[a]];
-        if (p->buffers[L->in_buf[a]].nbytes != bytes_of(&in->shape, in->dtype)) return false;
-    }
-    const cj_buffer *work = &p->buffers[L->work_buf];
-    if (L->work_buf != kern->out_buffer || work->kind != CJ_BUF_TEMP || work->nbytes != L->work_bytes ||
-        !in_work(L, 0, L->arena_bytes))
-        return false;
-    for (int k = 0; k < L->nresults; k++) {
-        int64_t nbytes = bytes_of(&b->result_shape[k], b->result_dtype[k]);
-        if (L->out_buf[k] >= 0 ? p->buffers[L->out_buf[k]].nbytes != nbytes : !in_work(L, L->dead_offset[k], nbytes))
-            return false;
-        if (b->op != CJ_OP_COND && k < b->ncarry && !in_work(L, L->spare_offset[k], nbytes)) return false;
-    }
-    return b->op != CJ_OP_WHILE || in_work(L, L->pred_offset, 1);
-}
-
-static cj_executable *read_exe(cj_rbuf *r, const cj_loc_pool *pool, int depth, cj_error *err);
-
-/* The loop plan of kernel k of x (a scan, while or cond node's kernel) and
- * its bodies' executables; false with err set when the bytes are bad. */
-static bool read_loop(cj_rbuf *r, cj_executable *x, int k, const cj_loc_pool *pool, int depth, cj_error *err) {
-    cj_kernel *kern = &x->plan.kernels[k];
-    const cj_graph *g = x->graph;
-    const cj_node *n = kern->root_node >= 0 ? &g->nodes[kern->root_node] : NULL;
-    cj_body *b = n && n->op != CJ_OP_CUSTOM ? cj_region_body(g, n) : NULL;
-    if (!b || depth >= CJ_ENTRY_MAX_DEPTH) return r->bad = true, false;
-    cj_loop_plan *L = kern->loop = cj_loop_plan_new(b, n->ninputs);
-    if (!L) return cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory"), false;
-    L->free_exe = cj_executable_free;
-    int nb = x->plan.nbuffers;
-    for (int a = 0; a < L->ninputs; a++) L->in_buf[a] = (int)cj_get_int(r, 0, nb - 1);
-    for (int i = 0; i < L->nresults; i++) L->out_buf[i] = (int)cj_get_int(r, -1, nb - 1);
-    L->work_buf = (int)cj_get_int(r, 0, nb - 1);
-    L->arena_bytes = cj_get_int(r, 0, INT64_MAX);
-    for (int c = 0; c < b->ncarry; c++) L->spare_offset[c] = cj_get_int(r, 0, INT64_MAX);
-    for (int i = 0; i < L->nresults; i++) L->dead_offset[i] = cj_get_int(r, 0, INT64_MAX);
-    L->pred_offset = cj_get_int(r, 0, INT64_MAX);
-    L->work_bytes = cj_get_int(r, 0, INT64_MAX);
-    if (r->bad || !loop_fits(&x->plan, n, g, kern, L)) return r->bad = true, false;
-    for (int j = 0; j < b->ngraphs; j++) {
-        cj_executable *exe = read_exe(r, pool, depth + 1, err);
-        if (!exe) return false;
-        adopt_body(L, j, exe);
-        if (!body_fits(g, n, L, j, L->exe[j])) return r->bad = true, false;
-    }
-    x->has_loops = true;
-    return true;
-}
-
-/* One executable of an entry (write_exe's layout), its code added to the
- * JIT; NULL with err set. */
-static cj_executable *read_exe(cj_rbuf *r, const cj_loc_pool *pool, int depth, cj_error *err) {
-    cj_jit_objects *o = calloc(1, sizeof *o);
-    cj_executable *x = calloc(1, sizeof *x);
-    bool *compiled = NULL;
-    if (!o || !x) {
-        cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
-        goto fail;
-    }
-    if (!(x->graph = cj_graph_read(r, pool, err))) goto fail;
-    if (cj_plan_read(r, x->graph, &x->plan, err) != CJ_OK) goto fail;
-    x->kernels = calloc((size_t)x->plan.nkernels + 1, sizeof(cj_kernel_fn));
-    x->groups = calloc((size_t)x->plan.ngroups + 1, sizeof(cj_kernel_fn));
-    compiled = calloc((size_t)x->plan.nkernels + 1, sizeof(bool));
-    if (!x->kernels || !x->groups || !compiled) {
-        cj_error_set(err, CJ_ERR_MEMORY, "cache entry: out of memory");
-        goto fail;
-    }
-    for (int k = 0; k < x->plan.nkernels; k++) compiled[k] = cj_get_int(r, 0, 1);
-    for (int k = 0; k < x->plan.nkernels && !r->bad; k++) {
-        const cj_kernel *kern = &x->plan.kernels[k];
-        bool region = kern->root_node >= 0 && cj_region_body(x->graph, &x->graph->nodes[kern->root_node]) &&
-                      x->graph->nodes[kern->root_node].op != CJ_OP_CUSTOM;
-        bool loop = cj_get_int(r, 0, 1);
-        if (loop != region || (loop && compiled[k])) r->bad = true; /* a region's kernel is its loop, and only that */
-        else if (loop && !read_loop(r, x, k, pool, depth, err)) goto fail;
-    }
-    if (r->bad || !read_objects(r, o)) {
-        cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad code section");
-        goto fail;
-    }
-    /* a body's plan is read at depth 1 or more; compiled as one function, its kernels have no code of their own */
-    bool any_compiled = false;
-    for (int k = 0; k < x->plan.nkernels; k++) any_compiled |= compiled[k];
-    x->plan.loop_body = depth > 0;
-    x->plan.one_function = x->plan.loop_body && !any_compiled && cj_plan_one_function(&x->plan);
-    for (int g = 0; g < x->plan.ngroups && !x->plan.one_function; g++) /* every stage of a group runs through its driver */
-        for (int k = x->plan.groups[g].first; x->plan.groups[g].count > 1 && k < x->plan.groups[g].first +
-                                                                       x->plan.groups[g].count; k++)
-            if (!compiled[k]) {
-                cj_error_set(err, CJ_ERR_VALUE, "cache entry: a grouped stage has no code");
-                goto fail;
-            }
-    if (cj_jit_load(&x->plan, o, compiled, x->kernels, x->groups, &x->code, err) != CJ_OK) goto fail;
-    cj_jit_objects_free(o);
-    free(compiled);
-    count_costs(x);
-    count_loop_costs(x);
-    x->held_bytes = held_bytes(x);
-    return x;
-fail:
-    if (err->status == CJ_OK) cj_error_set(err, CJ_ERR_VALUE, "cache entry: bad bytes");
-    cj_jit_objects_free(o);
-    free(compiled);
-    cj_executable_free(x);
-    return NULL;
+/* The options for backend b through step `last`; with `threads`, b's
+ * threads for block storage when memplan will run (asking starts the
+ * CPU's thread pool: as_text never asks). */
+static cj_compile_options options_for(const cj_backend *b, const bool *donated, int ndonated, bool keep_objects,
+                                      cj_step last, bool threads) {
+    bool has_code = b && b->codegen && b->link;
+    if (last > CJ_STEP_COLLAPSE && !has_code) last = CJ_STEP_COLLAPSE;
+    if (last > CJ_STEP_LINK) last = CJ_STEP_LINK;
+    threads = threads && last >= CJ_STEP_MEMPLAN && b && b->threads;
+    return (cj_compile_options){.backend = b,
+                                .donated = ndonated > 0 ? donated : NULL,
+                                .ndonated = donated ? ndonated : 0,
+                                .keep_objects = keep_objects,
+                                .threads = threads ? b->threads() : 0,
+                                .last = last};
 }
 
 /* See pipeline.h. */
-cj_executable *cj_executable_load(const uint8_t *data, size_t len, const cj_graph *source, cj_error *err) {
-    cj_rbuf r = {.data = data, .len = len};
-    const uint8_t *magic = cj_get_bytes(&r, sizeof entry_magic);
-    if (!magic || memcmp(magic, entry_magic, sizeof entry_magic) != 0)
-        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: not a cjit entry"), NULL;
-    int64_t version = cj_get_int(&r, INT64_MIN, INT64_MAX);
-    if (version != CJ_ENTRY_VERSION)
-        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: version %lld, expected %d", (long long)version,
-                            CJ_ENTRY_VERSION), NULL;
-    cj_loc_pool pool;
-    if (cj_loc_pool_build(&pool, source, err) != CJ_OK) return NULL;
-    cj_executable *x = read_exe(&r, &pool, 0, err);
-    cj_loc_pool_free(&pool);
-    if (x && r.pos != r.len) { /* nothing may follow */
-        cj_executable_free(x);
-        return cj_error_set(err, CJ_ERR_VALUE, "cache entry: bytes after the end"), NULL;
-    }
-    if (x) cj_stats_loaded(x->held_bytes);
-    return x;
+cj_compile_options cj_compile_options_make(const cj_backend *backend, const bool *donated, int ndonated,
+                                           bool keep_objects, cj_step last) {
+    return options_for(backend, donated, ndonated, keep_objects, last, true);
 }
 
 /* See pipeline.h. */
-cj_status cj_graph_key_bytes(const cj_graph *g, uint8_t **out, size_t *len, cj_error *err) {
-    cj_wbuf w = {0};
-    cj_graph_write(&w, g, NULL);
-    if (w.oom) {
-        free(w.data);
-        return cj_error_set(err, CJ_ERR_MEMORY, "cache key: out of memory");
+cj_compile_options cj_compile_options_body(const cj_compile_options *outer) {
+    /* a body is lowered (loops step) and compiled (link step) inside its
+     * loop's compile; no block storage: it runs on its loop's thread */
+    cj_compile_options o = options_for(outer ? outer->backend : NULL, NULL, 0, outer && outer->keep_objects,
+                                       CJ_STEP_LINK, false);
+    o.cancel = outer ? outer->cancel : NULL;
+    return o;
+}
+
+/* ---- running the list ------------------------------------------------------- */
+
+/* Steps first..last on s; on failure s is emptied (the backend frees what
+ * its steps made). */
+static cj_status run_steps(cj_compile_state *s, const cj_compile_options *o, cj_step first, cj_step last,
+                           cj_error *err) {
+    for (int i = first; i <= (int)last; i++) {
+        const pipeline_step *step = &cj_pipeline[i];
+        bool on = !(step->off && pass_disabled(step->off));
+        int64_t t0 = cj_clock_ns();
+        cj_status st = step->run ? step->run(s, o, on, err)
+                                 : cj_error_set(err, CJ_ERR_VALUE, "compile: step %s is not a compile's", step->name);
+        if (step->phase != NO_PHASE) cj_stats_phase((cj_phase)step->phase, cj_clock_ns() - t0);
+        s->ran[s->nran++] = (cj_step)i;
+        if (st == CJ_OK && i < (int)last && o && cj_cancelled(o->cancel))
+            st = cj_error_set(err, CJ_ERR_CANCELLED, "compile: cancelled");
+        if (st != CJ_OK) {
+            if (o && o->backend && o->backend->discard) o->backend->discard(s);
+            cj_lowered_free(&s->lowered);
+            return st;
+        }
     }
-    *out = w.data;
-    *len = w.len;
+    s->lowered.source = NULL;
     return CJ_OK;
 }
 
-/* ---- the executable: made by cj_compile above, freed here ---------------- */
-
 /* See pipeline.h. */
-void cj_executable_free(cj_executable *x) {
-    if (!x) return;
-    if (x->code && !x->nested) cj_stats_code_freed(x->held_bytes);
-    cj_jit_code_free(x->code);
-    cj_plan_free(&x->plan);
-    if (x->graph) cj_graph_free(x->graph);
-    free(x->kernels);
-    free(x->groups);
-    free(x->rebind);
-    free(x->steps);
-    free(x);
+cj_status cj_pipeline_run(const cj_graph *g, const cj_compile_options *o, cj_compile_state *s, cj_error *err) {
+    memset(s, 0, sizeof *s);
+    if (!settings_ok(err)) return err->status;
+    s->lowered.source = g;
+    cj_step last = o ? o->last : CJ_STEP_COLLAPSE;
+    return run_steps(s, o, CJ_STEP_TRACE, last < CJ_STEP_RUN ? last : CJ_STEP_LINK, err);
 }
 
-int cj_executable_nparams(const cj_executable *x) { return x->graph->nparams; }
-int cj_executable_narrays(const cj_executable *x) { return x->graph->narrays; }
-int cj_executable_noutputs(const cj_executable *x) { return x->graph->noutputs; }
-
-void cj_executable_output(const cj_executable *x, int i, cj_shape *shape, cj_dtype *dtype) {
-    const cj_node *n = &x->graph->nodes[x->graph->outputs[i]];
-    *shape = n->shape;
-    *dtype = n->dtype;
+/* See pipeline.h. */
+cj_status cj_lower(const cj_graph *g, const cj_compile_options *o, cj_lowered *out, cj_error *err) {
+    cj_compile_state s;
+    memset(&s, 0, sizeof s);
+    s.lowered.source = g;
+    cj_status st = settings_ok(err) ? run_steps(&s, o, CJ_STEP_TRACE, CJ_STEP_COLLAPSE, err) : err->status;
+    *out = s.lowered; /* empty on failure */
+    out->source = NULL;
+    return st;
 }
 
-const cj_plan *cj_executable_plan(const cj_executable *x) { return &x->plan; }
-int64_t cj_executable_flops(const cj_executable *x) { return x->flops; }
-int64_t cj_executable_bytes_accessed(const cj_executable *x) { return x->bytes_accessed; }
-int64_t cj_executable_code_bytes(const cj_executable *x) { return x->held_bytes; }
+/* See pipeline.h. */
+cj_executable *cj_pipeline_compile_lowered(cj_lowered *l, const cj_compile_options *o, cj_error *err) {
+    cj_compile_state s;
+    memset(&s, 0, sizeof s);
+    s.lowered = *l;
+    memset(l, 0, sizeof *l);
+    return run_steps(&s, o, CJ_STEP_CODEGEN, CJ_STEP_LINK, err) == CJ_OK ? s.exe : NULL;
+}
 
 /* See pipeline.h. */
-char *cj_executable_to_text(const cj_executable *x) { return cj_plan_to_text(&x->plan); }
+cj_status cj_plan_peak(const cj_graph *g, const cj_compile_options *o, int64_t *peak, cj_error *err) {
+    cj_compile_options until = *o;
+    until.last = CJ_STEP_MEMPLAN;
+    cj_compile_state s;
+    if (cj_pipeline_run(g, &until, &s, err) != CJ_OK) return err->status;
+    *peak = s.lowered.plan.peak_bytes;
+    cj_lowered_free(&s.lowered);
+    return CJ_OK;
+}

@@ -391,7 +391,7 @@ void cj_loop_plan_free(cj_loop_plan *L) {
     free(L);
 }
 
-/* See lower.h. */
+/* See pipeline.h. */
 void cj_lowered_free(cj_lowered *l) {
     cj_plan_free(&l->plan);
     cj_graph_free(l->graph);

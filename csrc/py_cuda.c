@@ -3,15 +3,16 @@
  * ptx() (the PTX of a Lowered, no GPU needed) and the driver's status.
  * cjit.Array (_devices.py) wraps a DeviceBuffer.
  *
- * The GPU compiles from cj_lower's plan (lower.c) and nothing else: no CPU
- * code is generated for a function that runs on a GPU.  Its plan marks no
- * library calls (BLAS is the CPU's), so every kernel is a loop nest. */
+ * The GPU compiles from the pipeline's plan (pipeline.c's list through
+ * collapse, the GPU backend's options) and nothing else: no CPU code is
+ * generated for a function that runs on a GPU.  Its plan marks no library
+ * calls (BLAS is the CPU's), so every kernel is a loop nest. */
 #include "py_glue.h"
 
 #include <string.h>
 
 #include "jit_cuda.h"
-#include "lower.h"
+#include "pipeline.h"
 
 /* ---- DeviceBuffer ----------------------------------------------------------- */
 
@@ -223,10 +224,15 @@ typedef struct {
 
 static PyTypeObject CudaProgramType;
 
-/* The lowering for a GPU: the passes of cj_lower with no library calls. */
+/* The GPU as the pipeline sees it: no library calls, no block storage
+ * (stages run one after another over all rows), and no codegen or link
+ * steps: its code is made from the plan here (cuda_program.c). */
+static const cj_backend gpu_backend = {.name = "gpu"};
+
+/* The lowering for a GPU: the pipeline's list through collapse. */
 static cj_status lower_for_gpu(const cj_graph *g, cj_lowered *out, cj_error *err)
 {
-    cj_lower_options o = {.mark_library_calls = NULL};
+    cj_compile_options o = cj_compile_options_make(&gpu_backend, NULL, 0, false, CJ_STEP_COLLAPSE);
     return cj_lower(g, &o, out, err);
 }
 

@@ -43,8 +43,7 @@ typedef struct {
 /* Executables whose machine code is still held (memory_stats()'s
  * live_executables); changed under the GIL only. */
 extern Py_ssize_t live_executables;
-cj_executable *compile_with_gil_released(const cj_graph *g, const bool *donated, int ndonated,
-                                         bool keep_objects);
+cj_executable *compile_with_gil_released(const cj_graph *g, const cj_compile_options *o);
 void free_executable_gil_released(cj_executable *x);
 /* py_exec.c */
 PyObject *executable_new(cj_executable *x, const cj_graph *g, PyObject *arrays);

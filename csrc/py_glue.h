@@ -108,6 +108,8 @@ typedef struct {
     bool finished;
     PyObject *weakrefs;   /* weak reference support */
     PyObject *concrete;   /* Trace.concrete: the evaluator of values, or NULL (abstract) */
+    PyObject *budget;     /* a MemoryBudget: asked for while tracing, or the search this
+                           * retrace belongs to (Trace(budget=)); NULL: none */
 } cj_py_trace;
 
 typedef struct {
@@ -163,6 +165,33 @@ PyObject *cj_py_plan_costs(const cj_plan *p);
 /* The graph and the closed-over arrays (a list) of Lowered obj, both
  * BORROWED (they live as long as obj).  0, or -1 with TypeError set. */
 int cj_py_lowered_parts(PyObject *obj, const cj_graph **g, PyObject **arrays);
+/* Lowered obj carries `budget` (a MemoryBudget its trace asked for, whose
+ * search has not started: Lowered.memory_budget); a new reference. */
+void cj_py_lowered_set_budget(PyObject *obj, PyObject *budget);
+
+/* ---- memory_budget (py_budget.c) ---------------------------------------- */
+
+extern PyTypeObject cj_py_MemoryBudgetType;
+int cj_py_budget_init(PyObject *m);
+/* Is b (may be NULL) a search that has started (retraces carry it)? */
+bool cj_py_budget_searching(PyObject *b);
+/* Trace(budget=b, candidate=...): the candidate b's next try follows,
+ * (kind, param, cost[, payload]): "chain" (payload: Trace.vjp's chain
+ * schedule), "scans" (param: the levels each scan is split into) or
+ * "recompute" (payload: forward node ids); cost orders the fitting tries
+ * (the least is the best, the earlier on a tie).  0, or -1 with an
+ * exception. */
+int cj_py_budget_propose(PyObject *b, PyObject *candidate);
+/* grad's memory_budget=nbytes asked of a trace: *slot (the trace's, NULL
+ * when none) becomes a new MemoryBudget, or the smaller budget of the two
+ * when its search has not started.  0, or -1 with an exception. */
+int cj_py_budget_request(PyObject **slot, long long nbytes);
+/* The forward values a retrace of search b recomputes, by node id (n of
+ * them; NULL: none). */
+const bool *cj_py_budget_force(PyObject *b, int *n);
+/* Trace.finish of a retrace of search b: the oracle's peak of lowered's
+ * plan, recorded as a try (the best so far when it fits).  0 or -1. */
+int cj_py_budget_record(PyObject *b, PyObject *lowered);
 
 /* ---- the jit fast path (py_jit.c) ------------------------------------- */
 

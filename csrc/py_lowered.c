@@ -2,7 +2,6 @@
  * compiles to an Executable (or loads one from the disk cache), and answers
  * memory_budget's questions (residuals, forward values, the plan's peak). */
 #include "autodiff.h"
-#include "blas.h"
 #include "py_exec.h"
 #include "simplify.h"
 
@@ -16,6 +15,7 @@ typedef struct {
     cj_graph *graph;     /* owned */
     PyObject *arrays;    /* list of closed-over arrays in slot order; never mutated */
     PyObject *weakrefs;  /* weak reference support */
+    PyObject *budget;    /* the MemoryBudget its trace asked for, or NULL */
 } cj_py_lowered;
 
 /* A new Lowered owning g (see py_glue.h). */
@@ -29,6 +29,7 @@ PyObject *cj_py_lowered_new(cj_graph *g, PyObject *arrays)
     lw->graph = g;
     lw->arrays = Py_NewRef(arrays);
     lw->weakrefs = NULL;
+    lw->budget = NULL;
     PyObject_GC_Track(lw);
     return (PyObject *)lw;
 }
@@ -50,15 +51,24 @@ int cj_py_lowered_parts(PyObject *obj, const cj_graph **g, PyObject **arrays)
     return 0;
 }
 
+/* See py_glue.h. */
+void cj_py_lowered_set_budget(PyObject *obj, PyObject *budget)
+{
+    cj_py_lowered *lw = (cj_py_lowered *)obj;
+    Py_XSETREF(lw->budget, Py_NewRef(budget));
+}
+
 static int lowered_traverse(cj_py_lowered *lw, visitproc visit, void *arg)
 {
     Py_VISIT(lw->arrays);
+    Py_VISIT(lw->budget);
     return 0;
 }
 
 static int lowered_clear(cj_py_lowered *lw)
 {
     Py_CLEAR(lw->arrays);
+    Py_CLEAR(lw->budget);
     return 0;
 }
 
@@ -100,18 +110,18 @@ static PyObject *lowered_get_arrays(cj_py_lowered *lw, void *c)
 }
 
 
-/* The graph as cj_lower leaves it (simplified as CJIT_PASSES allows),
- * which is what compile() compiles. */
+/* The graph as the compile's simplify step leaves it (as CJIT_PASSES
+ * allows): the pipeline's list run through simplify. */
 static PyObject *lowered_as_text(cj_py_lowered *lw, PyObject *unused)
 {
     (void)unused;
     cj_error err = {0};
-    cj_lowered l;
-    cj_lower_options o = {.mark_library_calls = cj_blas_plan};
-    if (cj_lower(lw->graph, &o, &l, &err) != CJ_OK)
+    cj_compile_state s;
+    cj_compile_options o = cj_compile_options_make(&cj_backend_cpu, NULL, 0, false, CJ_STEP_SIMPLIFY);
+    if (cj_pipeline_run(lw->graph, &o, &s, &err) != CJ_OK)
         return cj_py_raise(&err);
-    PyObject *r = str_from_owned(cj_graph_to_text(l.graph));
-    cj_lowered_free(&l);
+    PyObject *r = str_from_owned(cj_graph_to_text(s.lowered.graph));
+    cj_lowered_free(&s.lowered);
     return r;
 }
 
@@ -168,7 +178,9 @@ static PyObject *lowered_compile(cj_py_lowered *lw, PyObject *args, PyObject *kw
         return NULL;
     /* The graph is only read: the Lowered (held by this call) keeps it, and
      * nothing changes a finished graph. */
-    cj_executable *x = compile_with_gil_released(lw->graph, donated, donated ? nparams : 0, for_cache);
+    cj_compile_options o = cj_compile_options_make(&cj_backend_cpu, donated, donated ? nparams : 0, for_cache,
+                                                   CJ_STEP_LINK);
+    cj_executable *x = compile_with_gil_released(lw->graph, &o);
     PyMem_Free(donated);
     if (x == NULL)
         return NULL;
@@ -321,12 +333,13 @@ static PyObject *lowered_plan_peak(cj_py_lowered *lw, PyObject *args, PyObject *
     bool *donated = NULL;
     if (parse_donate(lw, donate, &donated) < 0)
         return NULL;
-    int ndonated = donated ? lw->graph->nparams : 0;
+    cj_compile_options o = cj_compile_options_make(&cj_backend_cpu, donated, donated ? lw->graph->nparams : 0,
+                                                   false, CJ_STEP_MEMPLAN);
     cj_error err = {0};
     int64_t peak = 0;
     cj_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = cj_plan_peak(lw->graph, donated, ndonated, &peak, &err);
+    st = cj_plan_peak(lw->graph, &o, &peak, &err);
     Py_END_ALLOW_THREADS
     PyMem_Free(donated);
     if (st != CJ_OK)
@@ -340,7 +353,15 @@ static PyObject *lowered_get_control_flow(cj_py_lowered *lw, void *c)
     return PyBool_FromLong(lw->graph && lw->graph->nbodies > 0);
 }
 
+static PyObject *lowered_get_budget(cj_py_lowered *lw, void *c)
+{
+    (void)c;
+    return Py_NewRef(lw->budget != NULL ? lw->budget : Py_None);
+}
+
 static PyGetSetDef lowered_getset[] = {
+    {"memory_budget", (getter)lowered_get_budget, NULL,
+     "the MemoryBudget grad(memory_budget=) asked for while tracing, or None", NULL},
     {"has_control_flow", (getter)lowered_get_control_flow, NULL,
      "the graph holds cjit.lax control flow or custom derivatives", NULL},
     {"nparams", (getter)lowered_get_nparams, NULL, "number of positional parameters", NULL},

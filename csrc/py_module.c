@@ -230,7 +230,28 @@ static PyObject *mod_set_x64(PyObject *self, PyObject *flag)
     return PyBool_FromLong(old);
 }
 
+/* pipeline() -> tuple of (name, switch or None, when): the compile
+ * pipeline's steps in order (pipeline.c's list). */
+static PyObject *mod_pipeline(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    PyObject *steps = PyTuple_New(CJ_NSTEPS);
+    for (int i = 0; steps != NULL && i < CJ_NSTEPS; i++) {
+        const char *off = cj_pipeline_step_switch((cj_step)i);
+        PyObject *item = Py_BuildValue("(szs)", cj_pipeline_step_name((cj_step)i), off,
+                                       cj_pipeline_step_when((cj_step)i));
+        if (item == NULL)
+            Py_CLEAR(steps);
+        else
+            PyTuple_SET_ITEM(steps, i, item);
+    }
+    return steps;
+}
+
 static PyMethodDef module_methods[] = {
+    {"pipeline", mod_pipeline, METH_NOARGS,
+     "pipeline($module, /)\n--\n\nThe compile pipeline's steps in order: (name, CJIT_PASSES switch or "
+     "None, when)."},
     {"_set_x64", mod_set_x64, METH_O,
      "_set_x64($module, flag, /)\n--\n\nSets jax_enable_x64 for promotion and the call fast path; "
      "returns the previous value."},
@@ -311,7 +332,7 @@ PyMODINIT_FUNC PyInit__cjit(void)
                          "Compiling failed inside cjit (LLVM or a pass): a bug in cjit.",
                          PyExc_RuntimeError) < 0)
         goto fail;
-    if (cj_py_trace_init(m) < 0 || cj_py_tracer_init(m) < 0 || cj_py_lowered_init(m) < 0 || cj_py_exec_init(m) < 0 || cj_py_cuda_init(m) < 0
+    if (cj_py_trace_init(m) < 0 || cj_py_tracer_init(m) < 0 || cj_py_lowered_init(m) < 0 || cj_py_budget_init(m) < 0 || cj_py_exec_init(m) < 0 || cj_py_cuda_init(m) < 0
         || cj_py_jit_init(m) < 0 || cj_py_blas_init(m) < 0 || cj_py_lax_init(m) < 0)
         goto fail;
     return m;

@@ -32,9 +32,7 @@
  * is the last.) */
 typedef struct compile_job_s {
     const cj_graph *graph;
-    const bool *donated;
-    int ndonated;
-    bool keep_objects;          /* for the disk cache: cj_compile_keeping */
+    cj_compile_options options; /* the caller's, its cancel flag pointed at `cancel` */
     cj_cancel cancel;
     cj_executable *result;      /* taken by the waiting thread */
     cj_error err;
@@ -103,7 +101,7 @@ static void compile_job_let_go(compile_job *j)
 static void *compile_job_main(void *arg)
 {
     compile_job *j = arg;
-    cj_executable *x = cj_compile_keeping(j->graph, j->donated, j->ndonated, &j->cancel, j->keep_objects, &j->err);
+    cj_executable *x = cj_compile(j->graph, &j->options, &j->err);
     pthread_mutex_lock(&j->lock);
     j->result = x;
     j->done = true;
@@ -133,19 +131,19 @@ static bool wait_a_while(compile_job *j)
     return done;
 }
 
-/* cj_compile_cancellable with the GIL released and signals heard: the new
- * executable, or NULL with an exception (the compile's error, or what a
- * signal handler raised: then nothing compiled is kept). */
-cj_executable *compile_with_gil_released(const cj_graph *g, const bool *donated, int ndonated,
-                                                bool keep_objects)
+/* cj_compile with options o (whose cancel flag it sets) with the GIL
+ * released and signals heard: the new executable, or NULL with an
+ * exception (the compile's error, or what a signal handler raised: then
+ * nothing compiled is kept). */
+cj_executable *compile_with_gil_released(const cj_graph *g, const cj_compile_options *o)
 {
     compile_job *j = calloc(1, sizeof *j);
     if (j == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
-    *j = (compile_job){.graph = g, .donated = donated, .ndonated = ndonated, .keep_objects = keep_objects,
-                       .holders = 2};
+    *j = (compile_job){.graph = g, .options = *o, .holders = 2};
+    j->options.cancel = &j->cancel;
     pthread_condattr_t cattr;
     pthread_attr_t tattr;
     pthread_t thread;

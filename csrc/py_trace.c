@@ -11,14 +11,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Trace(budget=None, candidate=None): `budget`, a MemoryBudget whose
+ * search has started, makes this trace one of its retraces, following
+ * `candidate` (py_glue.h, cj_py_budget_propose). */
 static PyObject *trace_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, ":Trace", kwlist))
+    static char *kwlist[] = {"budget", "candidate", NULL};
+    PyObject *budget = Py_None, *candidate = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:Trace", kwlist, &budget, &candidate))
         return NULL;
+    if (budget != Py_None && (!PyObject_TypeCheck(budget, &cj_py_MemoryBudgetType)
+                              || !cj_py_budget_searching(budget))) {
+        PyErr_SetString(PyExc_TypeError, "Trace: budget must be a MemoryBudget whose search has started, or None");
+        return NULL;
+    }
+    if (candidate != Py_None && (budget == Py_None || cj_py_budget_propose(budget, candidate) < 0)) {
+        if (budget == Py_None)
+            PyErr_SetString(PyExc_TypeError, "Trace: a candidate needs the budget it is tried for");
+        return NULL;
+    }
     cj_py_trace *tr = (cj_py_trace *)type->tp_alloc(type, 0);   /* zeroed, GC-tracked */
     if (tr == NULL)
         return NULL;
+    tr->budget = budget == Py_None ? NULL : Py_NewRef(budget);
     tr->graph = cj_graph_new();
     tr->arrays = PyList_New(0);
     tr->array_ids = PyDict_New();
@@ -34,6 +49,7 @@ static int trace_traverse(cj_py_trace *tr, visitproc visit, void *arg)
     Py_VISIT(tr->arrays);
     Py_VISIT(tr->array_ids);
     Py_VISIT(tr->concrete);
+    Py_VISIT(tr->budget);
     return 0;
 }
 
@@ -42,6 +58,7 @@ static int trace_clear(cj_py_trace *tr)
     Py_CLEAR(tr->arrays);
     Py_CLEAR(tr->array_ids);
     Py_CLEAR(tr->concrete);
+    Py_CLEAR(tr->budget);
     return 0;
 }
 
@@ -83,6 +100,7 @@ static void trace_mark_finished(cj_py_trace *tr)
     Py_CLEAR(tr->array_ids);
     Py_CLEAR(tr->arrays);
     Py_CLEAR(tr->concrete);   /* a leaked Tracer must not keep the inputs' values alive */
+    Py_CLEAR(tr->budget);
 }
 
 static PyObject *trace_param(cj_py_trace *tr, PyObject *args, PyObject *kwargs)
@@ -170,11 +188,22 @@ static PyObject *trace_finish(cj_py_trace *tr, PyObject *outputs)
         goto done;
     }
     PyObject *arrays = Py_NewRef(tr->arrays);
+    PyObject *budget = tr->budget;   /* ours now */
+    tr->budget = NULL;
     cj_graph *g = tr->graph;
     trace_mark_finished(tr);
     tr->graph = NULL;
     result = cj_py_lowered_new(g, arrays);   /* owns g from here on, even on failure */
     Py_DECREF(arrays);
+    /* memory_budget: a retrace's plan is measured into its search; a budget
+     * asked for while tracing goes with the Lowered to the jitted function */
+    if (result != NULL && budget != NULL) {
+        if (!cj_py_budget_searching(budget))
+            cj_py_lowered_set_budget(result, budget);
+        else if (cj_py_budget_record(budget, result) < 0)
+            Py_CLEAR(result);
+    }
+    Py_XDECREF(budget);
 done:
     PyMem_Free(ids);
     Py_DECREF(seq);
@@ -304,8 +333,6 @@ static PyMethodDef trace_methods[] = {
      "region_begin($self, policy, names, /)\n--\n\nOpens a checkpoint region."},
     {"region_end", (PyCFunction)trace_region_end, METH_O,
      "region_end($self, id, /)\n--\n\nCloses a checkpoint region."},
-    {"force_remat", (PyCFunction)trace_force_remat, METH_O,
-     "force_remat($self, ids, /)\n--\n\nRecompute these forward nodes in later vjps."},
     {"mark", (PyCFunction)trace_mark, METH_NOARGS,
      "mark($self, /)\n--\n\nThe id the next node will get."},
     {"vjp", (PyCFunction)trace_vjp, METH_VARARGS,
@@ -350,7 +377,15 @@ static int trace_set_concrete(cj_py_trace *tr, PyObject *v, void *closure)
     return 0;
 }
 
+static PyObject *trace_get_budget(cj_py_trace *tr, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(tr->budget != NULL ? tr->budget : Py_None);
+}
+
 static PyGetSetDef trace_getset[] = {
+    {"memory_budget", (getter)trace_get_budget, NULL,
+     "the MemoryBudget asked for while tracing or searched by this retrace, or None", NULL},
     {"finished", (getter)trace_get_finished, NULL, "True once finish() or finish_error() ran.", NULL},
     {"concrete", (getter)trace_get_concrete, (setter)trace_set_concrete,
      "None (values are abstract), or evaluate(tracer) -> NumPy array or None: what bool(), "
@@ -363,7 +398,7 @@ PyTypeObject cj_py_TraceType = {
     .tp_name = "cjit._cjit.Trace",
     .tp_basicsize = sizeof(cj_py_trace),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "Trace()\n--\n\nOne graph being recorded.  Not thread-safe; one per trace.",
+    .tp_doc = "Trace(budget=None, candidate=None)\n--\n\nOne graph being recorded.  Not thread-safe; one per trace.",
     .tp_new = trace_new,
     .tp_dealloc = (destructor)trace_dealloc,
     .tp_traverse = (traverseproc)trace_traverse,

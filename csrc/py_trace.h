@@ -6,6 +6,7 @@
 #ifndef CJ_PY_TRACE_H
 #define CJ_PY_TRACE_H
 
+#include "autodiff.h"
 #include "py_glue.h"
 
 #define Tracer_Check(o) Py_IS_TYPE((o), &cj_py_TracerType)   /* not subclassable */
@@ -40,6 +41,12 @@ PyObject *trace_batch(cj_py_trace *tr, PyObject *args);
 PyObject *trace_mark(cj_py_trace *tr, PyObject *unused);
 PyObject *trace_region_begin(cj_py_trace *tr, PyObject *args);
 PyObject *trace_region_end(cj_py_trace *tr, PyObject *arg);
-PyObject *trace_force_remat(cj_py_trace *tr, PyObject *ids);
+/* Reads a chain schedule (bounds, keep, stores) as Trace.vjp takes it into
+ * *s, its arrays one PyMem block at s->bound.  0, or -1 with an exception. */
+int cj_py_chain_schedule_from(PyObject *obj, cj_chain_schedule *s);
+/* py_budget.c: the chain schedule of search b (may be NULL) for the vjp
+ * whose differentiated nodes start at `first`: given to one vjp only, the
+ * first at or before the chain's first layer; NULL: none. */
+const cj_chain_schedule *cj_py_budget_take_chain(PyObject *b, int first);
 
 #endif

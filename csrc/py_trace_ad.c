@@ -1,5 +1,5 @@
 /* py_trace_ad.c - the transformations' entry points on a Trace: vjp (with
- * chain schedules, checkpoint regions and forced recomputation), jvp and
+ * chain schedules, checkpoint regions and memory_budget's candidates), jvp and
  * batch, which append to the graph through autodiff.c, jvp.c and
  * batching.c. */
 #include "autodiff.h"
@@ -54,8 +54,8 @@ PyObject *trace_mark(cj_py_trace *tr, PyObject *unused)
 /* Reads a chain schedule (bounds, keep, stores) as Trace.vjp takes it:
  * node ids, one truth value per bound, and (layer, position) pairs; the
  * arrays are PyMem_Malloc'd into one block at s->bound.  Returns 0, or -1
- * with an exception set. */
-static int chain_schedule_from(PyObject *obj, cj_chain_schedule *s)
+ * with an exception set.  (py_trace.h: memory_budget's propose reads one.) */
+int cj_py_chain_schedule_from(PyObject *obj, cj_chain_schedule *s)
 {
     PyObject *bounds_obj, *keep_obj, *stores_obj;
     if (!PyTuple_Check(obj)) {
@@ -116,17 +116,49 @@ done:
     return rc;
 }
 
-/* Trace.vjp(outputs, cotangents, wrt, first, chain=None) -> list of
- * Tracers: appends the reverse-mode gradient (csrc/autodiff.c); nodes older
- * than `first` are constants.  `chain` is a binomial checkpointing schedule
- * (memory_budget's; see cj_chain_schedule). */
+/* memory_budget's recomputation for a retrace: the forward values its
+ * candidate names (ids below the graph's size now) are recomputed by this
+ * and every later vjp instead of kept.  0 or -1. */
+static int force_budget_remat(cj_py_trace *tr)
+{
+    int n;
+    const bool *force = cj_py_budget_force(tr->budget, &n);
+    if (force == NULL)
+        return 0;
+    cj_graph *g = tr->graph;
+    bool *flags = calloc((size_t)g->nnodes + 1, sizeof(bool));
+    if (flags == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int i = 0; i < n && i < g->nnodes; i++)
+        flags[i] = force[i];
+    free(g->force_remat);
+    g->force_remat = flags;
+    g->nforce_remat = g->nnodes;
+    return 0;
+}
+
+/* Trace.vjp(outputs, cotangents, wrt, first, chain=None, budget=None) ->
+ * list of Tracers: appends the reverse-mode gradient (csrc/autodiff.c);
+ * nodes older than `first` are constants.  `chain` is a binomial
+ * checkpointing schedule (see cj_chain_schedule).  `budget` is grad's: the
+ * bytes of its memory_budget (0: none asked), which the trace carries to
+ * its jitted function; a retrace of a memory_budget search follows the
+ * search's candidate in grad's vjps (its values to recompute, or its
+ * chain schedule). */
 PyObject *trace_vjp(cj_py_trace *tr, PyObject *args)
 {
-    PyObject *outs_obj, *cts_obj, *wrt_obj, *chain_obj = Py_None;
+    PyObject *outs_obj, *cts_obj, *wrt_obj, *chain_obj = Py_None, *budget_obj = Py_None;
     int first;
-    if (!PyArg_ParseTuple(args, "OOOi|O:vjp", &outs_obj, &cts_obj, &wrt_obj, &first, &chain_obj))
+    if (!PyArg_ParseTuple(args, "OOOi|OO:vjp", &outs_obj, &cts_obj, &wrt_obj, &first, &chain_obj, &budget_obj))
         return NULL;
     if (trace_check_live(tr, "vjp") < 0)
+        return NULL;
+    long long nbytes = budget_obj == Py_None ? -1 : PyLong_AsLongLong(budget_obj);
+    if (nbytes == -1 && PyErr_Occurred())
+        return NULL;
+    if (nbytes > 0 && cj_py_budget_request(&tr->budget, nbytes) < 0)
         return NULL;
     int *outs = NULL, *cts = NULL, *wrt = NULL, *grads = NULL;
     cj_chain_schedule chain = {0};
@@ -147,13 +179,20 @@ PyObject *trace_vjp(cj_py_trace *tr, PyObject *args)
         goto done;
     }
     if (chain_obj != Py_None) {
-        if (chain_schedule_from(chain_obj, &chain) < 0)
+        if (cj_py_chain_schedule_from(chain_obj, &chain) < 0)
             goto done;
         has_chain = true;
     }
+    const cj_chain_schedule *follow = has_chain ? &chain : NULL;
+    if (nbytes >= 0 && cj_py_budget_searching(tr->budget)) {
+        if (force_budget_remat(tr) < 0)
+            goto done;
+        if (follow == NULL)
+            follow = cj_py_budget_take_chain(tr->budget, first); /* the search's, borrowed */
+    }
     cj_error err = {0};
-    if (cj_autodiff_vjp_scheduled(tr->graph, first, outs, cts, (int)nouts, wrt, (int)nwrt, grads,
-                                  has_chain ? &chain : NULL, &err) != CJ_OK) {
+    if (cj_autodiff_vjp_scheduled(tr->graph, first, outs, cts, (int)nouts, wrt, (int)nwrt, grads, follow,
+                                  &err) != CJ_OK) {
         cj_py_raise(&err);
         goto done;
     }
@@ -338,37 +377,5 @@ PyObject *trace_region_end(cj_py_trace *tr, PyObject *arg)
         return NULL;
     if (!tr->finished && tr->graph != NULL)
         cj_graph_region_end(tr->graph, (int)id);
-    Py_RETURN_NONE;
-}
-
-/* Trace.force_remat(ids) -> None: these forward nodes are recomputed by
- * every later vjp instead of kept (memory_budget's choice). */
-PyObject *trace_force_remat(cj_py_trace *tr, PyObject *ids)
-{
-    if (trace_check_live(tr, "force_remat") < 0)
-        return NULL;
-    PyObject *seq = PySequence_Fast(ids, "force_remat: expected a sequence of node ids");
-    if (seq == NULL)
-        return NULL;
-    cj_graph *g = tr->graph;
-    bool *flags = calloc((size_t)g->nnodes + 1, sizeof(bool));
-    if (flags == NULL) {
-        Py_DECREF(seq);
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        long id = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (id == -1 && PyErr_Occurred()) {
-            free(flags);
-            Py_DECREF(seq);
-            return NULL;
-        }
-        if (id >= 0 && id < g->nnodes)
-            flags[id] = true;
-    }
-    Py_DECREF(seq);
-    free(g->force_remat);
-    g->force_remat = flags;
-    g->nforce_remat = g->nnodes;
     Py_RETURN_NONE;
 }

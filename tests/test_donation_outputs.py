@@ -399,7 +399,7 @@ def test_digits_train_step_with_donated_state_at_a_lower_peak():
     assert plain.temp_size_in_bytes == 3 * act + B * C * 4
     # With donation no byte of a donated argument is ever free, so each
     # weight gradient needs bytes of its own.  Each update joins the group of
-    # the gemm making its gradient (group.c, cj_group_join_updates), so the
+    # the gemm making its gradient (memorder.c, cj_order_join_update), so the
     # gradient is group-local and lives in one block of rows per thread
     # (blockmem.c); blocks of at most 4 KiB live in the group driver's stack
     # frame, not the arena, and widen while that holds.  Adam's scalar bias

@@ -81,11 +81,7 @@ def test_split_scans_agree_with_the_plain_one(n, reverse):
     g = cjit.jit(cjit.value_and_grad(loss))
     want = g(W, xs)
     for levels in (2, 3):
-        _budget._remat_tls.scan_levels = levels
-        try:
-            lowered = cjit.jit(cjit.value_and_grad(loss)).lower(W, xs)
-        finally:
-            _budget._remat_tls.scan_levels = 1
+        lowered = _budget.lower_following(cjit.jit(cjit.value_and_grad(loss)), "scans", levels, None, W, xs)
         assert lowered.as_text().count("scan") > g.lower(W, xs).as_text().count("scan")
         got = lowered.compile()(W, xs)
         np.testing.assert_allclose(got[0], want[0], rtol=1e-10)

@@ -23,13 +23,11 @@ import numpy as np
 from . import _cjit, _tree, tree_util
 from ._cjit import Tracer
 from .errors import ConcretizationError
-from ._budget import take_forced_chain
 from ._concrete import call_on_values
 from ._transform_util import FLOATS, argnums_tuple, leaf_node
 from ._jitted import Jitted
 from ._signature import _output_tracer
 from ._trace_state import current_trace
-from ._budget import forced_remat, request_memory_budget
 
 
 
@@ -96,19 +94,15 @@ def _split_aux(result, has_aux, who):
 
 def _value_and_grad_traced(fun, argnums, single, has_aux, who, args, kwargs, memory_budget=None):
     trace = current_trace()
-    if memory_budget is not None:
-        request_memory_budget(trace, memory_budget)
     args, first, parts = _differentiable_inputs(trace, args, argnums, who)
     result = fun(*args, **kwargs)
     result, aux = _split_aux(result, has_aux, who)
     out = _scalar_output(trace, result, who)
     one = trace.apply("constant", value=1.0, dtype=out.dtype.name, shape=())
     wrt = [p for _, proxies in parts for p in proxies]
-    force = forced_remat()
-    if force:
-        trace.force_remat(force)
-    chain = take_forced_chain(first)   # memory_budget's binomial schedule, if it chose one
-    grads = _conj_complex(parts, trace.vjp([out], [one], wrt, first, chain))
+    # grad's vjp: the trace carries memory_budget to its jit, and a retrace
+    # of the budget's search follows the candidate it carries
+    grads = _conj_complex(parts, trace.vjp([out], [one], wrt, first, None, memory_budget or 0))
     trees, k = [], 0
     for treedef, proxies in parts:
         trees.append(_tree.unflatten(treedef, grads[k:k + len(proxies)]))

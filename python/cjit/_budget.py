@@ -16,52 +16,21 @@ Two families, the plan's peak (Lowered.plan_peak) the oracle for both:
 - scans (cjit.lax): each one split into 2, 3 or 4 nested scans, so that
   the backward pass keeps every k-th carry and recomputes the segments
   between them (lax._scan_segmented);
-- otherwise a few candidate sets of values to recompute (_CANDIDATES).
+- otherwise a few candidate sets of values to recompute (_candidates).
+
+The search's state is one object, _cjit.MemoryBudget (csrc/py_budget.c):
+grad(memory_budget=N) asks it of the trace it runs in, the Lowered carries
+it to the jitted function, and each retrace carries it back into C
+(Trace(budget=b)): the retrace's vjp follows the candidate proposed here,
+its Trace.finish measures the plan with the compile's own options (the
+jitted function's donated arguments) and keeps the best plan so far.  This
+module only chooses the candidates and their order.
 """
 from __future__ import annotations
 
 import functools
-import threading
 
 from . import _cjit
-
-
-_remat_tls = threading.local()   # .force: forward node ids to recompute, .chain: a chain schedule
-_budget_requests = {}            # id(trace) -> the smallest budget asked for in that trace
-
-
-def request_memory_budget(trace, budget):
-    """Called by grad/value_and_grad(memory_budget=N) while tracing: the
-    jitted function that owns `trace` must fit its plan's peak within N."""
-    key = id(trace)
-    _budget_requests[key] = min(budget, _budget_requests.get(key, budget))
-
-
-def take_budget_request(trace):
-    """The budget asked for while `trace` ran (None when none was), removed."""
-    return _budget_requests.pop(id(trace), None)
-
-
-def forced_remat():
-    """The forward node ids a budget search wants recomputed, or None."""
-    return getattr(_remat_tls, "force", None)
-
-
-def forced_scan_levels():
-    """Into how many nested levels a budget search wants each cjit.lax.scan
-    split (1: none); see lax._scan_segmented."""
-    return getattr(_remat_tls, "scan_levels", 1)
-
-
-def take_forced_chain(first):
-    """The chain schedule a budget search wants the next vjp to follow, as
-    Trace.vjp takes it, or None; given to one vjp only (the first whose
-    differentiated nodes start at or before the chain)."""
-    chain = getattr(_remat_tls, "chain", None)
-    if chain is None or first > chain[0][1]:
-        return None
-    _remat_tls.chain = None
-    return chain
 
 
 # ---- binomial checkpointing ------------------------------------------------
@@ -164,43 +133,54 @@ def revolve_schedule(n, c):
     return keep, stores
 
 
-def _trace_with(jitted, treedef, call, avals, force=None, chain=None, scan_levels=1):
-    """Retraces with `force` recomputed (a list of node ids), `chain`
-    followed, or every scan split into `scan_levels` nested scans; returns
-    (lowered, out_treedef, out_avals)."""
-    _remat_tls.force = force if force is not None else []
-    _remat_tls.chain = chain
-    _remat_tls.scan_levels = scan_levels
-    try:
-        return jitted._trace(treedef, call, avals)
-    finally:
-        _remat_tls.force = None
-        _remat_tls.chain = None
-        _remat_tls.scan_levels = 1
+def _retrace(jitted, treedef, call, avals, budget, kind, param, cost, payload=None):
+    """Traces again following one candidate, which the trace hands to
+    `budget` (Trace(budget, candidate)); returns the plan's peak, which
+    Trace.finish measured into `budget`."""
+    jitted._trace(treedef, call, avals, budget, (kind, param, cost, payload))
+    return budget.last_peak
+
+
+def lower_following(jitted, kind, param, payload, *args, **kwargs):
+    """jitted.lower(*args, **kwargs) traced as a budget search's candidate
+    is (kind, param, payload as Trace(candidate=) takes them), whatever the
+    budget: for tests of the candidates themselves."""
+    from . import _tree
+    from ._signature import _abstract_leaves
+    from ._stages import Lowered
+    dyn_args, dyn_kwargs, statics, call = jitted._spec.split(args, kwargs)
+    leaves, treedef = _tree.flatten((dyn_args, dyn_kwargs))
+    avals = _abstract_leaves(leaves)
+    plain, _, _ = jitted._trace(treedef, call, avals)
+    budget = _cjit.MemoryBudget(1 << 62)
+    budget.start(plain, ())
+    lowered, out_treedef, out_avals = jitted._trace(treedef, call, avals, budget, (kind, param, 0, payload))
+    return Lowered(lowered, jitted, treedef, statics, tuple(avals), call[0], out_treedef, out_avals)
 
 
 def _fit_chain(jitted, treedef, call, avals, budget, bounds):
-    """Binomial checkpointing over the chain `bounds`: (result, floor), the
-    traced result of the largest slot count whose peak fits (then the least
-    one of equal recomputation), or None with the floor's peak."""
+    """Binomial checkpointing over the chain `bounds`: True when a slot
+    count fits (budget.best is then the largest count whose peak fits, or
+    the least one of equal recomputation), else False (the floor, c = 0,
+    does not fit)."""
     n = len(bounds) - 1
-    tried = {}
-    donate = jitted._donated_leaves(treedef, call[0])
+    peaks = {}
 
     def at(c):
-        if c not in tried:
+        if c not in peaks:
             keep, stores = revolve_schedule(n, c)
-            result = _trace_with(jitted, treedef, call, avals, chain=(bounds, keep, stores))
-            tried[c] = (result[0].plan_peak(donate), result)
-        return tried[c]
+            # the best fitting try: least recomputation, then fewest slots
+            peaks[c] = _retrace(jitted, treedef, call, avals, budget, "chain", c,
+                                revolve_cost(n, c) * (n + 1) + c, (bounds, keep, stores))
+        return peaks[c]
 
-    floor = at(0)[0]
-    if floor > budget:
-        return None, floor
+    limit = budget.budget
+    if at(0) > limit:
+        return False
     lo, hi = 0, max(n - 2, 0)       # at(lo) fits; find the largest c that fits
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if at(mid)[0] <= budget:
+        if at(mid) <= limit:
             lo = mid
         else:
             hi = mid - 1
@@ -208,9 +188,8 @@ def _fit_chain(jitted, treedef, call, avals, budget, bounds):
     least = lo
     while least > 0 and revolve_cost(n, least - 1) == cost:
         least -= 1
-    if least != lo and at(least)[0] <= budget:
-        lo = least
-    return at(lo)[1], floor
+    at(least)
+    return True
 
 
 def _candidates(values):
@@ -229,39 +208,28 @@ def _candidates(values):
 
 def _fit_memory_budget(jitted, treedef, call, avals, budget, lowered, out_treedef, out_avals):
     """Chooses which forward values the backward pass recomputes instead of
-    keeping, so that the exact plan's peak fits `budget`; the plan is the
-    oracle, so the answer is known before anything runs.  Binomial
-    checkpointing over the forward chain when there is one, else (or when
-    that cannot fit) the candidates of _candidates.  Raises
-    MemoryBudgetError naming the floor: the least peak cjit can reach.
-    Every peak is the one compile() makes: with the jitted function's
-    donated arguments."""
-    donate = jitted._donated_leaves(treedef, call[0])
-    peak = lowered.plan_peak(donate)
-    if peak <= budget:
+    keeping, so that the exact plan's peak fits `budget` (the MemoryBudget
+    that `lowered`'s trace asked for); the plan is the oracle, so the answer
+    is known before anything runs.  Binomial checkpointing over the forward
+    chain when there is one, else (or when that cannot fit) split scans,
+    then the candidates of _candidates.  Raises MemoryBudgetError naming
+    the floor: the least peak cjit can reach.  Every peak is the one
+    compile() makes: with the jitted function's donated arguments."""
+    if budget.start(lowered, jitted._donated_leaves(treedef, call[0])):
         return lowered, out_treedef, out_avals
-    least = peak
+    limit = budget.budget
     bounds = lowered.forward_chain()
-    if len(bounds) >= 3:
-        result, floor = _fit_chain(jitted, treedef, call, avals, budget, bounds)
-        if result is not None:
-            return result
-        least = min(least, floor)
+    if len(bounds) >= 3 and _fit_chain(jitted, treedef, call, avals, budget, bounds):
+        return budget.best, out_treedef, out_avals
     if lowered.has_control_flow:
         # scans: keep every k-th carry and recompute the segments, on 2, 3, 4 levels
         for levels in (2, 3, 4):
-            result = _trace_with(jitted, treedef, call, avals, scan_levels=levels)
-            p = result[0].plan_peak(donate)
-            if p <= budget:
-                return result
-            least = min(least, p)
-    for force in _candidates(lowered.forward_values()):
-        result = _trace_with(jitted, treedef, call, avals, force=force)
-        p = result[0].plan_peak(donate)
-        if p <= budget:
-            return result
-        least = min(least, p)
+            if _retrace(jitted, treedef, call, avals, budget, "scans", levels, levels) <= limit:
+                return budget.best, out_treedef, out_avals
+    for i, force in enumerate(_candidates(lowered.forward_values())):
+        if _retrace(jitted, treedef, call, avals, budget, "recompute", i, 8 + i, force) <= limit:
+            return budget.best, out_treedef, out_avals
     raise _cjit.MemoryBudgetError(
-        f"{jitted._name}: memory_budget={budget} bytes is below the floor of {least} bytes, the "
-        f"smallest peak cjit can reach (weights, their gradients, one layer's working set and the "
-        f"checkpoints the schedule needs; saving everything: {peak})")
+        f"{jitted._name}: memory_budget={limit} bytes is below the floor of {budget.least} "
+        f"bytes, the smallest peak cjit can reach (weights, their gradients, one layer's working set "
+        f"and the checkpoints the schedule needs; saving everything: {budget.peak})")

@@ -34,7 +34,6 @@ import threading
 import numpy as np
 
 from . import _cjit, _tree
-from ._budget import take_budget_request
 from ._signature import _convert_leaves, _Inline, _LeafError, _output_tracer
 from ._trace_state import _pop_trace, _push_trace
 
@@ -168,7 +167,6 @@ def call_on_values(fun, args, kwargs, positions):
             pass
         raise
     finally:
-        _pop_trace()
-        take_budget_request(trace)   # runs as traced: a memory_budget is the compiled route's
+        _pop_trace()   # a memory_budget asked for here is jit's: the Lowered carries it, unused
     exe = _executable(lowered)
     return _tree.unflatten(out_treedef, exe(arrays))

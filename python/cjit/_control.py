@@ -19,7 +19,6 @@ import enum
 import numpy as np
 
 from . import _cjit, _tree
-from ._budget import forced_scan_levels
 from ._concrete import note_abstract
 from ._jitted import Jitted
 from ._signature import _output_tracer
@@ -223,8 +222,9 @@ def _scan_traced(trace, f, init, xs, length, reverse, with_index, levels=None, l
     init_names = _leaf_names(init_def, root)
     xs_names = _leaf_names(xs_def, "xs")
     length = _scan_length(xs_leaves, xs_names, length)
-    if levels is None:
-        levels = forced_scan_levels()
+    if levels is None:   # a retrace of a memory_budget search may split scans
+        budget = trace.memory_budget
+        levels = budget.scan_levels if budget is not None else 1
     if levels > 1 and length >= 4 and length // _segment_length(length, levels) >= 2:
         return _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels, label)
     carries = _tracers(trace, init_leaves, init_names)

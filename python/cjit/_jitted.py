@@ -8,7 +8,7 @@ import threading
 
 from . import _cjit
 from . import _tree
-from ._budget import _fit_memory_budget, forced_remat, take_budget_request
+from ._budget import _fit_memory_budget
 from ._concrete import abstract_call
 from ._cache import _all_jitted, _CacheDict, _count, _Entry, _stats
 from ._devices import DeviceArray, _check_device
@@ -180,10 +180,12 @@ class Jitted(_cjit.JitBase):
     def _arg_desc(self, name):
         return f"'{name}' of {self._name}"
 
-    def _trace(self, treedef, call, avals):
+    def _trace(self, treedef, call, avals, budget=None, candidate=None):
         """Traces the function on abstract arguments; returns (C Lowered,
-        output treedef, [(shape, dtype)] per output leaf)."""
-        trace = _cjit.Trace()
+        output treedef, [(shape, dtype)] per output leaf).  `budget`: the
+        memory_budget search this retrace tries `candidate` for (the trace
+        carries both into C; its finish measures the plan into `budget`)."""
+        trace = _cjit.Trace(budget=budget, candidate=candidate)
         _push_trace(trace)
         try:
             params = [trace.param(shape, dt.name, weak) for dt, shape, weak in avals]
@@ -206,13 +208,12 @@ class Jitted(_cjit.JitBase):
                 trace.finish_error()
             except Exception:
                 pass
-            take_budget_request(trace)
             raise
         finally:
             _pop_trace()
-        budget = take_budget_request(trace)
-        if budget is not None and forced_remat() is None:
-            return _fit_memory_budget(self, treedef, call, avals, budget, lowered, out_treedef, out_avals)
+        asked = lowered.memory_budget   # grad(memory_budget=) ran in this trace: search
+        if asked is not None:
+            return _fit_memory_budget(self, treedef, call, avals, asked, lowered, out_treedef, out_avals)
         return lowered, out_treedef, out_avals
 
     def _compile(self, key, call, avals):

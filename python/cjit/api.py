@@ -23,8 +23,7 @@ This module gathers the names of the modules that do each job, so that
 from __future__ import annotations
 
 from . import _tree  # noqa: F401
-from ._budget import (_budget_requests, _fit_memory_budget, _remat_tls,  # noqa: F401
-                      forced_remat, request_memory_budget, take_budget_request)
+from ._budget import _fit_memory_budget  # noqa: F401
 from ._cache import (_all_jitted, _cache_limits, _CacheDict, _count, _Entry,  # noqa: F401
                      _jit_hits, _lru, _lru_bytes, _lru_evict, _lru_lock, _stats, _stats_lock,
                      cache_info, clear_caches, memory_stats, reset_peak_memory_stats,

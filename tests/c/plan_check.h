@@ -20,7 +20,7 @@
 #include "graph.h"
 #include "group.h"
 #include "kernel.h"
-#include "lower.h"
+#include "pipeline.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -102,7 +102,7 @@ static inline int rows_as_matrix(builder *b, int v, int64_t R, int64_t C) {
 }
 
 /* Lowers b's graph with options o (NULL: defaults); a failure ends the test. */
-static inline cj_lowered lower_or_die(const char *what, builder *b, const cj_lower_options *o) {
+static inline cj_lowered lower_or_die(const char *what, builder *b, const cj_compile_options *o) {
     cj_lowered l;
     cj_error err = {0};
     if (cj_lower(b->g, o, &l, &err) != CJ_OK) {

@@ -161,6 +161,8 @@ static void test_forbidden(void) {
 static void mark_matmuls(cj_plan *p) {
     for (int k = 0; k < p->nkernels; k++) p->kernels[k].gemm.on = is_matmul_kernel(p, &p->kernels[k]);
 }
+/* A backend that marks the matmuls and makes no code. */
+static const cj_backend marking = {.name = "test", .mark_library_calls = mark_matmuls};
 
 /* The block: 128 KiB over the widest row any stage touches, at least 1,
  * at most the rows; a gemm-led group takes all its rows. */
@@ -186,7 +188,7 @@ static void test_blocks(void) {
     int y = binc(&b, CJ_OP_MAXIMUM, matmul(&b, x, w), 0.0);
     outputs(&b, &y, 1);
     for (int marked = 0; marked < 2; marked++) {
-        cj_lower_options o = {.mark_library_calls = marked ? mark_matmuls : NULL};
+        cj_compile_options o = {.backend = marked ? &marking : NULL};
         cj_lowered l = lower_or_die("gemm block", &b, &o);
         check_plan("gemm block", &l.plan);
         CHECK_MSG(l.plan.ngroups == 1 && l.plan.groups[0].block == (marked ? 512 : 128 * 1024 / (64 * 4)), "block %lld",

@@ -23,7 +23,7 @@
 #include "fuse.h" /* CJ_KERNEL_MAX_COST */
 #include "graph.h"
 #include "kernel.h"
-#include "lower.h"
+#include "pipeline.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -274,7 +274,7 @@ static void check_plan(const char *what, const cj_plan *p) {
 }
 
 /* Lowers b's graph (which stays b's) with options o; the plan is checked. */
-static cj_lowered lower(const char *what, builder *b, const cj_lower_options *o) {
+static cj_lowered lower(const char *what, builder *b, const cj_compile_options *o) {
     cj_lowered l;
     cj_error err = {0};
     cj_status st = cj_lower(b->g, o, &l, &err);
@@ -424,6 +424,8 @@ static void mark_matmuls(cj_plan *p) {
         p->kernels[k].gemm.on = p->kernels[k].root_node >= 0 &&
                                 p->graph->nodes[p->kernels[k].root_node].op == CJ_OP_MATMUL;
 }
+/* A backend that marks the matmuls and makes no code. */
+static const cj_backend marking = {.name = "test", .mark_library_calls = mark_matmuls};
 
 /* Two layers relu(relu(exp(x) @ w1 + b1) @ w2): exp(x), a matmul operand that
  * computes something, is stored; each matmul leads a group with its epilogue. */
@@ -436,7 +438,7 @@ static void test_matmul(void) {
     int y = binc(&b, CJ_OP_MAXIMUM, matmul(&b, h, w2), 0.0);
     outputs(&b, &y, 1);
     for (int marked = 0; marked < 2; marked++) {
-        cj_lower_options o = {.mark_library_calls = marked ? mark_matmuls : NULL};
+        cj_compile_options o = {.backend = marked ? &marking : NULL};
         cj_lowered l = lower("matmul", &b, &o);
         const cj_plan *p = &l.plan;
         /* exp(x); matmul, +b1 and relu; matmul (h is its operand: stored), relu */
@@ -617,7 +619,7 @@ static void test_donation(void) {
     int y = bin(&b, CJ_OP_SUB, w, binc(&b, CJ_OP_MUL, g, 0.1));
     outputs(&b, &y, 1);
     const bool donate[2] = {true, false}, donate_g[2] = {false, true};
-    cj_lower_options o = {.donated = donate, .ndonated = 2};
+    cj_compile_options o = {.donated = donate, .ndonated = 2};
     cj_lowered l = lower("donated update", &b, &o);
     const cj_plan *p = &l.plan;
     int out = p->output_buffer[0];
@@ -827,7 +829,7 @@ static builder medley(void) {
  * fails (and, with `and_after`, every later one too).  cj_lower returns
  * CJ_OK with a sound plan, or CJ_ERR_MEMORY saying so; every block it
  * allocated is freed either way. */
-static void fail_each_allocation(const char *what, builder *b, const cj_lower_options *o, bool and_after) {
+static void fail_each_allocation(const char *what, builder *b, const cj_compile_options *o, bool and_after) {
     cj_lowered l;
     cj_error err = {0};
     long base = live_blocks, before = allocations;
@@ -863,7 +865,7 @@ static void fail_each_allocation(const char *what, builder *b, const cj_lower_op
 
 static void test_allocation_failures(void) {
     const bool donate[2] = {false, true};
-    cj_lower_options o = {.donated = donate, .ndonated = 2, .mark_library_calls = mark_matmuls};
+    cj_compile_options o = {.donated = donate, .ndonated = 2, .backend = &marking};
     builder b = medley();
     for (int after = 0; after < 2; after++) fail_each_allocation("medley", &b, &o, after);
     cj_graph_free(b.g);

@@ -26,7 +26,7 @@
 #include "blockmem.h"
 
 /* Lowers, checks the plan and its values (random parameters). */
-static cj_lowered lower_run(const char *what, builder *b, const cj_lower_options *o) {
+static cj_lowered lower_run(const char *what, builder *b, const cj_compile_options *o) {
     cj_lowered l = lower_or_die(what, b, o);
     check_plan(what, &l.plan);
     double **params = random_params(l.graph, -1, 1);
@@ -125,7 +125,7 @@ static void test_donation(void) {
     int y = bin(&b, CJ_OP_SUB, w, binc(&b, CJ_OP_MUL, g, 0.1));
     outputs(&b, &y, 1);
     const bool donate_w[2] = {true, false};
-    cj_lower_options o = {.donated = donate_w, .ndonated = 2};
+    cj_compile_options o = {.donated = donate_w, .ndonated = 2};
     cj_lowered l = lower_run("update", &b, &o);
     const cj_buffer *out = &l.plan.buffers[l.plan.output_buffer[0]];
     CHECK(out->alias_of >= 0 && l.plan.buffers[out->alias_of].kind == CJ_BUF_PARAM && l.plan.buffers[out->alias_of].slot == 0);
@@ -192,7 +192,7 @@ static void test_block_storage(void) {
         int outs[2] = {y, binc(&b, CJ_OP_ADD, z, 1.0)};
         outputs(&b, outs, 2);
         const bool donate[2] = {false, true};
-        cj_lower_options o = {.donated = donate, .ndonated = 2, .threads = threads[c]};
+        cj_compile_options o = {.donated = donate, .ndonated = 2, .threads = threads[c]};
         cj_lowered l = lower_or_die("blocks", &b, &o);
         const cj_plan *p = &l.plan;
         check_plan("blocks", p);
@@ -240,7 +240,7 @@ static void test_block_storage(void) {
         cj_lowered_free(&l);
         /* without donation, or with no threads: no block storage */
         for (int plain = 0; plain < 2; plain++) {
-            cj_lower_options q = {.donated = plain ? NULL : donate, .ndonated = plain ? 0 : 2,
+            cj_compile_options q = {.donated = plain ? NULL : donate, .ndonated = plain ? 0 : 2,
                                   .threads = plain ? threads[c] : 0};
             l = lower_run("no blocks", &b, &q);
             for (int bi = 0; bi < l.plan.nbuffers; bi++) CHECK(l.plan.buffers[bi].block_storage == 0);
@@ -276,7 +276,7 @@ static void test_random_graphs(int count) {
         b = random_graph(20000 + i, false);
         bool donate[3];
         for (int j = 0; j < 3; j++) donate[j] = rng_int(2);
-        cj_lower_options o = {.donated = donate, .ndonated = 3};
+        cj_compile_options o = {.donated = donate, .ndonated = 3};
         l = lower_run(what, &b, &o);
         donated_plans += l.plan.alias_bytes > 0;
         for (int bi = 0; bi < l.plan.nbuffers; bi++)
