@@ -1,6 +1,7 @@
 /* ops.c - the op table (ops.def) and its accessors: every fact about an
  * op that a pass asks for (name, kind, arity, flags, cost, reduction
- * identity, attributes). */
+ * identity, attributes), and the data of the elementwise unary records
+ * (ops_unary.def: cj_unary). */
 #include "graph_priv.h"
 
 #include <math.h>
@@ -23,6 +24,54 @@ static const struct {
 #include "ops.def"
 #undef OP
 };
+
+/* ---- the elementwise unary records (ops_unary.def) ------------------- */
+
+/* the dtype column as (rule, test value, bool message) */
+#define UDT_FLOAT CJ_UDT_FLOAT, 0, NULL
+#define UDT_SAME CJ_UDT_SAME, 0, NULL
+#define UDT_NOBOOL(message) CJ_UDT_NOBOOL, 0, message
+#define UDT_ROUND CJ_UDT_ROUND, 0, NULL
+#define UDT_TEST(value) CJ_UDT_TEST, value, NULL
+#define UDT_LOGIC CJ_UDT_LOGIC, 0, NULL
+#define UDT_BITS CJ_UDT_BITS, 0, NULL
+
+/* The forward values a derivative reads, computed from its expression by
+ * the compiler: every builder below an or of what its operands read. */
+#define READS_D(e) (e)
+#define READS_ZERO 0
+#define G 0
+#define X CJ_VJP_READS_X
+#define OUT CJ_VJP_READS_OUT
+#define K(v) 0
+#define ADD(a, b) ((a) | (b))
+#define SUB(a, b) ((a) | (b))
+#define MUL(a, b) ((a) | (b))
+#define DIV(a, b) ((a) | (b))
+#define NEG(a) (a)
+#define UN(op, a) (a)
+#define HAS_D(...) true
+#define HAS_ZERO false
+
+static const cj_unary_info records[CJ_NUM_OPS] = {
+#define UNARY(NAME, text, dtypes, cost, derivative, cpu, ptx, numpy, lax, doc) \
+    [CJ_OP_##NAME] = {UDT_##dtypes, HAS_##derivative, READS_##derivative, numpy, lax, doc},
+#include "ops_unary.def"
+#undef UNARY
+};
+#undef G
+#undef X
+#undef OUT
+#undef K
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef NEG
+#undef UN
+
+/* See graph.h.  Every record has a doc; other ops' entries are zeros. */
+const cj_unary_info *cj_unary(cj_op op) { return op_valid(op) && records[op].doc ? &records[op] : NULL; }
 
 /* Returns the op's static text name ("add"), "?" if op is invalid. */
 const char *cj_op_name(cj_op op)
