@@ -90,6 +90,10 @@ bool cj_op_has_flag(cj_op op, unsigned flag);
 int cj_op_cost(cj_op op);
 cj_identity cj_op_identity(cj_op op);
 unsigned cj_op_attrs(cj_op op);
+/* The semantics column, one line for the reader ("" for an invalid op). */
+const char *cj_op_doc(cj_op op);
+/* "unary", "binary", ...: the kind as the op table names it. */
+const char *cj_opkind_name(cj_opkind kind);
 /* The identity a reduction op starts from, in dtype dt: the value as a
  * double (float dtypes) and as an int64 (int and bool dtypes).  The one
  * place both the runtime's fill and the GPU init kernels take it from.

@@ -18,9 +18,10 @@ static const struct {
     int cost;
     cj_identity identity;
     unsigned attrs;
+    const char *doc;
 } op_info[CJ_NUM_OPS] = {
 #define OP(name, kind, text, arity, flags, cost, identity, attrs, doc) \
-    [CJ_OP_##name] = {text, CJ_OPKIND_##kind, arity, flags, cost, CJ_IDENTITY_##identity, attrs},
+    [CJ_OP_##name] = {text, CJ_OPKIND_##kind, arity, flags, cost, CJ_IDENTITY_##identity, attrs, doc},
 #include "ops.def"
 #undef OP
 };
@@ -114,6 +115,35 @@ cj_identity cj_op_identity(cj_op op)
 unsigned cj_op_attrs(cj_op op)
 {
     return op_valid(op) ? op_info[op].attrs : 0;
+}
+
+const char *cj_op_doc(cj_op op)
+{
+    return op_valid(op) ? op_info[op].doc : "";
+}
+
+/* See graph.h. */
+const char *cj_opkind_name(cj_opkind kind)
+{
+    switch (kind) {
+    case CJ_OPKIND_SOURCE: return "source";
+    case CJ_OPKIND_UNARY: return "unary";
+    case CJ_OPKIND_BINARY: return "binary";
+    case CJ_OPKIND_COMPARE: return "compare";
+    case CJ_OPKIND_SELECT: return "select";
+    case CJ_OPKIND_TERNARY: return "ternary";
+    case CJ_OPKIND_CAST: return "cast";
+    case CJ_OPKIND_MOVE: return "move";
+    case CJ_OPKIND_CONCAT: return "concat";
+    case CJ_OPKIND_REDUCE: return "reduce";
+    case CJ_OPKIND_MATMUL: return "matmul";
+    case CJ_OPKIND_GATHER: return "gather";
+    case CJ_OPKIND_SCATTER: return "scatter";
+    case CJ_OPKIND_SORT: return "sort";
+    case CJ_OPKIND_LINALG: return "linalg";
+    case CJ_OPKIND_REGION: return "region";
+    }
+    return "?";
 }
 
 /* See graph.h. */

@@ -9,18 +9,19 @@ import builtins
 
 import numpy as np
 
-from . import _tree
+from . import _cjit, _tree
 from ._cjit import Tracer
 from . import numpy as cnp
 from .scipy import special as _special
 
+# (and first, every elementwise unary primitive's lax name, from the op table: below)
 __all__ = [
-    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
-    "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "cos", "cosh", "digamma",
-    "div", "eq", "erf", "erfc", "erf_inv", "exp", "exp2", "expm1", "floor", "ge", "gt",
-    "integer_pow", "is_finite", "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min",
-    "mul", "ne", "neg", "nextafter", "pow", "rem", "round", "rsqrt", "sign", "sin", "sinh", "sqrt",
-    "square", "sub", "tan", "tanh", "shift_left", "shift_right_logical", "shift_right_arithmetic",
+    "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "cbrt", "clamp", "cosh", "digamma",
+    "div", "eq", "erf", "erfc", "erf_inv", "exp2", "ge", "gt",
+    "integer_pow", "le", "lgamma", "logistic", "lt", "max", "min",
+    "mul", "ne", "nextafter", "pow", "rem", "round", "rsqrt", "sinh",
+    "square", "sub", "tan", "shift_left", "shift_right_logical", "shift_right_arithmetic",
     "convert_element_type", "reshape", "broadcast", "broadcast_in_dim", "expand_dims", "squeeze",
     "transpose", "concatenate", "slice", "slice_in_dim", "index_in_dim", "pad", "rev", "iota",
     "full", "full_like", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
@@ -33,20 +34,24 @@ __all__ = [
 
 # ---- elementwise ------------------------------------------------------------------
 
-abs = cnp.abs
+# the elementwise unary primitives (csrc/ops_unary.def): lax's name for
+# cjit.numpy's function
+_UNARY = [r for r in _cjit.op_table() if r["kind"] == "unary" and r.get("lax")]
+for _r in _UNARY:
+    globals()[_r["lax"]] = getattr(cnp, _r["numpy"])
+__all__ = [r["lax"] for r in _UNARY] + [n for n in __all__ if n not in {r["lax"] for r in _UNARY}]
+del _r
+
 acos, acosh, asin, asinh = cnp.arccos, cnp.arccosh, cnp.arcsin, cnp.arcsinh
 atan, atan2, atanh = cnp.arctan, cnp.arctan2, cnp.arctanh
-add, sub, mul, neg, pow = cnp.add, cnp.subtract, cnp.multiply, cnp.negative, cnp.power
-bitwise_and, bitwise_or, bitwise_xor, bitwise_not = (cnp.bitwise_and, cnp.bitwise_or,
-                                                     cnp.bitwise_xor, cnp.bitwise_not)
-cbrt, ceil, floor, cos, cosh, sin, sinh, tan, tanh = (cnp.cbrt, cnp.ceil, cnp.floor, cnp.cos,
-                                                      cnp.cosh, cnp.sin, cnp.sinh, cnp.tan, cnp.tanh)
-exp, exp2, expm1, log, log1p = cnp.exp, cnp.exp2, cnp.expm1, cnp.log, cnp.log1p
-sqrt, square, sign, nextafter = cnp.sqrt, cnp.square, cnp.sign, cnp.nextafter
+add, sub, mul, pow = cnp.add, cnp.subtract, cnp.multiply, cnp.power
+bitwise_and, bitwise_or, bitwise_xor = cnp.bitwise_and, cnp.bitwise_or, cnp.bitwise_xor
+cbrt, cosh, sinh, tan = cnp.cbrt, cnp.cosh, cnp.sinh, cnp.tan
+exp2 = cnp.exp2
+square, nextafter = cnp.square, cnp.nextafter
 eq, ne, lt, le, gt, ge = (cnp.equal, cnp.not_equal, cnp.less, cnp.less_equal, cnp.greater,
                           cnp.greater_equal)
 max, min = cnp.maximum, cnp.minimum
-is_finite = cnp.isfinite
 shift_left, shift_right_arithmetic = cnp.left_shift, cnp.right_shift
 erf, erfc, erf_inv = _special.erf, _special.erfc, _special.erfinv
 lgamma, digamma, logistic = _special.gammaln, _special.digamma, _special.expit

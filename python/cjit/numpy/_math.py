@@ -32,8 +32,7 @@ __all__ = ["arctan", "atan", "arctan2", "atan2", "arcsin", "asin", "arccos", "ac
            "log10", "exp2", "signbit", "copysign", "hypot", "logaddexp", "logaddexp2", "round",
            "around", "trunc", "fix", "remainder", "divmod", "mod", "fmod", "positive", "pow", "fmax",
            "fmin", "sinc", "degrees", "radians", "deg2rad", "rad2deg", "nan_to_num", "isinf",
-           "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-           "bitwise_invert", "invert", "bitwise_left_shift", "left_shift",
+           "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "left_shift",
            "bitwise_right_shift", "right_shift", "real", "imag", "conj", "conjugate",
            "isposinf", "isneginf", "heaviside", "float_power", "cbrt", "exp10"]
 
@@ -756,19 +755,6 @@ def bitwise_xor(x1, x2):
     return _bitwise("bitwise_xor", "ne", "bitwise_xor", x1, x2)
 
 
-@_op("x")
-def bitwise_invert(x):
-    """~x: logical not on bools, every bit flipped on integers."""
-    x = _lift(_operand(x, "bitwise_invert"))
-    t = x.trace
-    if x.dtype == _BOOL:
-        return t.apply("logical_not", x)
-    if _is_float(x.dtype):
-        raise TypeError("cjit.numpy.bitwise_invert: not defined for floats (as NumPy)")
-    return t.apply("bitwise_not", x)
-
-
-bitwise_not = invert = bitwise_invert
 
 
 def _shift(who, x1, x2, left):
