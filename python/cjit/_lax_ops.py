@@ -17,7 +17,7 @@ from .scipy import special as _special
 # (and first, every elementwise unary primitive's lax name, from the op table: below)
 __all__ = [
     "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
-    "bitwise_or", "bitwise_xor", "cbrt", "clamp", "cosh", "digamma",
+    "bitwise_or", "bitwise_xor", "clamp", "cosh", "digamma",
     "div", "eq", "erf", "erfc", "erf_inv", "exp2", "ge", "gt",
     "integer_pow", "le", "lgamma", "logistic", "lt", "max", "min",
     "mul", "ne", "nextafter", "pow", "rem", "round", "rsqrt", "sinh",
@@ -39,14 +39,14 @@ __all__ = [
 _UNARY = [r for r in _cjit.op_table() if r["kind"] == "unary" and r.get("lax")]
 for _r in _UNARY:
     globals()[_r["lax"]] = getattr(cnp, _r["numpy"])
-__all__ = [r["lax"] for r in _UNARY] + [n for n in __all__ if n not in {r["lax"] for r in _UNARY}]
+__all__ = [r["lax"] for r in _UNARY] + __all__
 del _r
 
 acos, acosh, asin, asinh = cnp.arccos, cnp.arccosh, cnp.arcsin, cnp.arcsinh
 atan, atan2, atanh = cnp.arctan, cnp.arctan2, cnp.arctanh
 add, sub, mul, pow = cnp.add, cnp.subtract, cnp.multiply, cnp.power
 bitwise_and, bitwise_or, bitwise_xor = cnp.bitwise_and, cnp.bitwise_or, cnp.bitwise_xor
-cbrt, cosh, sinh, tan = cnp.cbrt, cnp.cosh, cnp.sinh, cnp.tan
+cosh, sinh, tan = cnp.cosh, cnp.sinh, cnp.tan
 exp2 = cnp.exp2
 square, nextafter = cnp.square, cnp.nextafter
 eq, ne, lt, le, gt, ge = (cnp.equal, cnp.not_equal, cnp.less, cnp.less_equal, cnp.greater,
