@@ -368,30 +368,9 @@ static bool give(vjp_ctx *c, const rule_args *r, int i, int v) {
 
 RULE(pass) { return give(c, r, 0, r->g); } /* NAME: an identity */
 RULE(cast) { return !wants(c, r, 0) || give(c, r, 0, cast(c, r->g, node(c, r->x).dtype)); }
-RULE(neg) { return !wants(c, r, 0) || give(c, r, 0, un(c, CJ_OP_NEG, r->g)); }
-RULE(abs) { return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, un(c, CJ_OP_SIGN, r->X))); }
-RULE(exp) { return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, r->OUT)); }
-RULE(expm1) {
-    return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, bin(c, CJ_OP_ADD, r->OUT, cst(c, 1))));
-}
-RULE(log) { return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_DIV, r->g, r->X)); }
-RULE(log1p) {
-    return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_DIV, r->g, bin(c, CJ_OP_ADD, r->X, cst(c, 1))));
-}
-RULE(sqrt) { /* g / (2 sqrt(x)) = g / (2 out) */
-    return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, r->g, cst(c, 0.5)), r->OUT));
-}
-RULE(reciprocal) { /* -g / x^2 = -g * out^2 */
+RULE(unary) { /* an elementwise unary op: g times its record's derivative (ops_unary.def) */
     return !wants(c, r, 0) ||
-           give(c, r, 0, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, r->g, bin(c, CJ_OP_MUL, r->OUT, r->OUT))));
-}
-RULE(tanh) { /* g (1 - out^2) */
-    return !wants(c, r, 0) ||
-           give(c, r, 0, bin(c, CJ_OP_MUL, r->g, bin(c, CJ_OP_SUB, cst(c, 1), bin(c, CJ_OP_MUL, r->OUT, r->OUT))));
-}
-RULE(sin) { return !wants(c, r, 0) || give(c, r, 0, bin(c, CJ_OP_MUL, r->g, un(c, CJ_OP_COS, r->X))); }
-RULE(cos) {
-    return !wants(c, r, 0) || give(c, r, 0, un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, r->g, un(c, CJ_OP_SIN, r->X))));
+           give(c, r, 0, cj_unary_derivative(c->g, r->n.op, r->g, r->X, r->OUT, c->loc, c->err));
 }
 
 RULE(add) { return give(c, r, 0, r->g) && give(c, r, 1, r->g); }
@@ -609,26 +588,15 @@ static bool vjp_decomp(vjp_ctx *c, const rule_args *r) { /* QR, EIGH, SVD: graph
     return !wants(c, r, 0) || give(c, r, 0, cj_build_decomp_vjp(c->g, r->n.op, r->X, index, r->g, c->loc, c->err));
 }
 
-/* Every op with a gradient: sources have none and ops flagged
- * CJ_OPF_ZERO_GRAD in ops.def give zero, so they have no entry. */
+/* Every op with a gradient but the elementwise unary ones (vjp_unary, from
+ * their records): sources have none and ops flagged CJ_OPF_ZERO_GRAD in
+ * ops.def give zero, so they have no entry. */
 static const struct {
     bool (*fn)(vjp_ctx *c, const rule_args *r);
     unsigned reads;
 } rules[CJ_NUM_OPS] = {
     [CJ_OP_NAME] = {vjp_pass, 0},
     [CJ_OP_CAST] = {vjp_cast, 0},
-    [CJ_OP_NEG] = {vjp_neg, 0},
-    [CJ_OP_ABS] = {vjp_abs, READS_X},
-    [CJ_OP_EXP] = {vjp_exp, READS_OUT},
-    [CJ_OP_EXPM1] = {vjp_expm1, READS_OUT},
-    [CJ_OP_LOG] = {vjp_log, READS_X},
-    [CJ_OP_LOG_LIBC] = {vjp_log, READS_X},
-    [CJ_OP_LOG1P] = {vjp_log1p, READS_X},
-    [CJ_OP_SQRT] = {vjp_sqrt, READS_OUT},
-    [CJ_OP_RECIPROCAL] = {vjp_reciprocal, READS_OUT},
-    [CJ_OP_TANH] = {vjp_tanh, READS_OUT},
-    [CJ_OP_SIN] = {vjp_sin, READS_X},
-    [CJ_OP_COS] = {vjp_cos, READS_X},
     [CJ_OP_ADD] = {vjp_add, 0},
     [CJ_OP_SUB] = {vjp_sub, 0},
     [CJ_OP_MUL] = {vjp_mul, READS_X | READS_Y},
@@ -668,6 +636,8 @@ static const struct {
 
 /* See autodiff.h. */
 int cj_autodiff_rule_reads(cj_op op) {
+    const cj_unary_info *u = cj_unary(op);
+    if (u) return u->derivative ? (int)u->reads : -1;
     if ((int)op < 0 || op >= CJ_NUM_OPS || !rules[op].fn) return -1;
     return (int)rules[op].reads;
 }
@@ -681,7 +651,7 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
         cj_error_set(c->err, CJ_ERR_INTERNAL, "autodiff: no rule for %s", cj_op_name(n.op));
         return false;
     }
-    unsigned reads = rules[n.op].reads;
+    unsigned reads = (unsigned)cj_autodiff_rule_reads(n.op);
     rule_args r = {.n = n, .id = id, .g = c->ct[id], .first = first, .X = -1, .Y = -1, .OUT = -1};
     r.x = n.ninputs > 0 ? n.inputs[0] : -1;
     r.y = n.ninputs > 1 ? n.inputs[1] : -1;
@@ -690,7 +660,7 @@ static bool apply_rule(vjp_ctx *c, int id, int first) {
     if ((reads & READS_X) && r.x >= 0 && (r.X = fwd(c, r.x)) < 0) return false;
     if ((reads & READS_Y) && r.y >= 0 && (r.Y = fwd(c, r.y)) < 0) return false;
     if ((reads & READS_OUT) && (r.OUT = fwd(c, id)) < 0) return false;
-    return rules[n.op].fn(c, &r);
+    return (cj_unary(n.op) ? vjp_unary : rules[n.op].fn)(c, &r);
 }
 
 /* See autodiff.h. */

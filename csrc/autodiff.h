@@ -58,14 +58,9 @@ cj_status cj_autodiff_vjp_scheduled(cj_graph *g, int first, const int *outs, con
  * count (0 without a backward pass), or -1 on no memory. */
 int cj_autodiff_chain(const cj_graph *g, int *out);
 
-/* What the VJP rule of op reads of the forward pass, as a set of the bits
- * below; -1 when op has no rule (a source, or an op whose gradient is zero:
- * CJ_OPF_ZERO_GRAD in ops.def). */
-enum {
-    CJ_VJP_READS_X = 1 << 0,   /* the first input */
-    CJ_VJP_READS_Y = 1 << 1,   /* the second input */
-    CJ_VJP_READS_OUT = 1 << 2, /* the op's own value */
-};
+/* What the VJP rule of op reads of the forward pass, as a set of graph.h's
+ * CJ_VJP_READS_* bits; -1 when op has no rule (a source, or an op whose
+ * gradient is zero: CJ_OPF_ZERO_GRAD in ops.def). */
 int cj_autodiff_rule_reads(cj_op op);
 
 /* d(X^Y)/dX = Y X^(Y-1) for pow's rules (autodiff.c, jvp.c), taken as 0 at

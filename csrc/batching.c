@@ -4,7 +4,8 @@
  * on placeholder nodes of the per-example shapes, then calls cj_batch,
  * which walks those nodes in order and appends, for each one that depends
  * on a placeholder, the same computation with a batch dimension in front.
- * The rule of each op is a kind in the table below:
+ * The rule of each op is one of these kinds (every elementwise op is
+ * ELEMENTWISE, by its op kind; the others are in the table below):
  *
  *   ELEMENTWISE  operands that are not batched are broadcast over the batch
  *                dimension (a stride-0 view: no copy), then the op is
@@ -33,54 +34,6 @@ static const cj_batch_rule rules[CJ_NUM_OPS] = {
     [CJ_OP_ARRAY] = CJ_BATCH_NONE,
     [CJ_OP_CONSTANT] = CJ_BATCH_NONE,
     [CJ_OP_IOTA] = CJ_BATCH_NONE,
-    [CJ_OP_NEG] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_ABS] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_SIGN] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_EXP] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_EXPM1] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_LOG] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_LOG_LIBC] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_LOG1P] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_SQRT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_RECIPROCAL] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_TANH] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_SIN] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_COS] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_FLOOR] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_CEIL] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_LOGICAL_NOT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_ISNAN] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_ISFINITE] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_CAST] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_BITCAST] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_BITWISE_NOT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_BITWISE_AND] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_BITWISE_OR] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_BITWISE_XOR] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_SHIFT_LEFT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_SHIFT_RIGHT_LOGICAL] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_SHIFT_RIGHT_ARITHMETIC] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_ROTATE_LEFT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_NAME] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_STOP_GRADIENT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_ADD] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_SUB] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_MUL] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_DIV] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_FLOORDIV] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_POW] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_MAXIMUM] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_MINIMUM] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_LOGICAL_AND] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_LOGICAL_OR] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_EQ] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_NE] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_LT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_LE] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_GT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_GE] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_SELECT] = CJ_BATCH_ELEMENTWISE,
-    [CJ_OP_FMA] = CJ_BATCH_ELEMENTWISE,
     [CJ_OP_BROADCAST] = CJ_BATCH_BROADCAST,
     [CJ_OP_RESHAPE] = CJ_BATCH_SHIFT,
     [CJ_OP_TRANSPOSE] = CJ_BATCH_SHIFT,
@@ -106,10 +59,22 @@ static const cj_batch_rule rules[CJ_NUM_OPS] = {
     [CJ_OP_SCATTER_MAX] = CJ_BATCH_INDEX,
 };
 
-/* See batching.h.  Sources are NONE (0), so a new op without an entry
- * reads as "never batched", which tests/c/test_ops.c refuses for every
- * op that is not a source. */
-cj_batch_rule cj_batch_rule_of(cj_op op) { return (int)op >= 0 && op < CJ_NUM_OPS ? rules[op] : CJ_BATCH_NONE; }
+/* See batching.h.  Every elementwise op (by its kind: the unary records of
+ * ops_unary.def among them) is ELEMENTWISE; the others are in the table.
+ * Sources are NONE (0), so a new op without an entry reads as "never
+ * batched", which tests/c/test_ops.c refuses for every op that is not a
+ * source. */
+cj_batch_rule cj_batch_rule_of(cj_op op) {
+    switch (cj_op_kind(op)) {
+    case CJ_OPKIND_UNARY: case CJ_OPKIND_BINARY: case CJ_OPKIND_COMPARE: case CJ_OPKIND_SELECT:
+    case CJ_OPKIND_TERNARY: case CJ_OPKIND_CAST:
+        return CJ_BATCH_ELEMENTWISE;
+    case CJ_OPKIND_SOURCE: case CJ_OPKIND_MOVE: case CJ_OPKIND_CONCAT: case CJ_OPKIND_REDUCE: case CJ_OPKIND_MATMUL:
+    case CJ_OPKIND_GATHER: case CJ_OPKIND_SCATTER: case CJ_OPKIND_SORT: case CJ_OPKIND_LINALG: case CJ_OPKIND_REGION:
+        break;
+    }
+    return (int)op >= 0 && op < CJ_NUM_OPS ? rules[op] : CJ_BATCH_NONE;
+}
 
 typedef struct {
     cj_graph *g;
@@ -637,7 +602,7 @@ cj_status cj_batch(cj_graph *g, int first, const int *placeholders, const int *b
         if (!any) continue;
         c.loc = nd.loc;
         int r = -1;
-        switch (rules[nd.op]) {
+        switch (cj_batch_rule_of(nd.op)) {
         case CJ_BATCH_ELEMENTWISE:
         case CJ_BATCH_SHIFT: r = shift(&c, &nd); break;
         case CJ_BATCH_BROADCAST: r = broadcast(&c, &nd); break;

@@ -13,13 +13,16 @@
 
 #include <llvm-c/Core.h>
 
-LLVMValueRef cj_math_exp(LLVMBuilderRef b, LLVMValueRef x);
-LLVMValueRef cj_math_expm1(LLVMBuilderRef b, LLVMValueRef x);
-LLVMValueRef cj_math_log(LLVMBuilderRef b, LLVMValueRef x);
-LLVMValueRef cj_math_log1p(LLVMBuilderRef b, LLVMValueRef x);
-LLVMValueRef cj_math_tanh(LLVMBuilderRef b, LLVMValueRef x);
-LLVMValueRef cj_math_sin(LLVMBuilderRef b, LLVMValueRef x);
-LLVMValueRef cj_math_cos(LLVMBuilderRef b, LLVMValueRef x);
+/* cj_math_<f>(b, x) for every MATH(f) of ops_unary.def's cpu and ptx
+ * columns (exp, expm1, log, log1p, tanh, sin, cos, ...). */
+#define CJ_MATH_DECLARE_SAME
+#define CJ_MATH_DECLARE_MATH(f) LLVMValueRef cj_math_##f(LLVMBuilderRef b, LLVMValueRef x);
+#define CJ_MATH_DECLARE_INTRINSIC(name)
+#define CJ_MATH_DECLARE_IR(fn)
+#define UNARY(NAME, text, dtypes, cost, derivative, cpu, ptx, numpy, lax, doc) \
+    CJ_MATH_DECLARE_##cpu CJ_MATH_DECLARE_##ptx
+#include "ops_unary.def"
+#undef UNARY
 /* x ** y for floats (NumPy/C pow semantics for special values). */
 LLVMValueRef cj_math_pow(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef y);
 

@@ -1,7 +1,7 @@
-/* codegen_expr.c - the loop body: LLVM types of dtypes, loads and stores
- * at affine offsets with their alias metadata, one op as IR (emit_op), and
- * a kernel's expression DAG evaluated and stored (emit_exprs, emit_stores).
- * Shared by the CPU and NVPTX wrappers. */
+/* codegen_expr.c - the loop body: loads and stores at affine offsets with
+ * their alias metadata, one op as IR (emit_op; an elementwise unary op's
+ * code is codegen_unary.c's), and a kernel's expression DAG evaluated and
+ * stored (emit_exprs, emit_stores).  Shared by the CPU and NVPTX wrappers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,23 +11,6 @@
 #include "cmath.h"
 #include "codegen_priv.h"
 #include "mathlib.h"
-
-LLVMTypeRef reg_type(cg *c, cj_dtype dt) {
-    switch (dt) {
-    case CJ_BOOL: return c->i1;
-    case CJ_INT8: case CJ_UINT8: return c->i8;
-    case CJ_INT16: case CJ_UINT16: return c->i16;
-    case CJ_INT32: return c->i32;
-    case CJ_UINT32: return c->i32;
-    case CJ_INT64: case CJ_UINT64: return c->i64;
-    case CJ_FLOAT32: return c->f32;
-    case CJ_FLOAT64: return c->f64;
-    case CJ_NUM_DTYPES: break;
-    }
-    return c->i64;
-}
-
-LLVMTypeRef mem_type(cg *c, cj_dtype dt) { return dt == CJ_BOOL ? c->i8 : reg_type(c, dt); }
 
 /* The integer compare predicate of a signed one, for dtype dt (bool and
  * the unsigned compare without a sign). */
@@ -41,20 +24,6 @@ static LLVMIntPredicate int_pred(cj_dtype dt, LLVMIntPredicate signed_pred) {
     case LLVMIntEQ: case LLVMIntNE: case LLVMIntUGT: case LLVMIntUGE: case LLVMIntULT: case LLVMIntULE: break;
     }
     return signed_pred;
-}
-
-LLVMValueRef const_of(cg *c, cj_dtype dt, double f, int64_t i) {
-    if (is_float(dt)) return LLVMConstReal(reg_type(c, dt), f);
-    if (dt == CJ_BOOL) return LLVMConstInt(c->i1, i != 0, 0);
-    return LLVMConstInt(reg_type(c, dt), (unsigned long long)i, 1);
-}
-
-LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMTypeRef type, LLVMValueRef *args,
-                                   unsigned nargs, const char *label) {
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, &type, 1);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, &type, 1);
-    return LLVMBuildCall2(c->b, fty, fn, args, nargs, label);
 }
 
 /* offset + sum stride[d] * i_d, as i64 */
@@ -102,7 +71,6 @@ LLVMValueRef load_value(cg *c, int buffer, const cj_affine *a) { return load_at(
 
 void store_value(cg *c, int buffer, const cj_affine *a, LLVMValueRef v) { store_at(c, buffer, affine_value(c, a), v); }
 
-static LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to);
 
 /* The element offset that index value i (of dtype dt) gives along a dim of
  * `dim` elements `stride` apart (graph_index.c): a negative index counts
@@ -191,45 +159,6 @@ void set_alias_scopes(cg *c, int ki, const cj_kernel *k) {
         c->noalias[bufs[i]] = LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, others, (size_t)nothers));
     }
     free(bufs);
-}
-
-/* Converts v from dtype `from` to dtype `to` (NumPy astype rules for
- * in-range values; out-of-range float->int is frozen, not undefined). */
-static LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to) {
-    if (from == to) return v;
-    LLVMTypeRef t = reg_type(c, to);
-    if (to == CJ_BOOL) {
-        if (is_float(from)) return LLVMBuildFCmp(c->b, LLVMRealUNE, v, LLVMConstReal(reg_type(c, from), 0), "tobool");
-        return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(reg_type(c, from), 0, 0), "tobool");
-    }
-    if (is_float(to)) {
-        if (is_float(from)) return from == CJ_FLOAT32 ? LLVMBuildFPExt(c->b, v, t, "fext") : LLVMBuildFPTrunc(c->b, v, t, "ftrunc");
-        if (cj_dtype_unsigned(from)) return LLVMBuildUIToFP(c->b, v, t, "utof");
-        return LLVMBuildSIToFP(c->b, v, t, "itof");
-    }
-    /* integer target; a float reaches an unsigned through int64, so that
-     * -1.0 wraps to 2**32 - 1 as NumPy's astype does on x86, and int8 or
-     * int16 through int32 (graph.c's const_convert folds constants alike) */
-    if (is_float(from) && to == CJ_UINT64) {
-        /* as a C compiler's cast on x86: below 2**63 through int64 (-1.0
-         * gives 2**64 - 1), from 2**63 on the integer of v - 2**63 with the
-         * top bit set */
-        LLVMValueRef two63 = LLVMConstReal(reg_type(c, from), 9223372036854775808.0);
-        LLVMValueRef low = emit_cast(c, v, from, CJ_INT64);
-        LLVMValueRef high = LLVMBuildXor(c->b, emit_cast(c, LLVMBuildFSub(c->b, v, two63, "v63"), from, CJ_INT64),
-                                         LLVMConstInt(c->i64, UINT64_C(1) << 63, 0), "ftou.high");
-        return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGE, v, two63, "big"), high, low, "ftou64");
-    }
-    if (is_float(from) && cj_dtype_unsigned(to))
-        return LLVMBuildTrunc(c->b, emit_cast(c, v, from, CJ_INT64), t, "ftou");
-    if (is_float(from) && cj_dtype_size(to) < 4)
-        return LLVMBuildTrunc(c->b, emit_cast(c, v, from, CJ_INT32), t, "ftoi.narrow");
-    if (is_float(from)) return LLVMBuildFreeze(c->b, LLVMBuildFPToSI(c->b, v, t, "ftoi"), "ftoi.frozen");
-    /* int32 <-> uint32, int64 <-> uint64, ...: the same bits (bool is an i1 in a register) */
-    if (from != CJ_BOOL && cj_dtype_size(from) == cj_dtype_size(to)) return v;
-    if (from == CJ_BOOL || cj_dtype_size(from) < cj_dtype_size(to))
-        return cj_dtype_unsigned(from) ? LLVMBuildZExt(c->b, v, t, "zext") : LLVMBuildSExt(c->b, v, t, "sext");
-    return LLVMBuildTrunc(c->b, v, t, "trunc");
 }
 
 /* Python's floor division on signed integers; x // 0 gives 0 (as NumPy). */
@@ -382,60 +311,19 @@ LLVMValueRef emit_minmax(cg *c, bool is_max, LLVMValueRef x, LLVMValueRef y, cj_
 /* One elementwise op on the values args (ops of kinds UNARY, BINARY,
  * COMPARE, CAST, SELECT); in_dt is the dtype of args[0], out_dt the
  * result's.  Every op has its case here, so a new op in ops.def is a
- * compile error (-Wswitch-enum) until it is given one. */
+ * compile error (-Wswitch-enum) until it is given one; an elementwise
+ * unary op has its case from its record, and its code in codegen_unary.c. */
 LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, cj_dtype out_dt) {
     cj_dtype dt = in_dt;
     LLVMTypeRef t = reg_type(c, dt);
     bool f = is_float(dt);
     LLVMValueRef x = args[0], y = cj_op_arity(op) >= 2 ? args[1] : NULL;
     switch (op) {
-    /* one input */
-    case CJ_OP_NEG:
-        return f ? LLVMBuildFNeg(c->b, x, "neg") : LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "neg");
-    case CJ_OP_ABS:
-        if (f) return call_intrinsic(c, "llvm.fabs", t, &x, 1, "abs");
-        if (cj_dtype_unsigned(dt)) return x;
-        return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "isneg"),
-                               LLVMBuildSub(c->b, LLVMConstInt(t, 0, 0), x, "negx"), x, "abs");
-    case CJ_OP_SIGN:
-        if (f) {
-            LLVMValueRef pos = LLVMBuildFCmp(c->b, LLVMRealOGT, x, LLVMConstReal(t, 0), "pos");
-            LLVMValueRef neg = LLVMBuildFCmp(c->b, LLVMRealOLT, x, LLVMConstReal(t, 0), "neg");
-            /* zeros of either sign give +0.0 (NumPy, the array API); nan stays nan */
-            LLVMValueRef zero = LLVMBuildFCmp(c->b, LLVMRealOEQ, x, LLVMConstReal(t, 0), "zero");
-            LLVMValueRef r = LLVMBuildSelect(c->b, zero, LLVMConstReal(t, 0), x, "z");
-            r = LLVMBuildSelect(c->b, neg, LLVMConstReal(t, -1), r, "s");
-            return LLVMBuildSelect(c->b, pos, LLVMConstReal(t, 1), r, "sign");
-        }
-        if (dt == CJ_BOOL) return x;
-        if (cj_dtype_unsigned(dt)) return LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(t, 0, 0), "nz"), t, "sign");
-        {
-            LLVMValueRef pos = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, x, LLVMConstInt(t, 0, 0), "p"), t, "pz");
-            LLVMValueRef neg = LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, x, LLVMConstInt(t, 0, 0), "n"), t, "nz");
-            return LLVMBuildSub(c->b, pos, neg, "sign");
-        }
-    case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG1P: case CJ_OP_TANH:
-    case CJ_OP_SIN: case CJ_OP_COS:
-        return c->call_math ? cj_mathlib_call(c->b, op, &x, 1) : cj_mathlib_inline(c->b, op, &x);
-    case CJ_OP_LOG_LIBC: /* llvm.log becomes a call to the process's log (or logf); a GPU has none: cjit's */
-        if (c->target == CJ_TARGET_CPU) return call_intrinsic(c, "llvm.log", t, &x, 1, "log");
-        return c->call_math ? cj_mathlib_call(c->b, CJ_OP_LOG, &x, 1) : cj_mathlib_inline(c->b, CJ_OP_LOG, &x);
-    case CJ_OP_SQRT: return call_intrinsic(c, "llvm.sqrt", t, &x, 1, "sqrt");
-    case CJ_OP_RECIPROCAL:
-        if (f) return LLVMBuildFDiv(c->b, LLVMConstReal(t, 1), x, "recip");
-        if (cj_dtype_unsigned(dt)) return emit_uint_floordiv(c, LLVMConstInt(t, 1, 0), x, t);
-        return emit_int_floordiv(c, LLVMConstInt(t, 1, 0), x, t);
-    case CJ_OP_FLOOR: return f ? call_intrinsic(c, "llvm.floor", t, &x, 1, "floor") : x;
-    case CJ_OP_CEIL: return f ? call_intrinsic(c, "llvm.ceil", t, &x, 1, "ceil") : x;
-    case CJ_OP_LOGICAL_NOT:
-        return LLVMBuildXor(c->b, emit_cast(c, x, dt, CJ_BOOL), LLVMConstInt(c->i1, 1, 0), "not");
-    case CJ_OP_BITWISE_NOT: return LLVMBuildXor(c->b, x, LLVMConstAllOnes(t), "bnot");
-    case CJ_OP_ISNAN:
-        return f ? LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "isnan") : LLVMConstInt(c->i1, 0, 0);
-    case CJ_OP_ISFINITE:
-        if (!f) return LLVMConstInt(c->i1, 1, 0);
-        return LLVMBuildFCmp(c->b, LLVMRealOLT, call_intrinsic(c, "llvm.fabs", t, &x, 1, "ax"),
-                             LLVMConstReal(t, __builtin_inf()), "isfinite");
+    /* one input: the op's record (ops_unary.def, codegen_unary.c) */
+#define UNARY(NAME, ...) case CJ_OP_##NAME:
+#include "ops_unary.def"
+#undef UNARY
+        return emit_unary(c, op, x, dt);
     case CJ_OP_NAME:
     case CJ_OP_STOP_GRADIENT: return x;
     case CJ_OP_CAST: return emit_cast(c, x, in_dt, out_dt);
@@ -628,11 +516,11 @@ LLVMValueRef reduce_combine(cg *c, cj_op op, LLVMValueRef acc, LLVMValueRef v, c
         }
         return emit_minmax(c, op == CJ_OP_REDUCE_MAX, acc, v, dt);
     /* not reductions */
-    case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA: case CJ_OP_NEG: case CJ_OP_ABS:
-    case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG_LIBC: case CJ_OP_LOG1P: case CJ_OP_SQRT:
-    case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL:
-    case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST: case CJ_OP_NAME:
-    case CJ_OP_BITWISE_NOT: case CJ_OP_BITCAST: case CJ_OP_BITWISE_AND: case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR:
+#define UNARY(NAME, ...) case CJ_OP_##NAME:
+#include "ops_unary.def"
+#undef UNARY
+    case CJ_OP_PARAM: case CJ_OP_ARRAY: case CJ_OP_CONSTANT: case CJ_OP_IOTA: case CJ_OP_CAST: case CJ_OP_NAME:
+    case CJ_OP_BITCAST: case CJ_OP_BITWISE_AND: case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR:
     case CJ_OP_SHIFT_LEFT: case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT:
     case CJ_OP_STOP_GRADIENT: case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
     case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND: case CJ_OP_LOGICAL_OR:

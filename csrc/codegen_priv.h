@@ -50,17 +50,22 @@ typedef struct {
 /* Loops shorter than this get no interleave hint (codegen_loop.c). */
 #define CJ_MATH_INTERLEAVE_MIN_TRIP 64
 
-/* codegen_expr.c */
+/* codegen_types.c */
 LLVMValueRef call_intrinsic(cg *c, const char *name, LLVMTypeRef type, LLVMValueRef *args, unsigned nargs, const char *label);
 LLVMValueRef const_of(cg *c, cj_dtype dt, double f, int64_t i);
+/* v converted from dtype `from` to `to` (NumPy's astype) */
+LLVMValueRef emit_cast(cg *c, LLVMValueRef v, cj_dtype from, cj_dtype to);
+LLVMTypeRef mem_type(cg *c, cj_dtype dt);
+LLVMTypeRef reg_type(cg *c, cj_dtype dt);
+/* codegen_unary.c: an elementwise unary op (its record's cpu or ptx column) on x of dtype dt */
+LLVMValueRef emit_unary(cg *c, cj_op op, LLVMValueRef x, cj_dtype dt);
+/* codegen_expr.c */
 LLVMValueRef emit_exprs(cg *c);
 void emit_invariants(cg *c);
 LLVMValueRef emit_minmax(cg *c, bool is_max, LLVMValueRef x, LLVMValueRef y, cj_dtype dt);
 LLVMValueRef emit_op(cg *c, cj_op op, const LLVMValueRef *args, cj_dtype in_dt, cj_dtype out_dt);
 bool emit_stores(cg *c);
 LLVMValueRef load_value(cg *c, int buffer, const cj_affine *a);
-LLVMTypeRef mem_type(cg *c, cj_dtype dt);
-LLVMTypeRef reg_type(cg *c, cj_dtype dt);
 LLVMMetadataRef self_node(cg *c, LLVMMetadataRef *ops, int nops);
 void set_alias_scopes(cg *c, int ki, const cj_kernel *k);
 int storage_of(const cj_plan *p, int b);

@@ -200,14 +200,15 @@ static expr_step expr_visit(fuser *f, expr_frame *fr, int *out, int *in, node_vi
         fuse_append_label(f, "iota");
         *out = fuse_add_expr(f, &e);
         return *out < 0 ? STEP_FAIL : STEP_DONE;
-    case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1:
-    case CJ_OP_LOG: case CJ_OP_LOG_LIBC: case CJ_OP_LOG1P: case CJ_OP_SQRT: case CJ_OP_RECIPROCAL: case CJ_OP_TANH:
-    case CJ_OP_SIN: case CJ_OP_COS: case CJ_OP_FLOOR: case CJ_OP_CEIL: case CJ_OP_LOGICAL_NOT:
-    case CJ_OP_ISNAN: case CJ_OP_ISFINITE: case CJ_OP_CAST: case CJ_OP_NAME: case CJ_OP_STOP_GRADIENT:
+    /* elementwise: an expression of its inputs' (every unary record of ops_unary.def among them) */
+#define UNARY(NAME, ...) case CJ_OP_##NAME:
+#include "ops_unary.def"
+#undef UNARY
+    case CJ_OP_CAST: case CJ_OP_NAME: case CJ_OP_STOP_GRADIENT:
     case CJ_OP_ADD: case CJ_OP_SUB: case CJ_OP_MUL: case CJ_OP_DIV: case CJ_OP_FLOORDIV:
     case CJ_OP_POW: case CJ_OP_MAXIMUM: case CJ_OP_MINIMUM: case CJ_OP_LOGICAL_AND:
     case CJ_OP_LOGICAL_OR: case CJ_OP_EQ: case CJ_OP_NE: case CJ_OP_LT: case CJ_OP_LE:
-    case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: case CJ_OP_FMA: case CJ_OP_BITWISE_NOT: case CJ_OP_BITCAST:
+    case CJ_OP_GT: case CJ_OP_GE: case CJ_OP_SELECT: case CJ_OP_FMA: case CJ_OP_BITCAST:
     case CJ_OP_BITWISE_AND: case CJ_OP_BITWISE_OR: case CJ_OP_BITWISE_XOR: case CJ_OP_SHIFT_LEFT:
     case CJ_OP_SHIFT_RIGHT_LOGICAL: case CJ_OP_SHIFT_RIGHT_ARITHMETIC: case CJ_OP_ROTATE_LEFT: {
         if (cj_op_has_flag(n->op, CJ_OPF_IDENTITY)) {

@@ -301,22 +301,25 @@ static const char *check_node(const cj_graph *g, const cj_node *n)
                 return "iota cannot be bool";
         }
         return NULL;
-    case CJ_OPKIND_UNARY:
+    case CJ_OPKIND_UNARY: { /* the record's dtype rule (ops_unary.def); identities keep the dtype */
+        const cj_unary_info *u = cj_unary(op);
+        cj_unary_dtypes rule = u ? u->dtypes : CJ_UDT_SAME;
         if (!cj_shape_equal(&in[0]->shape, s))
             return "input shape differs from the node's";
-        if (op == CJ_OP_LOGICAL_NOT)
-            return in[0]->dtype == CJ_BOOL && n->dtype == CJ_BOOL ? NULL : "logical_not is bool -> bool";
-        if (op == CJ_OP_ISNAN || op == CJ_OP_ISFINITE)
-            return is_float(in[0]->dtype) && n->dtype == CJ_BOOL ? NULL : "isnan/isfinite is float -> bool";
+        if (rule == CJ_UDT_LOGIC)
+            return in[0]->dtype == CJ_BOOL && n->dtype == CJ_BOOL ? NULL : "bool in, bool out (LOGIC)";
+        if (rule == CJ_UDT_TEST)
+            return is_float(in[0]->dtype) && n->dtype == CJ_BOOL ? NULL : "float in, bool out (TEST)";
         if (in[0]->dtype != n->dtype)
             return "input dtype differs from the node's";
-        if (is_float_math(op) && !is_float(n->dtype))
+        if (rule == CJ_UDT_FLOAT && !is_float(n->dtype))
             return "float math on a non-float dtype";
-        if ((op == CJ_OP_NEG || op == CJ_OP_SIGN) && n->dtype == CJ_BOOL)
-            return "neg/sign of bool";
-        if (cj_op_has_flag(op, CJ_OPF_BITS) && is_float(n->dtype))
+        if (rule == CJ_UDT_NOBOOL && n->dtype == CJ_BOOL)
+            return "not defined for bool (NOBOOL)";
+        if (rule == CJ_UDT_BITS && is_float(n->dtype))
             return "bitwise op on a float dtype";
         return NULL;
+    }
     case CJ_OPKIND_CAST:
         if (!cj_shape_equal(&in[0]->shape, s))
             return "input shape differs from the node's";

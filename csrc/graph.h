@@ -35,6 +35,22 @@ enum {
     CJ_OPF_BITS = 1 << 4,
 };
 
+/* The flags of an elementwise unary record (ops_unary.def), from its
+ * dtype rule, its derivative and its CPU code: ops.def's OP line of it. */
+#define CJ_UNARY_FLAGS(dtypes, derivative, cpu) (CJ_UF_##dtypes | CJ_UF_##derivative | CJ_UF_##cpu)
+#define CJ_UF_FLOAT CJ_OPF_FLOAT_MATH
+#define CJ_UF_SAME 0
+#define CJ_UF_NOBOOL(message) 0
+#define CJ_UF_ROUND 0
+#define CJ_UF_TEST(value) 0
+#define CJ_UF_LOGIC 0
+#define CJ_UF_BITS CJ_OPF_BITS
+#define CJ_UF_D(...) 0
+#define CJ_UF_ZERO CJ_OPF_ZERO_GRAD
+#define CJ_UF_MATH(f) CJ_OPF_LONG_MATH
+#define CJ_UF_INTRINSIC(name) 0
+#define CJ_UF_IR(fn) 0
+
 /* What a reduction's output starts from (the identity column of ops.def). */
 typedef enum {
     CJ_IDENTITY_NONE,    /* not a reduction */
@@ -74,6 +90,10 @@ bool cj_op_has_flag(cj_op op, unsigned flag);
 int cj_op_cost(cj_op op);
 cj_identity cj_op_identity(cj_op op);
 unsigned cj_op_attrs(cj_op op);
+/* The semantics column, one line for the reader ("" for an invalid op). */
+const char *cj_op_doc(cj_op op);
+/* "unary", "binary", ...: the kind as the op table names it. */
+const char *cj_opkind_name(cj_opkind kind);
 /* The identity a reduction op starts from, in dtype dt: the value as a
  * double (float dtypes) and as an int64 (int and bool dtypes).  The one
  * place both the runtime's fill and the GPU init kernels take it from.
@@ -184,6 +204,35 @@ int cj_build_constant(cj_graph *g, double fvalue, int64_t ivalue, cj_dtype dt, b
 int cj_build_iota(cj_graph *g, const cj_shape *s, int axis, cj_dtype dt, int loc, cj_error *err);
 /* Unary elementwise; promotes ints/bools to float64 for the float math ops. */
 int cj_build_unary(cj_graph *g, cj_op op, int x, int loc, cj_error *err);
+
+/* An elementwise unary op's record (ops_unary.def; its data in ops.c):
+ * what the builder, the node check, the derivative rules and the Python
+ * names take from it (its code: codegen_unary.c). */
+typedef enum {
+    CJ_UDT_FLOAT, CJ_UDT_SAME, CJ_UDT_NOBOOL, CJ_UDT_ROUND, CJ_UDT_TEST, CJ_UDT_LOGIC, CJ_UDT_BITS
+} cj_unary_dtypes;
+/* The forward values a derivative reads (the backward pass keeps them). */
+enum {
+    CJ_VJP_READS_X = 1 << 0,   /* the first input */
+    CJ_VJP_READS_Y = 1 << 1,   /* the second input */
+    CJ_VJP_READS_OUT = 1 << 2, /* the op's own value */
+};
+typedef struct {
+    cj_unary_dtypes dtypes;
+    int test_value;          /* TEST: the result for an int or bool operand */
+    const char *bool_error;  /* NOBOOL: the message for a bool operand */
+    bool derivative;         /* false: ZERO */
+    unsigned reads;          /* the forward values the derivative reads (CJ_VJP_READS_X, _OUT) */
+    const char *numpy, *lax; /* public names, "" for none */
+    const char *doc;         /* the semantics column */
+} cj_unary_info;
+/* The record of op, or NULL when op is not an elementwise unary op. */
+const cj_unary_info *cj_unary(cj_op op);
+/* op's derivative at x (with value out) times gv, the tangent or cotangent:
+ * the record's D(...) expression built after the graph's last node
+ * (graph_grad.c).  Returns the node, or -1 (err set) when building fails
+ * or op has none. */
+int cj_unary_derivative(cj_graph *g, cj_op op, int gv, int x, int out, int loc, cj_error *err);
 int cj_build_cast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err);
 /* The bits of x read as dt, which must have x's width (not bool). */
 int cj_build_bitcast(cj_graph *g, int x, cj_dtype dt, int loc, cj_error *err);

@@ -69,51 +69,56 @@ int cj_build_iota(cj_graph *g, const cj_shape *s, int axis, cj_dtype dt, int loc
 
 /* ---- builders: elementwise --------------------------------------------- */
 
-/* Appends a unary op.  Weak-typedness passes through (as in JAX).  NumPy
- * choices made explicit here:
- *  - float math (exp ... cos, reciprocal) on int or bool computes in float64
- *    (NumPy gives float16 for bool and keeps ints for reciprocal; cjit has no
- *    float16 and keeps one simple rule);
- *  - floor/ceil of int or bool return x itself (NumPy 2 keeps the dtype);
- *  - neg and sign of bool are TypeErrors, as in NumPy;
- *  - isnan/isfinite of int or bool are the constants false/true;
- *  - logical_not casts its input to bool. */
+/* Appends a unary op, by the dtype rule of its record (ops_unary.def).
+ * Weak-typedness passes through (as in JAX).  NumPy choices made explicit
+ * there: float math (FLOAT) on int or bool computes in float64 (NumPy gives
+ * float16 for bool and keeps ints for reciprocal; cjit has no float16 and
+ * keeps one simple rule); floor/ceil (ROUND) of int or bool return x itself
+ * (NumPy 2 keeps the dtype); neg and sign of bool (NOBOOL) are TypeErrors,
+ * as in NumPy; isnan/isfinite (TEST) of int or bool are the constants
+ * false/true; logical_not (LOGIC) casts its input to bool. */
 int cj_build_unary(cj_graph *g, cj_op op, int x, int loc, cj_error *err)
 {
     if (g == NULL)
         return cj_error_set(err, CJ_ERR_INTERNAL, "unary: graph is NULL"), -1;
     const char *opname = cj_op_name(op);
-    if (cj_op_kind(op) != CJ_OPKIND_UNARY || op == CJ_OP_NAME || !op_valid(op))
+    const cj_unary_info *u = cj_unary(op);
+    if (u == NULL && op != CJ_OP_STOP_GRADIENT)
         return fail(g, err, CJ_ERR_INTERNAL, opname, loc, "is not a unary op for cj_build_unary");
     CHECK_ID(g, x, opname, loc, err);
     cj_node n = g->nodes[x];
     char d[300];
-    cj_kind k = cj_dtype_kind(n.dtype);
-
-    if (op == CJ_OP_NEG && n.dtype == CJ_BOOL)
-        return fail(g, err, CJ_ERR_TYPE, opname, loc,
-                    "the boolean negative, the `-` operator, is not supported, use the `~` operator or "
-                    "logical_not instead (operand %s)",
-                    describe(&n, d, sizeof d));
-    if (op == CJ_OP_SIGN && n.dtype == CJ_BOOL)
-        return fail(g, err, CJ_ERR_TYPE, opname, loc, "sign is not supported for bool (operand %s)",
-                    describe(&n, d, sizeof d));
-    if (cj_op_has_flag(op, CJ_OPF_BITS) && k == CJ_KIND_FLOAT)
-        return fail(g, err, CJ_ERR_TYPE, opname, loc, "is only supported for integer and bool operands (operand %s)",
-                    describe(&n, d, sizeof d));
-    if ((op == CJ_OP_FLOOR || op == CJ_OP_CEIL) && k != CJ_KIND_FLOAT)
-        return x;
-    if ((op == CJ_OP_ISNAN || op == CJ_OP_ISFINITE) && k != CJ_KIND_FLOAT) {
-        int v = op == CJ_OP_ISFINITE;
-        return emit_constant(g, v, v, CJ_BOOL, n.weak, &n.shape, loc, err);
-    }
+    bool fl = cj_dtype_kind(n.dtype) == CJ_KIND_FLOAT;
     cj_dtype in_dt = n.dtype, out_dt = n.dtype;
-    if (is_float_math(op) && k != CJ_KIND_FLOAT)
-        in_dt = out_dt = cj_dtype_canon(CJ_FLOAT64);
-    if (op == CJ_OP_LOGICAL_NOT)
-        in_dt = out_dt = CJ_BOOL;
-    if (op == CJ_OP_ISNAN || op == CJ_OP_ISFINITE)
+    switch (u ? u->dtypes : CJ_UDT_SAME) {
+    case CJ_UDT_FLOAT:
+        if (!fl)
+            in_dt = out_dt = cj_dtype_canon(CJ_FLOAT64);
+        break;
+    case CJ_UDT_SAME:
+        break;
+    case CJ_UDT_NOBOOL:
+        if (n.dtype == CJ_BOOL)
+            return fail(g, err, CJ_ERR_TYPE, opname, loc, "%s (operand %s)", u->bool_error, describe(&n, d, sizeof d));
+        break;
+    case CJ_UDT_ROUND:
+        if (!fl)
+            return x;
+        break;
+    case CJ_UDT_TEST:
+        if (!fl)
+            return emit_constant(g, u->test_value, u->test_value, CJ_BOOL, n.weak, &n.shape, loc, err);
         out_dt = CJ_BOOL;
+        break;
+    case CJ_UDT_LOGIC:
+        in_dt = out_dt = CJ_BOOL;
+        break;
+    case CJ_UDT_BITS:
+        if (fl)
+            return fail(g, err, CJ_ERR_TYPE, opname, loc,
+                        "is only supported for integer and bool operands (operand %s)", describe(&n, d, sizeof d));
+        break;
+    }
     int xi = coerce(g, opname, x, in_dt, &n.shape, loc, err);
     if (xi < 0)
         return -1;

@@ -1,7 +1,9 @@
 /* graph_grad.c - composite builders the derivative rules share (autodiff.c,
  * jvp.c): a reduction's result broadcast back over its input, a broadcast
- * undone by summing, a slice undone by placing its elements in zeros.
- * Made of the other builders only; no rule file is below it. */
+ * undone by summing, a slice undone by placing its elements in zeros, and
+ * an elementwise unary op's derivative, built from its record's D(...)
+ * (ops_unary.def).  Made of the other builders only; no rule file is below
+ * it. */
 #include "graph_priv.h"
 
 static int reshape(cj_graph *g, int x, const cj_shape *s, int loc, cj_error *err) {
@@ -112,4 +114,53 @@ int cj_build_unslice_dim(cj_graph *g, int ct, int k, int64_t len, int64_t start,
     }
     int64_t covered = g->nodes[ct].shape.dims[k];
     return pad_dim(g, ct, k, start, len - start - covered, loc, err);
+}
+
+/* ---- an elementwise unary op's derivative (its record, ops_unary.def) ---- */
+
+typedef struct {
+    cj_graph *g;
+    cj_error *err;
+    int loc;
+    int gv, x, out; /* the tangent or cotangent, the operand, the value */
+} dctx;
+
+/* -1 in, -1 out (the error is already set) */
+static int cst(dctx *c, double v) {
+    cj_shape scalar = {0, {0}};
+    return cj_build_constant(c->g, v, (int64_t)v, CJ_FLOAT64, true, &scalar, c->loc, c->err);
+}
+static int bin(dctx *c, cj_op op, int a, int b) {
+    return a < 0 || b < 0 ? -1 : cj_build_binary(c->g, op, a, b, c->loc, c->err);
+}
+static int un(dctx *c, cj_op op, int a) { return a < 0 ? -1 : cj_build_unary(c->g, op, a, c->loc, c->err); }
+
+/* The expression's names as builder calls.  A weak float64 constant takes
+ * the other operand's dtype (NEP 50), so the derivative has the op's. */
+#define G (c->gv)
+#define X (c->x)
+#define OUT (c->out)
+#define K(v) cst(c, v)
+#define ADD(a, b) bin(c, CJ_OP_ADD, a, b)
+#define SUB(a, b) bin(c, CJ_OP_SUB, a, b)
+#define MUL(a, b) bin(c, CJ_OP_MUL, a, b)
+#define DIV(a, b) bin(c, CJ_OP_DIV, a, b)
+#define NEG(a) un(c, CJ_OP_NEG, a)
+#define UN(op, a) un(c, CJ_OP_##op, a)
+#define BUILD_D(e) (e)
+#define BUILD_ZERO -1
+
+/* See graph.h. */
+int cj_unary_derivative(cj_graph *g, cj_op op, int gv, int x, int out, int loc, cj_error *err) {
+    dctx ctx = {.g = g, .err = err, .loc = loc, .gv = gv, .x = x, .out = out}, *c = &ctx;
+    int r = -1;
+    switch ((int)op) { /* an int: the other ops are not listed */
+#define UNARY(NAME, text, dtypes, cost, derivative, cpu, ptx, numpy, lax, doc) \
+    case CJ_OP_##NAME: r = BUILD_##derivative; break;
+#include "ops_unary.def"
+#undef UNARY
+    }
+    if (r < 0 && err->status == CJ_OK)
+        cj_error_set(err, CJ_ERR_INTERNAL, "%s has no derivative", cj_op_name(op));
+    return r;
 }

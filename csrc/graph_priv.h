@@ -22,12 +22,6 @@ static inline cj_dtype kind_default(cj_kind k)
     return cj_dtype_canon(k == CJ_KIND_FLOAT ? CJ_FLOAT64 : k == CJ_KIND_INT ? CJ_INT64 : CJ_BOOL);
 }
 
-/* The float math ops that NumPy computes in floating point only. */
-static inline bool is_float_math(cj_op op)
-{
-    return cj_op_has_flag(op, CJ_OPF_FLOAT_MATH);
-}
-
 static inline bool node_ok(const cj_graph *g, int id) { return id >= 0 && id < g->nnodes; }
 
 /* "(2, 3) float32": how error messages name an operand. */

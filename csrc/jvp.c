@@ -80,10 +80,8 @@ static int expand_reduced(jvp_ctx *c, int v, const cj_shape *in, uint32_t axes) 
 #define RULE(op) static int jvp_##op(jvp_ctx *c, const cj_node *n, int id, const int *t)
 #define X (n->inputs[0])
 #define Y (n->inputs[1])
-/* t[0] times factor f (f in the node's dtype) */
-#define SCALE0(f) bin(c, CJ_OP_MUL, t[0], as_dtype(c, (f), n->dtype))
 
-RULE(linear) { /* NAME, NEG, movement, reduce_sum, a float-to-float cast */
+RULE(linear) { /* NAME, movement, reduce_sum */
     (void)id;
     return same_op(c, n, t);
 }
@@ -92,17 +90,6 @@ RULE(cast) {
     if (!is_float(n->dtype)) return -1;
     return cj_build_cast(c->g, t[0], n->dtype, c->loc, c->err);
 }
-RULE(abs) { (void)id; return SCALE0(un(c, CJ_OP_SIGN, X)); }
-RULE(exp) { return SCALE0(id); }
-RULE(expm1) { return SCALE0(bin(c, CJ_OP_ADD, id, cst(c, 1))); }
-RULE(log) { (void)id; return bin(c, CJ_OP_DIV, t[0], X); }
-RULE(log1p) { (void)id; return bin(c, CJ_OP_DIV, t[0], bin(c, CJ_OP_ADD, X, cst(c, 1))); }
-RULE(sqrt) { (void)n; return bin(c, CJ_OP_DIV, bin(c, CJ_OP_MUL, t[0], cst(c, 0.5)), id); }
-RULE(reciprocal) { (void)n; return un(c, CJ_OP_NEG, bin(c, CJ_OP_MUL, t[0], bin(c, CJ_OP_MUL, id, id))); }
-RULE(tanh) { return SCALE0(bin(c, CJ_OP_SUB, cst(c, 1), bin(c, CJ_OP_MUL, id, id))); }
-RULE(sin) { (void)id; return SCALE0(un(c, CJ_OP_COS, X)); }
-RULE(cos) { (void)id; return un(c, CJ_OP_NEG, SCALE0(un(c, CJ_OP_SIN, X))); }
-
 RULE(add) {
     (void)id, (void)n;
     return add_opt(c, t[0], t[1]);
@@ -192,9 +179,9 @@ RULE(matmul) { /* tx @ y + x @ ty, on the primitive's already-matched operands *
 #undef RULE
 #undef X
 #undef Y
-#undef SCALE0
 
-/* Every op with a tangent: sources have none, and ops flagged
+/* Every op with a tangent but the elementwise unary ones (their records'
+ * derivative, ops_unary.def): sources have none, and ops flagged
  * CJ_OPF_ZERO_GRAD in ops.def (piecewise constant, boolean, stop_gradient)
  * give zero, so they have no entry. */
 static int jvp_gather(jvp_ctx *c, const cj_node *n, int id, const int *t) { /* linear in x: the tangent gathered at the same indices */
@@ -247,18 +234,6 @@ static int jvp_decomp(jvp_ctx *c, const cj_node *n, int id, const int *t) {
 static int (*const rules[CJ_NUM_OPS])(jvp_ctx *c, const cj_node *n, int id, const int *t) = {
     [CJ_OP_NAME] = jvp_linear,
     [CJ_OP_CAST] = jvp_cast,
-    [CJ_OP_NEG] = jvp_linear,
-    [CJ_OP_ABS] = jvp_abs,
-    [CJ_OP_EXP] = jvp_exp,
-    [CJ_OP_EXPM1] = jvp_expm1,
-    [CJ_OP_LOG] = jvp_log,
-    [CJ_OP_LOG_LIBC] = jvp_log,
-    [CJ_OP_LOG1P] = jvp_log1p,
-    [CJ_OP_SQRT] = jvp_sqrt,
-    [CJ_OP_RECIPROCAL] = jvp_reciprocal,
-    [CJ_OP_TANH] = jvp_tanh,
-    [CJ_OP_SIN] = jvp_sin,
-    [CJ_OP_COS] = jvp_cos,
     [CJ_OP_ADD] = jvp_add,
     [CJ_OP_SUB] = jvp_sub,
     [CJ_OP_MUL] = jvp_mul,
@@ -318,7 +293,15 @@ static bool jvp_custom(cj_graph *g, int id, int *tan, int ***custom_tan, int las
 }
 
 /* See jvp.h. */
-bool cj_jvp_has_rule(cj_op op) { return (int)op >= 0 && op < CJ_NUM_OPS && rules[op] != NULL; }
+bool cj_jvp_has_rule(cj_op op) {
+    if (cj_unary(op)) return cj_unary(op)->derivative;
+    return (int)op >= 0 && op < CJ_NUM_OPS && rules[op] != NULL;
+}
+
+/* The tangent of an elementwise unary node id: t times its derivative. */
+static int jvp_unary(jvp_ctx *c, const cj_node *n, int id, const int *t) {
+    return cj_unary_derivative(c->g, n->op, t[0], n->inputs[0], id, c->loc, c->err);
+}
 
 /* See jvp.h. */
 cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, int nwrt, const int *outs,
@@ -373,7 +356,7 @@ cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, in
             ok = tan[id] >= 0;
             continue;
         }
-        if (!rules[n.op]) {
+        if (!cj_jvp_has_rule(n.op)) {
             cj_error_set(err, CJ_ERR_INTERNAL, "jvp: no rule for %s", cj_op_name(n.op));
             ok = false;
             break;
@@ -386,7 +369,7 @@ cj_status cj_jvp(cj_graph *g, int first, const int *wrt, const int *tangents, in
         }
         for (int a = 0; a < n.ninputs; a++) t[a] = tan[n.inputs[a]];
         jvp_ctx c = {.g = g, .err = err, .loc = n.loc};
-        tan[id] = rules[n.op](&c, &n, id, t);
+        tan[id] = (cj_unary(n.op) ? jvp_unary : rules[n.op])(&c, &n, id, t);
         if (t != small) free(t);
         ok = err->status == CJ_OK;
         /* a tangent keeps its primal's dtype (a weak constant never widens it) */

@@ -10,9 +10,29 @@
 #include "cmath.h"
 #include "mathlib.h"
 
-static const cj_op math_ops[] = {CJ_OP_EXP, CJ_OP_EXPM1, CJ_OP_LOG, CJ_OP_LOG1P,
-                                 CJ_OP_TANH, CJ_OP_SIN, CJ_OP_COS, CJ_OP_POW};
-#define NOPS ((int)(sizeof math_ops / sizeof math_ops[0]))
+/* cmath.c's inline form of each one-argument function, by op: the unary
+ * records whose cpu column is MATH(f) (ops_unary.def) */
+#define INLINE_MATH(f) cj_math_##f
+#define INLINE_INTRINSIC(name) NULL
+#define INLINE_IR(fn) NULL
+static LLVMValueRef (*const inline_unary[CJ_NUM_OPS])(LLVMBuilderRef, LLVMValueRef) = {
+#define UNARY(NAME, text, dtypes, cost, derivative, cpu, ptx, numpy, lax, doc) [CJ_OP_##NAME] = INLINE_##cpu,
+#include "ops_unary.def"
+#undef UNARY
+};
+
+/* The library's ops in a fixed order: those records, then pow.  Slot
+ * `slot` of that list, or CJ_NUM_OPS past its end. */
+static cj_op math_op(int slot) {
+    for (int op = 0; op < CJ_NUM_OPS; op++)
+        if (inline_unary[op] && slot-- == 0) return (cj_op)op;
+    return slot == 0 ? CJ_OP_POW : CJ_NUM_OPS;
+}
+static int num_math_ops(void) {
+    int n = 0;
+    while (math_op(n) != CJ_NUM_OPS) n++;
+    return n;
+}
 /* lane counts per dtype: the scalar function first, then the vector variants
  * (128-, 256- and 512-bit vectors) */
 #define NWIDTHS 4
@@ -28,11 +48,11 @@ static void name_of(int index, char *buf, size_t size) {
     int width_slot = index % NWIDTHS, f64 = (index / NWIDTHS) % 2, op_slot = index / NWIDTHS / 2;
     const char *dt = f64 ? "f64" : "f32";
     int lanes = (f64 ? widths_f64 : widths_f32)[width_slot];
-    if (lanes == 1) snprintf(buf, size, "cj_m_%s_%s", cj_op_name(math_ops[op_slot]), dt);
-    else snprintf(buf, size, "cj_m_%s_%s_v%d", cj_op_name(math_ops[op_slot]), dt, lanes);
+    if (lanes == 1) snprintf(buf, size, "cj_m_%s_%s", cj_op_name(math_op(op_slot)), dt);
+    else snprintf(buf, size, "cj_m_%s_%s_v%d", cj_op_name(math_op(op_slot)), dt, lanes);
 }
 
-static int arity(int index) { return math_ops[index / NWIDTHS / 2] == CJ_OP_POW ? 2 : 1; }
+static int arity(int index) { return math_op(index / NWIDTHS / 2) == CJ_OP_POW ? 2 : 1; }
 
 static LLVMTypeRef value_type(LLVMContextRef ctx, int index) {
     int width_slot = index % NWIDTHS, f64 = (index / NWIDTHS) % 2;
@@ -75,8 +95,8 @@ LLVMValueRef cj_mathlib_call(LLVMBuilderRef b, cj_op op, LLVMValueRef *args, int
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     bool f64 = LLVMGetTypeKind(LLVMTypeOf(args[0])) == LLVMDoubleTypeKind;
     int op_slot = 0;
-    while (op_slot < NOPS && math_ops[op_slot] != op) op_slot++;
-    if (op_slot == NOPS) return NULL;
+    while (math_op(op_slot) != CJ_NUM_OPS && math_op(op_slot) != op) op_slot++;
+    if (math_op(op_slot) == CJ_NUM_OPS) return NULL;
     int scalar = index_of(op_slot, f64, 0);
     char scalar_name[64];
     name_of(scalar, scalar_name, sizeof scalar_name);
@@ -106,7 +126,7 @@ LLVMValueRef cj_mathlib_call(LLVMBuilderRef b, cj_op op, LLVMValueRef *args, int
 /* The index of function `name` in the table, or -1. */
 static int index_of_name(const char *name) {
     if (strncmp(name, "cj_m_", 5) != 0) return -1;
-    for (int i = 0; i < NOPS * 2 * NWIDTHS; i++) {
+    for (int i = 0, n = num_math_ops() * 2 * NWIDTHS; i < n; i++) {
         char buf[64];
         name_of(i, buf, sizeof buf);
         if (strcmp(buf, name) == 0) return i;
@@ -118,13 +138,6 @@ static int index_of_name(const char *name) {
 bool cj_mathlib_provides(const char *name) {
     return index_of_name(name) >= 0 || strncmp(name, "cj.math.", 8) == 0;
 }
-
-/* cmath.c's inline form of each one-argument function, by op. */
-static LLVMValueRef (*const inline_unary[CJ_NUM_OPS])(LLVMBuilderRef, LLVMValueRef) = {
-    [CJ_OP_EXP] = cj_math_exp,   [CJ_OP_EXPM1] = cj_math_expm1, [CJ_OP_LOG] = cj_math_log,
-    [CJ_OP_LOG1P] = cj_math_log1p, [CJ_OP_TANH] = cj_math_tanh, [CJ_OP_SIN] = cj_math_sin,
-    [CJ_OP_COS] = cj_math_cos,
-};
 
 /* See mathlib.h. */
 LLVMValueRef cj_mathlib_inline(LLVMBuilderRef b, cj_op op, LLVMValueRef *args) {
@@ -143,7 +156,7 @@ bool cj_mathlib_define(LLVMModuleRef mod, const char *name) {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
     LLVMValueRef args[2] = {LLVMGetParam(fn, 0), arity(index) == 2 ? LLVMGetParam(fn, 1) : NULL};
-    LLVMValueRef r = cj_mathlib_inline(b, math_ops[index / NWIDTHS / 2], args);
+    LLVMValueRef r = cj_mathlib_inline(b, math_op(index / NWIDTHS / 2), args);
     LLVMBuildRet(b, r);
     LLVMDisposeBuilder(b);
     return true;

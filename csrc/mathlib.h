@@ -15,9 +15,11 @@
 
 #include "graph.h"
 
-/* op(args) through a call to the library function for op (EXP, EXPM1, LOG,
- * LOG1P, TANH, SIN, COS, or POW with two args), declared in the builder's
- * module if it is not yet; args are float or double scalars. */
+/* op(args) through a call to the library function for op (an elementwise
+ * unary op whose cpu column in ops_unary.def is MATH(f): EXP, EXPM1, LOG,
+ * LOG1P, TANH, SIN, COS, ...; or POW with two args), declared in the
+ * builder's module if it is not yet; args are float or double scalars.
+ * NULL for any other op. */
 LLVMValueRef cj_mathlib_call(LLVMBuilderRef b, cj_op op, LLVMValueRef *args, int nargs);
 
 /* op(args) emitted inline (cmath.c's polynomial) for the same ops; NULL

@@ -42,6 +42,38 @@ static PyObject *mod_register_array_type(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* op_table() -> a tuple of dicts, one per op in ops.def's order: name,
+ * kind, arity, doc, and for an elementwise unary op its record's dtypes,
+ * derivative (bool), numpy and lax names ("" for none).  cjit.numpy and
+ * cjit.lax make their functions of those ops from it. */
+static PyObject *mod_op_table(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    static const char *const dtypes[] = {
+        [CJ_UDT_FLOAT] = "float", [CJ_UDT_SAME] = "same", [CJ_UDT_NOBOOL] = "nobool", [CJ_UDT_ROUND] = "round",
+        [CJ_UDT_TEST] = "test", [CJ_UDT_LOGIC] = "logic", [CJ_UDT_BITS] = "bits"};
+    PyObject *t = PyTuple_New(CJ_NUM_OPS);
+    for (int i = 0; t != NULL && i < CJ_NUM_OPS; i++) {
+        cj_op op = (cj_op)i;
+        const cj_unary_info *u = cj_unary(op);
+        PyObject *d = Py_BuildValue("{s:s,s:s,s:i,s:s}", "name", cj_op_name(op), "kind",
+                                    cj_opkind_name(cj_op_kind(op)), "arity", cj_op_arity(op), "doc", cj_op_doc(op));
+        if (d != NULL && u != NULL) {
+            PyObject *extra = Py_BuildValue("{s:s,s:O,s:s,s:s}", "dtypes", dtypes[u->dtypes], "derivative",
+                                            u->derivative ? Py_True : Py_False, "numpy", u->numpy, "lax", u->lax);
+            if (extra == NULL || PyDict_Update(d, extra) < 0)
+                Py_CLEAR(d);
+            Py_XDECREF(extra);
+        }
+        if (d == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
 /* user_location() -> 'file:line' of the innermost frame outside the cjit
  * package ("?" when there is none): the one definition of "the user's
  * source line", which the Python layer asks for too. */
@@ -255,6 +287,9 @@ static PyMethodDef module_methods[] = {
     {"_set_x64", mod_set_x64, METH_O,
      "_set_x64($module, flag, /)\n--\n\nSets jax_enable_x64 for promotion and the call fast path; "
      "returns the previous value."},
+    {"op_table", mod_op_table, METH_NOARGS,
+     "op_table($module, /)\n--\n\nThe op table (csrc/ops.def, ops_unary.def): a dict per op with its name, kind, "
+     "arity and doc, and for an elementwise unary op its dtypes rule, derivative and numpy and lax names."},
     {"result_type", mod_result_type, METH_O,
      "result_type($module, operands, /)\n--\n\n(dtype, weak) of operands given as (dtype, weak) pairs (NEP 50)."},
     {"user_location", mod_user_location, METH_NOARGS,

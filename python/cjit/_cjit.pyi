@@ -60,8 +60,9 @@ class Trace:
     the trace finishes."""
 
 # Primitive names accepted by Trace.apply, with their attributes:
-#   unary: neg abs sign exp expm1 log log1p sqrt reciprocal tanh sin cos floor
-#          ceil logical_not isnan isfinite
+#   unary: the elementwise unary primitives: op_table()'s entries of kind
+#          "unary" (csrc/ops_unary.def: neg abs sign exp log sqrt ...), and
+#          stop_gradient
 #   cast(x, dtype="float32")
 #   binary (broadcast + promote): add sub mul div floordiv pow maximum minimum
 #          logical_and logical_or eq ne lt le gt ge
@@ -136,6 +137,7 @@ class Executable:
         drops references, so calls in flight finish.)"""
 
 def user_location() -> str: ...   # "file:line" of the innermost frame outside the cjit package
+def op_table() -> tuple[dict, ...]: ...   # per op of csrc/ops.def: name, kind, arity, doc (+ a unary record's dtypes, derivative, numpy, lax)
 def register_tracer_functions(fns: dict) -> None: ...   # what Tracer methods forward to (cjit.numpy, at import)
 def runtime_stats() -> dict:       # compiles, code_bytes, bytes_in_use, peak_bytes_in_use
     ...

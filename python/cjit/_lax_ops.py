@@ -17,6 +17,7 @@ from ._cjit import Tracer
 from .scipy import special as _special
 from .numpy._creation import (arange, asarray, full as full_, full_like as full_like_, ones_like,
                               zeros_like)
+from .numpy import _elementwise as _ew, _math as _m
 from .numpy._einsum import einsum
 from .numpy._elementwise import (abs as abs_, add as add_, astype, ceil as ceil_, clip,
                                  cos as cos_, divide, equal, exp as exp_, expm1 as expm1_,
@@ -32,7 +33,7 @@ from .numpy._manipulation import (broadcast_to, concatenate as concatenate_,
                                   reshape as reshape_, squeeze as squeeze_, stack)
 from .numpy._math import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
                           bitwise_and as bitwise_and_, bitwise_not as bitwise_not_,
-                          bitwise_or as bitwise_or_, bitwise_xor as bitwise_xor_, cbrt as cbrt_,
+                          bitwise_or as bitwise_or_, bitwise_xor as bitwise_xor_,
                           conj as conj_, cosh as cosh_, exp2 as exp2_, fmod, imag as imag_,
                           left_shift, logaddexp, real as real_, remainder, right_shift,
                           round as round_, sinh as sinh_, tan as tan_)
@@ -42,13 +43,14 @@ from .numpy._reductions import (all as all_, any as any_, argmax as argmax_, arg
 from .numpy._selection import nextafter as nextafter_
 from .numpy._sorting import argsort, sort as sort_
 
+# (and first, every elementwise unary primitive's lax name, from the op table: below)
 __all__ = [
-    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
-    "bitwise_not", "bitwise_or", "bitwise_xor", "cbrt", "ceil", "clamp", "cos", "cosh", "digamma",
-    "div", "eq", "erf", "erfc", "erf_inv", "exp", "exp2", "expm1", "floor", "ge", "gt",
-    "integer_pow", "is_finite", "le", "lgamma", "log", "log1p", "logistic", "lt", "max", "min",
-    "mul", "ne", "neg", "nextafter", "pow", "rem", "round", "rsqrt", "sign", "sin", "sinh", "sqrt",
-    "square", "sub", "tan", "tanh", "shift_left", "shift_right_logical", "shift_right_arithmetic",
+    "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "clamp", "cosh", "digamma",
+    "div", "eq", "erf", "erfc", "erf_inv", "exp2", "ge", "gt",
+    "integer_pow", "le", "lgamma", "logistic", "lt", "max", "min",
+    "mul", "ne", "nextafter", "pow", "rem", "round", "rsqrt", "sinh",
+    "square", "sub", "tan", "shift_left", "shift_right_logical", "shift_right_arithmetic",
     "convert_element_type", "reshape", "broadcast", "broadcast_in_dim", "expand_dims", "squeeze",
     "transpose", "concatenate", "slice", "slice_in_dim", "index_in_dim", "pad", "rev", "iota",
     "full", "full_like", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and",
@@ -61,14 +63,22 @@ __all__ = [
 
 # ---- elementwise ------------------------------------------------------------------
 
+# the elementwise unary primitives (csrc/ops_unary.def): lax's name for
+# cjit.numpy's function, which _elementwise.py makes from the same table
+_UNARY = [r for r in _cjit.op_table() if r["kind"] == "unary" and r.get("lax")]
+for _r in _UNARY:
+    globals()[_r["lax"]] = getattr(_ew, _r["numpy"], None) or getattr(_m, _r["numpy"])
+__all__ = [r["lax"] for r in _UNARY] + [n for n in __all__ if n not in {r["lax"] for r in _UNARY}]
+del _r
+
 abs = abs_
 acos, acosh, asin, asinh = arccos, arccosh, arcsin, arcsinh
 atan, atan2, atanh = arctan, arctan2, arctanh
 add, sub, mul, neg, pow = add_, subtract, multiply, negative, power
 bitwise_and, bitwise_or, bitwise_xor, bitwise_not = (bitwise_and_, bitwise_or_,
                                                      bitwise_xor_, bitwise_not_)
-cbrt, ceil, floor, cos, cosh, sin, sinh, tan, tanh = (cbrt_, ceil_, floor_, cos_,
-                                                      cosh_, sin_, sinh_, tan_, tanh_)
+ceil, floor, cos, cosh, sin, sinh, tan, tanh = (ceil_, floor_, cos_, cosh_, sin_, sinh_,
+                                                tan_, tanh_)
 exp, exp2, expm1, log, log1p = exp_, exp2_, expm1_, log_, log1p_
 sqrt, square, sign, nextafter = sqrt_, square_, sign_, nextafter_
 eq, ne, lt, le, gt, ge = (equal, not_equal, less, less_equal, greater,

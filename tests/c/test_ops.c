@@ -3,6 +3,9 @@
  * For each op the test checks that:
  *   - its table facts agree with each other (arity and kind, reductions and
  *     their identities, costs and flags, attributes and kinds);
+ *   - an elementwise unary op has a record (ops_unary.def) whose columns
+ *     give its flags, and its builder keeps the record's dtype rule in
+ *     every dtype;
  *   - a builder makes it (the switch in build_op lists every op, and the
  *     test is compiled with -Wswitch-enum -Werror, so a new op must be
  *     added there);
@@ -153,6 +156,63 @@ static void test_table(void) {
     CHECK_MSG(!cj_reduce_identity(CJ_OP_ADD, CJ_FLOAT64, &f, &i) && f == 0 && i == 0, "add has no identity");
 }
 
+/* ---- the elementwise unary records (ops_unary.def) ------------------------- */
+
+/* Every UNARY op that computes is a record, its ops.def flags follow from its
+ * columns, its names are unique, and its builder keeps its dtype rule in
+ * every dtype. */
+static void test_records(void) {
+    for (int i = 0; i < CJ_NUM_OPS; i++) {
+        cj_op op = (cj_op)i;
+        const char *name = cj_op_name(op);
+        const cj_unary_info *u = cj_unary(op);
+        bool want = cj_op_kind(op) == CJ_OPKIND_UNARY && !cj_op_has_flag(op, CJ_OPF_IDENTITY);
+        CHECK_MSG((u != NULL) == want, "%s: %s", name, want ? "no record" : "a record for no computing unary op");
+        if (!u) continue;
+        CHECK_MSG(u->doc && u->doc[0] && u->numpy && u->lax, "%s: the record's strings", name);
+        CHECK_MSG((u->dtypes == CJ_UDT_FLOAT) == cj_op_has_flag(op, CJ_OPF_FLOAT_MATH), "%s: FLOAT and its flag", name);
+        CHECK_MSG((u->dtypes == CJ_UDT_BITS) == cj_op_has_flag(op, CJ_OPF_BITS), "%s: BITS and its flag", name);
+        CHECK_MSG(u->derivative == !cj_op_has_flag(op, CJ_OPF_ZERO_GRAD), "%s: ZERO and its flag", name);
+        CHECK_MSG(u->derivative || u->reads == 0, "%s: no derivative reads something", name);
+        CHECK_MSG((u->dtypes == CJ_UDT_NOBOOL) == (u->bool_error != NULL), "%s: NOBOOL's message", name);
+        for (int j = 0; j < i; j++) {
+            const cj_unary_info *v = cj_unary((cj_op)j);
+            if (!v) continue;
+            CHECK_MSG(!u->numpy[0] || strcmp(u->numpy, v->numpy) != 0, "%s and %s: one numpy name", name, cj_op_name((cj_op)j));
+            CHECK_MSG(!u->lax[0] || strcmp(u->lax, v->lax) != 0, "%s and %s: one lax name", name, cj_op_name((cj_op)j));
+        }
+        for (int d = 0; d < NDTYPES; d++) {
+            cj_dtype dt = all_dtypes[d];
+            bool fl = dt == CJ_FLOAT32 || dt == CJ_FLOAT64;
+            cj_graph *g = cj_graph_new();
+            cj_error err = {0};
+            cj_shape s = shape2(2, 3);
+            int x = cj_build_param(g, &s, dt, false, -1, &err);
+            int id = cj_build_unary(g, op, x, -1, &err);
+            const cj_node *n = id >= 0 ? &g->nodes[id] : NULL;
+            bool refused = u->dtypes == CJ_UDT_BITS ? fl : u->dtypes == CJ_UDT_NOBOOL && dt == CJ_BOOL;
+            cj_dtype out = dt;
+            if (u->dtypes == CJ_UDT_FLOAT && !fl) out = cj_dtype_canon(CJ_FLOAT64);
+            if (u->dtypes == CJ_UDT_TEST || u->dtypes == CJ_UDT_LOGIC) out = CJ_BOOL;
+            if (refused) {
+                CHECK_MSG(id < 0 && err.status == CJ_ERR_TYPE && strstr(err.message, name) &&
+                              (!u->bool_error || strstr(err.message, u->bool_error)),
+                          "%s(%s): a TypeError naming the op, not %s", name, cj_dtype_name(dt), err.message);
+            } else if (!fl && u->dtypes == CJ_UDT_ROUND) {
+                CHECK_MSG(id == x, "%s(%s): the operand itself", name, cj_dtype_name(dt));
+            } else if (!fl && u->dtypes == CJ_UDT_TEST) {
+                CHECK_MSG(n && n->op == CJ_OP_CONSTANT && n->dtype == CJ_BOOL && n->attrs.ivalue == u->test_value,
+                          "%s(%s): the constant %d", name, cj_dtype_name(dt), u->test_value);
+            } else {
+                CHECK_MSG(n && n->op == op && n->dtype == out && cj_shape_equal(&n->shape, &s) &&
+                              g->nodes[n->inputs[0]].dtype == (u->dtypes == CJ_UDT_TEST ? dt : out),
+                          "%s(%s): %s", name, cj_dtype_name(dt), n ? cj_dtype_name(n->dtype) : err.message);
+            }
+            cj_graph_free(g);
+        }
+    }
+}
+
 /* ---- a builder for every op ------------------------------------------------ */
 
 /* An input of shape s and dtype dt: a parameter, or (computed) a value the
@@ -176,10 +236,10 @@ static int build_op(cj_graph *g, cj_op op, cj_dtype dt, bool computed, cj_error 
     case CJ_OP_ARRAY: return cj_build_array(g, &s, dt, -1, err);
     case CJ_OP_CONSTANT: return cj_build_constant(g, 1.5, 1, dt, false, &s, -1, err);
     case CJ_OP_IOTA: return cj_build_iota(g, &s, 1, dt, -1, err);
-    case CJ_OP_NEG: case CJ_OP_ABS: case CJ_OP_SIGN: case CJ_OP_EXP: case CJ_OP_EXPM1: case CJ_OP_LOG: case CJ_OP_LOG_LIBC:
-    case CJ_OP_LOG1P: case CJ_OP_SQRT: case CJ_OP_RECIPROCAL: case CJ_OP_TANH: case CJ_OP_SIN: case CJ_OP_COS:
-    case CJ_OP_FLOOR: case CJ_OP_CEIL: case CJ_OP_LOGICAL_NOT: case CJ_OP_ISNAN: case CJ_OP_ISFINITE:
-    case CJ_OP_STOP_GRADIENT: case CJ_OP_BITWISE_NOT:
+#define UNARY(NAME, ...) case CJ_OP_##NAME: /* every record of ops_unary.def */
+#include "ops_unary.def"
+#undef UNARY
+    case CJ_OP_STOP_GRADIENT:
         return cj_build_unary(g, op, IN(2, 3), -1, err);
     case CJ_OP_BITCAST: {
         /* float32 -> uint32, float64 -> int64, an integer -> the float of its width */
@@ -758,6 +818,7 @@ static void test_codegen(void) {
 
 int main(void) {
     test_table();
+    test_records();
     test_builders();
     test_gradients();
     test_jvp_and_batching();

@@ -29,6 +29,7 @@ from ._core import (  # noqa: F401  (cjit.nn and the C layer use these)
     _lift, _norm_axes, _norm_axis, _op, _operand, _reshape_t, _result_type)
 from ._elementwise import *  # noqa: F401,F403
 from ._elementwise import stop_gradient  # noqa: F401
+from . import _elementwise  # noqa: E402  (its _UNARY: the op table's unary primitives)
 from ._reductions import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from ._manipulation import *  # noqa: F401,F403
@@ -57,12 +58,11 @@ from ._indexing import _iter, _len  # noqa: F401
 
 
 __all__ = [
-    # elementwise
+    # elementwise (and every elementwise unary primitive's name, from the op table: below)
     "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "power", "negative",
-    "abs", "absolute", "sign", "exp", "expm1", "log", "log1p", "sqrt", "square", "reciprocal",
-    "tanh", "sin", "cos", "maximum", "minimum", "clip", "where", "equal", "not_equal", "less",
-    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not",
-    "isnan", "isfinite", "floor", "ceil", "astype",
+    "abs", "absolute", "sign", "square", "reciprocal", "maximum", "minimum", "clip", "where",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+    "logical_or", "logical_not", "astype",
     # reductions
     "sum", "mean", "max", "min", "amax", "amin", "prod", "argmax", "argmin", "var",
     # linear algebra
@@ -77,6 +77,8 @@ __all__ = [
     "float64",
     "complex64", "complex128", "dtype", "pi", "e", "inf", "nan", "newaxis",
 ]
+
+__all__ += [r["numpy"] for r in _elementwise._UNARY if r["numpy"] not in __all__]
 
 bool_ = np.bool_
 int32 = np.int32

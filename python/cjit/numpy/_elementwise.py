@@ -7,16 +7,18 @@ import numpy as np
 
 from .._dtypes import requested_dtype
 from .._dtypes import canonical_dtype
+from .. import _cjit
 from .._cjit import Tracer
 from ._complex_dispatch import complex_aware
 from ._core import (_BOOL, _F64, _apply, _cast, _info, _is_float, _lift, _op, _operand,
                     _result_type)
 
+# (and at the end, every elementwise unary primitive's NumPy name: _UNARY)
 __all__ = ["add", "subtract", "multiply", "power", "maximum", "minimum", "equal", "not_equal",
     "less", "less_equal", "greater", "greater_equal", "divide", "true_divide", "floor_divide",
-    "logical_and", "logical_or", "exp", "expm1", "log", "log1p", "sqrt", "tanh", "sin", "cos",
-    "stop_gradient", "negative", "abs", "absolute", "sign", "square", "reciprocal", "floor",
-    "ceil", "isnan", "isfinite", "logical_not", "astype", "clip", "where"]
+    "logical_and", "logical_or", "stop_gradient", "negative", "abs", "absolute", "sign", "square",
+    "reciprocal", "logical_not", "bitwise_invert", "bitwise_not", "invert", "astype", "clip",
+    "where"]
 
 
 # ---------------------------------------------------------------------------
@@ -106,7 +108,9 @@ def logical_or(x1, x2):
 
 
 # ---------------------------------------------------------------------------
-# elementwise, one operand
+# elementwise, one operand: the primitives' own functions come from the op
+# table at the end of this file; those below keep NumPy's rules where the
+# primitive has others (bool and int operands)
 
 def _unary_op(name, prim, doc):
     def impl(x):
@@ -116,14 +120,6 @@ def _unary_op(name, prim, doc):
     return _op("x")(impl)
 
 
-exp = _unary_op("exp", "exp", "e**x, elementwise (ints become float64).")
-expm1 = _unary_op("expm1", "expm1", "e**x - 1, accurate near 0.")
-log = _unary_op("log", "log", "Natural logarithm, elementwise.")
-log1p = _unary_op("log1p", "log1p", "log(1 + x), accurate near 0.")
-sqrt = _unary_op("sqrt", "sqrt", "Square root, elementwise.")
-tanh = _unary_op("tanh", "tanh", "Hyperbolic tangent, elementwise.")
-sin = _unary_op("sin", "sin", "Sine, elementwise.")
-cos = _unary_op("cos", "cos", "Cosine, elementwise.")
 stop_gradient = _unary_op("stop_gradient", "stop_gradient",
                           "x itself, but treated as a constant by grad, value_and_grad and vjp "
                           "(as jax.lax.stop_gradient); also cjit.stop_gradient.")
@@ -179,18 +175,6 @@ def reciprocal(x):
     return _apply("reciprocal", x)
 
 
-# on ints and bools the graph builder returns the operand itself (NumPy 2
-# keeps their dtype)
-floor = _unary_op("floor", "floor", "Round toward -inf, elementwise (ints and bools unchanged).")
-ceil = _unary_op("ceil", "ceil", "Round toward +inf, elementwise (ints and bools unchanged).")
-
-
-# on ints and bools the graph builder answers with a constant (False, True)
-isnan = _unary_op("isnan", "isnan", "x is nan, elementwise (always False for ints and bools).")
-isfinite = _unary_op("isfinite", "isfinite",
-                     "x is neither inf nor nan, elementwise (always True for ints, bools).")
-
-
 @_op("x")
 def logical_not(x):
     """not x, elementwise (non-bool inputs: zero is false)."""
@@ -198,6 +182,21 @@ def logical_not(x):
     if _info(x)[0] == _BOOL:
         return _apply("logical_not", x)
     return _apply("eq", _lift(x), 0)
+
+
+@_op("x")
+def bitwise_invert(x):
+    """~x: logical not on bools, every bit flipped on integers."""
+    x = _lift(_operand(x, "bitwise_invert"))
+    t = x.trace
+    if x.dtype == _BOOL:
+        return t.apply("logical_not", x)
+    if _is_float(x.dtype):
+        raise TypeError("cjit.numpy.bitwise_invert: not defined for floats (as NumPy)")
+    return t.apply("bitwise_not", x)
+
+
+bitwise_not = invert = bitwise_invert
 
 
 @_op("x")
@@ -249,6 +248,29 @@ def where(condition, x=None, y=None):
     if not isinstance(c, Tracer):
         c = _lift(c)
     return c.trace.apply("select", c, _operand(x, "where"), _operand(y, "where"))
+
+
+# ---------------------------------------------------------------------------
+# every other elementwise unary primitive (csrc/ops_unary.def): a function
+# of its NumPy name that applies it, documented by its record
+
+_NOTES = {"float": "integer and bool inputs compute in float64 (float32 without x64)",
+          "round": "integers and bools unchanged", "test": "a constant for integers and bools",
+          "nobool": "not for bool", "bits": "integers and bools only"}
+
+
+def _unary_doc(rec):
+    note = _NOTES.get(rec["dtypes"])
+    doc = rec["doc"][0].upper() + rec["doc"][1:]
+    return f"{doc}, elementwise (the primitive `{rec['name']}`{'; ' + note if note else ''})."
+
+
+_UNARY = [r for r in _cjit.op_table() if r["kind"] == "unary" and r.get("numpy")]
+for _r in _UNARY:
+    if _r["numpy"] not in globals():
+        globals()[_r["numpy"]] = _unary_op(_r["numpy"], _r["name"], _unary_doc(_r))
+__all__ += [r["numpy"] for r in _UNARY if r["numpy"] not in __all__]
+del _r
 
 
 # complex arguments: the registry's implementation, or NotImplementedError

@@ -34,10 +34,9 @@ __all__ = ["arctan", "atan", "arctan2", "atan2", "arcsin", "asin", "arccos", "ac
            "log10", "exp2", "signbit", "copysign", "hypot", "logaddexp", "logaddexp2", "round",
            "around", "trunc", "fix", "remainder", "divmod", "mod", "fmod", "positive", "pow", "fmax",
            "fmin", "sinc", "degrees", "radians", "deg2rad", "rad2deg", "nan_to_num", "isinf",
-           "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-           "bitwise_invert", "invert", "bitwise_left_shift", "left_shift",
+           "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "left_shift",
            "bitwise_right_shift", "right_shift", "real", "imag", "conj", "conjugate",
-           "isposinf", "isneginf", "heaviside", "float_power", "cbrt", "exp10"]
+           "isposinf", "isneginf", "heaviside", "float_power", "exp10"]
 
 _PIO2_HI = 1.5707963267948966      # pi/2 rounded to float64
 _PIO2_LO = 6.123233995736766e-17   # pi/2 - _PIO2_HI
@@ -321,27 +320,6 @@ def exp10(x):
     """10 ** x, elementwise."""
     x = _f(x, "exp10")
     return x.trace.apply("pow", 10.0, x)
-
-
-@_op("x")
-def cbrt(x):
-    """Real cube root: |x| ** (1/3) with x's sign, one Newton step to
-    polish the rounding of the exponent 1/3."""
-    x = _f(x, "cbrt")
-    t = x.trace
-    y = t.apply("abs", x)
-    # finite, and far enough from under/overflow for r^3 in the Newton step
-    finite = t.apply("logical_and", t.apply("lt", y, 1e300 if x.dtype == _F64 else 1e36),
-                     t.apply("gt", y, 1e-300 if x.dtype == _F64 else 1e-36))
-    r0 = t.apply("pow", y, 1.0 / 3.0)
-    ys = t.apply("select", finite, y, 1.0)
-    r = t.apply("select", finite, r0, 1.0)
-    # Newton on r^3 = y: r - (r^3 - y) / (3 r^2)
-    r2 = t.apply("mul", r, r)
-    r = t.apply("sub", r, t.apply("div", t.apply("sub", t.apply("mul", r2, r), ys),
-                                  t.apply("mul", r2, 3.0)))
-    r = t.apply("select", finite, r, r0)
-    return t.apply("select", _signbit_f(x), t.apply("neg", r), r)
 
 
 @_op("x")
@@ -754,19 +732,6 @@ def bitwise_xor(x1, x2):
     return _bitwise("bitwise_xor", "ne", "bitwise_xor", x1, x2)
 
 
-@_op("x")
-def bitwise_invert(x):
-    """~x: logical not on bools, every bit flipped on integers."""
-    x = _lift(_operand(x, "bitwise_invert"))
-    t = x.trace
-    if x.dtype == _BOOL:
-        return t.apply("logical_not", x)
-    if _is_float(x.dtype):
-        raise TypeError("cjit.numpy.bitwise_invert: not defined for floats (as NumPy)")
-    return t.apply("bitwise_not", x)
-
-
-bitwise_not = invert = bitwise_invert
 
 
 def _shift(who, x1, x2, left):
