@@ -19,7 +19,8 @@ from .numpy._creation import (arange, asarray, full as full_, full_like as full_
                               zeros_like)
 from .numpy import _elementwise as _ew, _math as _m
 from .numpy._einsum import einsum
-from .numpy._elementwise import (abs as abs_, add as add_, astype, ceil as ceil_, clip,
+from .numpy._elementwise import (abs as abs_, add as add_, astype, bitwise_not as bitwise_not_,
+                                 ceil as ceil_, clip,
                                  cos as cos_, divide, equal, exp as exp_, expm1 as expm1_,
                                  floor as floor_, floor_divide, greater, greater_equal, isfinite,
                                  less, less_equal, log as log_, log1p as log1p_, logical_and,
@@ -32,7 +33,7 @@ from .numpy._manipulation import (broadcast_to, concatenate as concatenate_,
                                   expand_dims as expand_dims_, flip, pad as pad_,
                                   reshape as reshape_, squeeze as squeeze_, stack)
 from .numpy._math import (arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,
-                          bitwise_and as bitwise_and_, bitwise_not as bitwise_not_,
+                          bitwise_and as bitwise_and_,
                           bitwise_or as bitwise_or_, bitwise_xor as bitwise_xor_,
                           conj as conj_, cosh as cosh_, exp2 as exp2_, fmod, imag as imag_,
                           left_shift, logaddexp, real as real_, remainder, right_shift,
