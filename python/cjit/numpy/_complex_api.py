@@ -100,13 +100,24 @@ def impl(*names, eager_jit=True):
     return deco
 
 
+def _seq_has_complex(seq, is_c):
+    """Whether a (nested) list or tuple holds a complex value."""
+    for b in seq:
+        if is_c(b):
+            return True
+        t = type(b)
+        if (t is list or t is tuple) and _seq_has_complex(b, is_c):
+            return True
+    return False
+
+
 def _any_complex(name, args, kwargs):
     is_c = _tree.is_complex
     for a in args:
         if is_c(a):
             return True
         t = type(a)
-        if (t is list or t is tuple) and any(is_c(b) for b in a):
+        if (t is list or t is tuple) and _seq_has_complex(a, is_c):
             return True
     for v in kwargs.values():
         if is_c(v):
@@ -587,7 +598,11 @@ def _complex_array(a, dtype, copy):
         r = make(c.stack([z.re for z in zs]), c.stack([z.im for z in zs]))
         return r if dtype is None else _astype(r, dtype)
     outside = current_trace() is None
+    from .._dtypes import canonicalize_dtype, requested_dtype
+    dtype = requested_dtype(dtype, "asarray")     # complex128 asked for with x64 off: warned, narrowed
     arr = np.asarray(a, dtype=dtype, copy=copy if outside else None)
+    if dtype is None and canonicalize_dtype(arr.dtype) != arr.dtype:
+        arr = arr.astype(canonicalize_dtype(arr.dtype))   # x64 off: complex64, as JAX (no warning)
     if outside:
         return arr
     if arr.dtype.kind != "c":

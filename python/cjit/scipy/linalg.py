@@ -20,9 +20,13 @@ def _float(x, who):
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """SciPy's cholesky: the upper factor by default (a = U^T U), the lower
-    with lower=True."""
-    return _cholesky(a, upper=not lower)
+    """SciPy's cholesky: the upper factor by default (a = U^H U, of a's upper
+    triangle), the lower with lower=True (of a's lower triangle), as SciPy's
+    and JAX's (neither symmetrizes)."""
+    if lower:
+        return _cholesky(a, symmetrize_input=False)
+    from ..numpy import conj, matrix_transpose
+    return _cholesky(conj(matrix_transpose(a)), upper=True, symmetrize_input=False)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
