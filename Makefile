@@ -61,7 +61,8 @@ bench:
 port-check:
 	$(SETUP) $(PYTHON_VENV) jax==0.10.2 jaxlib==0.10.2
 	$(PYTHON_VENV)/bin/python scripts/port_check/run.py \
-	  --table scripts/port_check/results/table.md --details scripts/port_check/results/details.md
+	  --table scripts/port_check/results/table.md --details scripts/port_check/results/details.md \
+	  --summary scripts/port_check/results/summary.json
 
 # The tests under AddressSanitizer + UBSan, from a separate venv and build
 # (build/obj-asan).  The Python interpreter is not instrumented, so libasan is

@@ -136,3 +136,19 @@ def details(checked, header):
                 c = counts(page)
                 out += [f"### {page['name']} ({c['match']}/{c['cells']})", ""] + lines + [""]
     return "\n".join(out)
+
+
+def summary(checked, header):
+    """Counts per page and mode, for comparing two runs (JSON-ready)."""
+    out = {"header": header, "modes": {}}
+    for mode, pages in checked.items():
+        rows = out["modes"][mode] = {}
+        for page in pages:
+            if page.get("skip"):
+                rows[page["name"]] = {"skipped": page["skip"]}
+                continue
+            c = counts(page)
+            c["first_difference"] = first_difference(page)
+            c["statuses"] = [r["status"] for r in page["results"]]
+            rows[page["name"]] = c
+    return out

@@ -127,10 +127,19 @@ def check_example(name, mode, out, opts):
             "cjit": runs["cjit"]}
 
 
-def git_commit():
+def cjit_commit():
+    """The commit of the cjit the children import (its checkout's HEAD; '+'
+    when its python/ or csrc/ differ from it)."""
+    import importlib.util
+    spec = importlib.util.find_spec("cjit")
+    where = os.path.dirname(spec.origin) if spec and spec.origin else ROOT
+
+    def git(*args):
+        return subprocess.run(["git", "-C", where] + list(args), capture_output=True, text=True,
+                              check=True).stdout.strip()
     try:
-        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":/python", ":/csrc")
+        return git("rev-parse", "--short", "HEAD") + ("+" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -147,6 +156,7 @@ def main():
     ap.add_argument("--reuse", action="store_true", help="compare the records already in --out")
     ap.add_argument("--table", help="write the markdown table here (default OUT/table.md)")
     ap.add_argument("--details", help="write every differing cell here (default OUT/details.md)")
+    ap.add_argument("--summary", help="write the counts as JSON here (default OUT/summary.json)")
     opts = ap.parse_args()
     opts.out = os.path.abspath(opts.out)
 
@@ -174,13 +184,16 @@ def main():
         for name in examples:
             checked[mode].append(check_example(name, mode, opts.out, opts))
             print(report.one_line(checked[mode][-1], mode), flush=True)
-    import jax  # only for its version in the table's heading; the runs are subprocesses
-    header = {"date": datetime.date.today().isoformat(), "commit": git_commit(),
-              "jax": jax.__version__, "jax_commit": sources.JAX_COMMIT}
+    from importlib.metadata import version   # JAX itself is only imported by the children
+    header = {"date": datetime.date.today().isoformat(), "commit": cjit_commit(),
+              "jax": version("jax"), "jax_commit": sources.JAX_COMMIT}
     table = opts.table or os.path.join(opts.out, "table.md")
     details = opts.details or os.path.join(opts.out, "details.md")
-    for path in (table, details):
+    summary = opts.summary or os.path.join(opts.out, "summary.json")
+    for path in (table, details, summary):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(summary, "w") as f:
+        json.dump(report.summary(checked, header), f, indent=1)
     with open(table, "w") as f:
         f.write(report.table(checked, header))
     with open(details, "w") as f:
