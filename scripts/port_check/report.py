@@ -97,12 +97,22 @@ def table(checked, header):
             for m in modes:
                 p = _find(checked[m], ex["name"])
                 r = p["results"][0]
-                row += " match |" if r["status"] in MATCHING else f" {r['status']} |"
+                row += f" {_example_status(r)} |"
                 if r["status"] not in MATCHING:
                     firsts.append(f"{m}: {_escape(r['reason'])}")
             out.append(row + f" {'; '.join(firsts) or '—'} |")
         out.append("")
     return "\n".join(out)
+
+
+def _example_status(r):
+    """match, or how far apart the printed numbers are when only numbers differ."""
+    if r["status"] in MATCHING:
+        return "match"
+    d = r.get("diff") or {}
+    if r["status"] == "differ" and d.get("kind") == "number":
+        return f"numbers differ (rel <= {d['max_rel']:.1g})" + (", and text" if "then" in d else "")
+    return r["status"]
 
 
 def compare_rtol(mode):
