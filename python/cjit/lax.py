@@ -416,7 +416,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         if current_trace() is None and _eager():
             val = init_val
             for i in range(lo, hi):
-                val = body_fun(_dtypes.default_int().type(i), val)
+                val = body_fun(_dtypes.default_int().type(i) if builtins.abs(i) < 2**31 else i, val)
             return val
         return _scan(step, init_val, None, n, False, 1, WEAK_INDEX, _FORI_LABEL)[0]
     trace = current_trace()
