@@ -11,7 +11,7 @@ LINE_FILES  := $(wildcard csrc/*.c) $(wildcard csrc/*.h) $(wildcard python/cjit/
 # The most lines one of these files may have (DESIGN.md: one job per file).
 LINE_LIMIT  := 900
 
-.PHONY: all setup test test-portability fuzz demo bench sanitize lines structure cycles clean distclean array-api
+.PHONY: all setup test test-portability fuzz demo bench sanitize lines structure cycles clean distclean array-api port-check
 
 all: test
 
@@ -53,6 +53,16 @@ bench:
 	$(SETUP) $(PYTHON_VENV) jax matplotlib
 	$(PYTHON_VENV)/bin/python benchmarks/run.py
 	$(PYTHON_VENV)/bin/python benchmarks/bench_lax.py
+
+# JAX's documentation pages and example programs run twice each, on JAX and
+# on cjit through an import swap, in both modes; cell-by-cell comparison
+# (scripts/port_check/README.md).  Needs JAX, so not in `make test` or CI;
+# about 10 minutes.  The table goes to scripts/port_check/results/.
+port-check:
+	$(SETUP) $(PYTHON_VENV) jax==0.10.2 jaxlib==0.10.2
+	$(PYTHON_VENV)/bin/python scripts/port_check/run.py \
+	  --table scripts/port_check/results/table.md --details scripts/port_check/results/details.md \
+	  --summary scripts/port_check/results/summary.json
 
 # The tests under AddressSanitizer + UBSan, from a separate venv and build
 # (build/obj-asan).  The Python interpreter is not instrumented, so libasan is

@@ -121,7 +121,7 @@ def test_registered_classes_round_trip():
     p = Point(np.ones(2), [3.0, None], tag="q")
     leaves, td = tu.tree_flatten(p)
     assert len(leaves) == 2 and leaves[1] == 3.0
-    assert str(td) == "PyTreeDef(CustomNode(Point['q'], [*, [*, None]]))"
+    assert str(td) == "PyTreeDef(CustomNode(Point[q], [*, [*, None]]))"   # JAX prints str() of the aux data
     back = tu.tree_unflatten(td, [5, 6])
     assert type(back) is Point and back.x == 5 and back.y == [6, None] and back.tag == "q"
     # aux data is part of the structure

@@ -23,7 +23,7 @@ import numpy as np
 from . import _cjit, _tree, tree_util
 from ._cjit import Tracer
 from .errors import ConcretizationError
-from ._concrete import call_on_values
+from ._concrete import call_on_values, replayed
 from ._transform_util import FLOATS, argnums_tuple, leaf_node
 from ._jitted import Jitted
 from ._signature import _output_tracer
@@ -504,6 +504,19 @@ def _eager_vjp_route(fun):
             return []
 
 
+def _vjp_inside_trace(fun, primals, ct, has_aux, who):
+    """vjp_fn(ct) of a function whose Python control flow needed its values,
+    called inside a trace (``jit(vjp_fn)``, where JAX's vjp_fn is a linear
+    function of its residuals): the forward is run once more on the values,
+    recording what it asked, then traced into the enclosing trace with the
+    primals as constants and those answers, so that it takes the same
+    branches; the backward pass is appended there."""
+    decisions = []
+    call_on_values(fun, primals, {}, tuple(range(len(primals))), record=decisions)
+    traced = replayed(current_trace(), decisions, _vjp_traced, fun, primals, has_aux, who)
+    return traced[1](ct)
+
+
 def vjp(fun, *primals, has_aux=False):
     """Returns ``(fun(*primals), vjp_fn)`` (plus ``aux`` with ``has_aux``);
     ``vjp_fn(cotangent)`` returns a tuple with one gradient per primal."""
@@ -527,6 +540,8 @@ def vjp(fun, *primals, has_aux=False):
         result = call_on_values(fun, primals, {}, tuple(range(len(primals))))
 
         def backward_compiled(ps, ct):
+            if current_trace() is not None:
+                return _vjp_inside_trace(fun, ps, ct, has_aux, who)
             return call_on_values(lambda p, c: _vjp_traced(fun, p, has_aux, who)[1](c),
                                   (ps, ct), {}, (0, 1))
     out, aux = (result if has_aux else (result, None))

@@ -79,11 +79,12 @@ def counts():
 class _Evaluator:
     """Trace.concrete of a trace whose parameters are bound to `arrays`."""
 
-    __slots__ = ("arrays", "abstract")
+    __slots__ = ("arrays", "abstract", "record")
 
-    def __init__(self, arrays):
+    def __init__(self, arrays, record=None):
         self.arrays = arrays
         self.abstract = []     # placeholders of bodies traced here: abstract values
+        self.record = record   # a list that gets every value answered, in order
 
     def __call__(self, tracer):
         trace = tracer.trace
@@ -91,7 +92,48 @@ class _Evaluator:
             return None
         exe = _executable(trace.snapshot([tracer]))
         _counts["evaluations"] += 1
-        return np.asarray(exe(self.arrays)[0])
+        value = np.asarray(exe(self.arrays)[0])
+        if self.record is not None:
+            self.record.append(value)
+        return value
+
+
+class _Replay:
+    """Trace.concrete of a trace that does again what a recorded trace on
+    values did (_Evaluator's `record`): the values it was asked for, in the
+    same order.  The same Python function on the same values asks the same
+    questions; anything else (a question more, another shape) is an error."""
+
+    __slots__ = ("values", "next")
+
+    def __init__(self, values):
+        self.values = values
+        self.next = 0
+
+    def __call__(self, tracer):
+        if self.next >= len(self.values):
+            return None        # not asked on the values: abstract here
+        value = self.values[self.next]
+        if value.shape != tuple(tracer.shape) or value.dtype != tracer.dtype:
+            raise RuntimeError(
+                f"cjit: a function traced again on the values it was first run on asked for a "
+                f"{tracer.dtype}{list(tracer.shape)} value where the first run asked for a "
+                f"{value.dtype}{list(value.shape)} one; its Python control flow must depend only "
+                f"on its arguments' values")
+        self.next += 1
+        return value
+
+
+def replayed(trace, values, fun, *args):
+    """fun(*args) traced into `trace`, answering its questions about values
+    with `values` (recorded by call_on_values(..., record=)), in order."""
+    saved = trace.concrete
+    trace.concrete = _Replay(values)
+    try:
+        return fun(*args)
+    finally:
+        if not trace.finished:
+            trace.concrete = saved
 
 
 def note_abstract(trace, placeholders):
@@ -129,14 +171,15 @@ def _bind(trace, x):
     return trace.param(shape, dt.name, weak), arrays[0]
 
 
-def call_on_values(fun, args, kwargs, positions):
+def call_on_values(fun, args, kwargs, positions, record=None):
     """fun(*args, **kwargs) traced with an evaluator and run: the leaves of
     args[i] for i in `positions` become parameters bound to their values;
-    the other arguments are passed as they are (concrete, as in JAX)."""
+    the other arguments are passed as they are (concrete, as in JAX).  The
+    values the evaluator answers are appended to `record` when it is given."""
     args = list(args)
     trace = _cjit.Trace()
     arrays = []
-    trace.concrete = _Evaluator(arrays)
+    trace.concrete = _Evaluator(arrays, record)
     _push_trace(trace)
     try:
         for i in positions:

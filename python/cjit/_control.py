@@ -18,7 +18,7 @@ import enum
 
 import numpy as np
 
-from . import _cjit, _tree
+from . import _cjit, _dtypes, _tree
 from ._concrete import note_abstract
 from ._jitted import Jitted
 from ._signature import _output_tracer
@@ -165,6 +165,7 @@ def _segment_length(n, levels):
 
 # (the function's name, its body's, the initial carry's) in a loop's messages
 _SCAN_LABEL = ("scan", "the body", "init")
+WEAK_INDEX = ("int32", "weak")   # with_index: the row index is a weak int
 _FORI_LABEL = ("fori_loop", "body_fun", "init_val")
 
 
@@ -188,19 +189,22 @@ def _scan_segmented(trace, f, init, xs, length, reverse, with_index, levels, lab
             return lambda j, c, x: f(offset(j), c, x)
         return lambda j, c, x: f(c, x)
 
+    index = with_index if isinstance(with_index, tuple) else True
+
     def segment(s, c, xseg):
         body = rows(lambda j: s * k + j)
-        return _scan_traced(trace, body, c, _tree.unflatten(xs_def, xseg), k, reverse, True, levels - 1, label)
+        return _scan_traced(trace, body, c, _tree.unflatten(xs_def, xseg), k, reverse, index, levels - 1,
+                            label)
 
     def run_head(c):
-        return _scan_traced(trace, segment, c, x_head, nseg, reverse, True, 1, label)
+        return _scan_traced(trace, segment, c, x_head, nseg, reverse, index, 1, label)
 
     def run_tail(c):
         if head == length:
             return c, None
         x_tail = [x[head:] for x in xs_leaves]
         return _scan_traced(trace, rows(lambda j: head + j), c, _tree.unflatten(xs_def, x_tail),
-                            length - head, reverse, True, 1, label)
+                            length - head, reverse, index, 1, label)
 
     if reverse:   # the last rows run first
         c, y_tail = run_tail(init)
@@ -230,7 +234,9 @@ def _scan_traced(trace, f, init, xs, length, reverse, with_index, levels=None, l
     carries = _tracers(trace, init_leaves, init_names)
     xs_t = _tracers(trace, xs_leaves, xs_names)
     for _ in range(2):
-        z_idx = trace.apply("constant", value=0, dtype="int32", shape=())
+        # The row index is int32 (the region's counter); with_index=WEAK_INDEX
+        # makes it weak, as a Python int (fori_loop's index).
+        z_idx = trace.apply("constant", value=0, dtype="int32", shape=(), weak=with_index is WEAK_INDEX)
         z_c = _placeholders(trace, carries)
         z_x = _placeholders(trace, xs_t, drop_leading=True)
         first = trace.mark()
@@ -362,31 +368,37 @@ def while_loop(cond_fun, body_fun, init_val):
 
 
 def _static_int(x):
+    """A concrete integer bound as a Python int (a Python or NumPy int, or a
+    0-d integer array: JAX takes any concrete bound as static), else None."""
     if isinstance(x, bool):
         return None
     if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu":
         return int(x)
     return None
 
 
 def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     """``for i in range(lower, upper): val = body_fun(i, val)``, as
-    ``jax.lax.fori_loop``.  With Python int bounds it is a ``scan`` (so it
-    is reverse-differentiable); with traced bounds a ``while_loop``."""
+    ``jax.lax.fori_loop``.  With concrete bounds it is a ``scan`` (so it is
+    reverse-differentiable) and ``i`` is a weak int of the default dtype;
+    with traced bounds a ``while_loop`` and ``i`` has the bounds' dtype."""
     if not callable(body_fun):
         raise TypeError("cjit.lax.fori_loop: body_fun must be callable")
     lo, hi = _static_int(lower), _static_int(upper)
     if lo is not None and hi is not None:
         n = builtins.max(hi - lo, 0)
-
+        # As in JAX: with concrete bounds the index is a weak int of the
+        # default dtype (int64 with x64), whatever the bounds' own dtype.
         def step(i, carry, _):
             return body_fun(i + lo, carry), None
         if current_trace() is None and _eager():
             val = init_val
             for i in range(lo, hi):
-                val = body_fun(np.int32(i) if builtins.abs(i) < 2**31 else i, val)
+                val = body_fun(_dtypes.default_int().type(i) if builtins.abs(i) < 2**31 else i, val)
             return val
-        return _scan(step, init_val, None, n, False, 1, True, _FORI_LABEL)[0]
+        return _scan(step, init_val, None, n, False, 1, WEAK_INDEX, _FORI_LABEL)[0]
     trace = current_trace()
     if trace is None and _eager():
         val = init_val
@@ -405,8 +417,14 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         fn = _compiled(("fori", body_fun), lambda: lambda lo_, hi_, v: fori_loop(lo_, hi_, body_fun, v))
         return fn(lower, upper, init_val)
     dt = result_type(lower, upper)
-    lo_t = asarray(lower).astype(dt) if not isinstance(lower, _cjit.Tracer) else lower.astype(dt)
-    hi_t = asarray(upper).astype(dt) if not isinstance(upper, _cjit.Tracer) else upper.astype(dt)
+
+    def bound(b):
+        # A weak bound of the index's dtype stays as it is (astype would make
+        # it strong): two weak bounds give a weak index, as in JAX.
+        if isinstance(b, _cjit.Tracer):
+            return b if b.weak and b.dtype == dt else b.astype(dt)
+        return b if type(b) is int and dt == _dtypes.default_int() else asarray(b).astype(dt)
+    lo_t, hi_t = bound(lower), bound(upper)
     names = ["the loop index", "upper"] + _leaf_names(_tree.flatten(init_val)[1], "init_val")
     return _while_traced(trace, cond_fn, body_fn, (lo_t, hi_t, init_val), "fori_loop", names)[2]
 
@@ -431,13 +449,21 @@ def _switch_traced(trace, index, branches, operands, who, names):
                             f"{d0}, {name} returns {d} {_where()}")
     out_names = _leaf_names(d0, "output")
     tr = [_tracers(trace, leaves, out_names) for leaves, _ in outs]
-    # weak (Python scalar) outputs take the type the other branches give
+    # A weak (Python scalar) output takes the type the other branches give
+    # when promotion would (0 next to int8, 1 next to float32); JAX asks for
+    # equal types, and a cast that promotion would not make (0.5 to an int)
+    # is an error here too.  Among weak outputs only, the promoted one leads.
     for k in range(len(out_names)):
         strong = [t[k] for t in tr if not t[k].weak]
-        ref = strong[0] if strong else tr[0][k]
+        if strong:
+            ref = strong[0]
+        else:
+            top = result_type(*[t[k] for t in tr])
+            ref = next((t[k] for t in tr if t[k].dtype == top), tr[0][k])
         for j, t in enumerate(tr):
             a = t[k]
-            if tuple(a.shape) == tuple(ref.shape) and a.dtype != ref.dtype and a.weak:
+            if (tuple(a.shape) == tuple(ref.shape) and a.dtype != ref.dtype and a.weak
+                    and result_type(a, ref) == ref.dtype):
                 t[k] = _cast(trace, a, ref.dtype)
             a = t[k]
             if tuple(a.shape) != tuple(ref.shape) or a.dtype != ref.dtype:

@@ -208,6 +208,11 @@ def _output_tracer(trace, x, describe):
     """A Tracer for one output leaf of a traced function; with x64 off a
     64-bit one (a Python scalar, a closed-over array, an int64 index an op
     made inside) comes out as its 32-bit counterpart."""
+    if not x64_enabled() and type(x) in (int, float) and -2**31 <= x < 2**31:
+        # A Python scalar stays weak at the 32-bit width, as in JAX (a loop's
+        # carry made from it then takes the body's dtype).
+        return trace.apply("constant", value=x, dtype="int32" if type(x) is int else "float32",
+                           shape=(), weak=True)
     t = _output_tracer_any(trace, x, describe)
     if not x64_enabled():
         narrow = _NARROW.get(t.dtype)

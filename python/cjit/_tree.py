@@ -301,11 +301,15 @@ def _node_str(node):
         return "[" + ", ".join(kids) + "]"
     if kind == _DICT:
         return "{" + ", ".join(f"{k!r}: {v}" for k, v in zip(node[1], kids)) + "}"
+    # JAX prints the nodes it has no syntax for as CustomNode(name[aux data], [children]),
+    # with str() of the auxiliary data: namedtuple[Point], OrderedDict[('b', 'a')].
     if kind == _ODICT:
-        return "OrderedDict({" + ", ".join(f"{k!r}: {v}" for k, v in zip(node[1], kids)) + "})"
-    if kind == _CUSTOM:
-        return f"CustomNode({node[1].__name__}[{node[2]!r}], [" + ", ".join(kids) + "])"
-    return f"{node[1].__name__}(" + ", ".join(kids) + ")"
+        name, aux = "OrderedDict", str(tuple(node[1]))
+    elif kind == _CUSTOM:
+        name, aux = node[1].__name__, str(node[2].value)
+    else:
+        name, aux = "namedtuple", node[1].__name__
+    return f"CustomNode({name}[{aux}], [" + ", ".join(kids) + "])"
 
 
 def flatten(tree, is_leaf=None):

@@ -8,7 +8,30 @@
 - MemoryBudgetError (a ValueError): no choice of what to save meets a
   grad's memory_budget; the message names the smallest reachable peak.
 - CompileError (a RuntimeError): LLVM or a compiler pass failed; a cjit bug.
+- NonConcreteBooleanIndexError (an IndexError, and a NotImplementedError as
+  cjit raised before): a traced boolean mask used as an index.
+
+JAX's names for them, so that a ported ``except jax.errors.X:`` catches what
+cjit raises: ConcretizationTypeError, TracerBoolConversionError,
+TracerIntegerConversionError and TracerArrayConversionError are
+ConcretizationError (cjit raises one class for every conversion, so each of
+these catches the others' cases too), UnexpectedTracerError is
+TracerLeakError (docs/API.md, decision 224).
 """
 from ._cjit import CompileError, ConcretizationError, MemoryBudgetError, TracerLeakError
 
-__all__ = ["ConcretizationError", "TracerLeakError", "MemoryBudgetError", "CompileError"]
+ConcretizationTypeError = ConcretizationError
+TracerBoolConversionError = ConcretizationError
+TracerIntegerConversionError = ConcretizationError
+TracerArrayConversionError = ConcretizationError
+UnexpectedTracerError = TracerLeakError
+
+
+class NonConcreteBooleanIndexError(IndexError, NotImplementedError):
+    """A boolean mask known only when the function runs, used as an index:
+    the result's shape would depend on it (use cjit.numpy.where)."""
+
+
+__all__ = ["ConcretizationError", "TracerLeakError", "MemoryBudgetError", "CompileError",
+           "NonConcreteBooleanIndexError", "ConcretizationTypeError", "TracerBoolConversionError",
+           "TracerIntegerConversionError", "TracerArrayConversionError", "UnexpectedTracerError"]

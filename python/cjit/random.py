@@ -91,8 +91,17 @@ class PRNGKeyArray:
             idx = (idx,)
         return PRNGKeyArray(self._data[idx + (slice(None),)])
 
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
     def __repr__(self):
-        return f"PRNGKeyArray(shape={self.shape}, data={self._data!r})"
+        if isinstance(self._data, Tracer):
+            return f"PRNGKeyArray(shape={self.shape}, data={self._data!r})"
+        # JAX's: the shape and dtype, then the uint32 words as NumPy prints them
+        return f"Array({self.shape}, dtype={self.dtype}) overlaying:\n{np.asarray(self._data)}"
+
+    __str__ = __repr__
 
     def tree_flatten(self):
         return (self._data,), None

@@ -20,6 +20,7 @@ import numpy as np
 from .. import _tree
 from .._array import Array
 from .._cjit import Tracer
+from .._dtypes import canonicalize_dtype, requested_dtype
 from .._trace_state import current_trace
 from . import _complex as C, _complex_elementary as E, _complex_inverse as I
 from ._complex import ComplexTracer, as_complex, bilinear, linear, make, parts
@@ -385,7 +386,10 @@ def _complex_array(a, dtype, copy):
     outside = current_trace() is None
     if outside and type(a) is Array and (dtype is None or a.dtype == dtype) and not copy:
         return a
+    dtype = requested_dtype(dtype, "asarray")     # complex128 asked for with x64 off: warned, narrowed
     arr = np.asarray(a, dtype=dtype, copy=copy if outside else None)
+    if dtype is None and canonicalize_dtype(arr.dtype) != arr.dtype:
+        arr = arr.astype(canonicalize_dtype(arr.dtype))   # x64 off: complex64, as JAX (no warning)
     if outside:
         return arr
     if arr.dtype.kind != "c":

@@ -75,13 +75,24 @@ def as_is(*names):
         _REGISTRY[n] = _Entry(None)
 
 
+def _seq_has_complex(seq, is_c):
+    """Whether a (nested) list or tuple holds a complex value."""
+    for b in seq:
+        if is_c(b):
+            return True
+        t = type(b)
+        if (t is list or t is tuple) and _seq_has_complex(b, is_c):
+            return True
+    return False
+
+
 def _any_complex(entry, args, kwargs):
     is_c = _tree.is_complex
     for a in args:
         if is_c(a):
             return True
         t = type(a)
-        if (t is list or t is tuple) and any(is_c(b) for b in a):
+        if (t is list or t is tuple) and _seq_has_complex(a, is_c):
             return True
     for v in kwargs.values():
         if is_c(v):

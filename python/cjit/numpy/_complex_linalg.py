@@ -197,11 +197,12 @@ def _matrix_power(x, n):
 
 
 @impl("linalg.cholesky")
-def _cholesky(x, /, *, upper=False):
+def _cholesky(x, /, *, upper=False, symmetrize_input=True):
     """L with x = L L^H, one column j at a time in a fori_loop (its compile
     does not grow with n): column j is s / sqrt(s[j]) from row j down,
     s = x[:, j] - L conj(L[j, :]) (L's columns from j on are still zero).
-    The lower triangle of x is read (the diagonal's imaginary part is not);
+    With symmetrize_input (the default, as JAX's) x is (x + x^H) / 2 first;
+    then the lower triangle of x is read (the diagonal's imaginary part is not);
     a matrix that is not positive definite gives nan everywhere, as the real
     cholesky.  Written with real ops on the parts, so autodiff and vmap
     apply."""
@@ -209,6 +210,9 @@ def _cholesky(x, /, *, upper=False):
     n = z.shape[-1]
     if n == 0:
         return z
+    if symmetrize_input:
+        zh = _conj_transpose(z)
+        z = make((z.re + zh.re) * 0.5, (z.im + zh.im) * 0.5)
     rows, cols = arange(n)[:, None], arange(n)
 
     def step(j, carry):

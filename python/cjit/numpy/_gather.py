@@ -53,7 +53,8 @@ def _index_tracer(k, n, who, x, check=True):
     if isinstance(k, Tracer):
         kind = np.dtype(k.dtype).kind
         if kind == "b":
-            raise _error(NotImplementedError, who, "a traced boolean mask selects a number of elements "
+            from ..errors import NonConcreteBooleanIndexError
+            raise _error(NonConcreteBooleanIndexError, who, "a traced boolean mask selects a number of elements "
                          "known only when it runs; use cjit.numpy.where, or index with a concrete mask", x)
         if kind not in _INT_KINDS:
             raise _error(IndexError, who, f"arrays used as indices must be of integer type, got "

@@ -35,14 +35,17 @@ def _float(x, who):
 
 
 @_op("x")
-def cholesky(x, *, upper=False):
+def cholesky(x, *, upper=False, symmetrize_input=True):
     """The Cholesky factor of each matrix in the last two dims: lower (x = L
-    L^T), or upper (x = U^T U).  Only the lower triangle of x is read; a
+    L^T), or upper (x = U^T U), as JAX's: of (x + x^T) / 2 with
+    symmetrize_input (the default), else of the lower triangle of x.  A
     matrix that is not positive definite gives nan (as JAX's, where NumPy
     raises).  Its gradient is that of a function of the symmetric part."""
     a = _float(x, "linalg.cholesky")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise _error(np.linalg.LinAlgError, "linalg.cholesky", "needs square matrices in the last two dims", a)
+    if symmetrize_input:
+        a = (a + matrix_transpose(a)) * 0.5
     L = a.trace.apply("cholesky", a)
     return matrix_transpose(L) if upper else L
 

@@ -9,7 +9,8 @@ import numpy as np
 from ..numpy._core import _error, _lift, _op
 from ..numpy import linalg
 from ..numpy._info import result_type
-from ..numpy._manipulation import broadcast_to
+from ..numpy._manipulation import broadcast_to, matrix_transpose
+from ..numpy._math import conj
 from ..numpy.linalg import cholesky as _cholesky
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "qr", "eigh", "svd"]
@@ -23,9 +24,12 @@ def _float(x, who):
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """SciPy's cholesky: the upper factor by default (a = U^T U), the lower
-    with lower=True."""
-    return _cholesky(a, upper=not lower)
+    """SciPy's cholesky: the upper factor by default (a = U^H U, of a's upper
+    triangle), the lower with lower=True (of a's lower triangle), as SciPy's
+    and JAX's (neither symmetrizes)."""
+    if lower:
+        return _cholesky(a, symmetrize_input=False)
+    return _cholesky(conj(matrix_transpose(a)), upper=True, symmetrize_input=False)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):

@@ -1,0 +1,1 @@
+"""Stand-in for jax's examples package: only its datasets module (offline)."""
