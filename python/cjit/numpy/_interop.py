@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._array import wrap
+
 from .._dtypes import canonical_dtype
 from .._trace_state import current_trace
 from ._complex_dispatch import complex_aware
@@ -30,7 +32,7 @@ def from_dlpack(x, /, *, device=None, copy=None):
                         f"__dlpack__")
     a = np.from_dlpack(x, copy=copy)
     canonical_dtype(a.dtype, "cjit.numpy.from_dlpack: dtype")
-    return a
+    return wrap(a)      # a read-only cjit.Array over the same memory, as JAX's shares it
 
 
 # complex arguments: the registry's implementation, or NotImplementedError
