@@ -24,6 +24,8 @@ import types
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the checkout's root, left out of recorded messages (they name files relative to it)
+ROOT = os.path.dirname(os.path.dirname(HERE)) + os.sep
 
 
 class CellTimeout(BaseException):
@@ -64,11 +66,11 @@ def stub_plotting():
 
 def _exc_record(exc):
     cls = type(exc)
-    msg = str(exc).strip()
+    msg = str(exc).strip().replace(ROOT, "")
     first = msg.split("\n", 1)[0]
     return {"exc_type": cls.__name__, "exc_module": cls.__module__,
             "exc_msg": first[:400], "exc_full": msg[:2000],
-            "traceback": "".join(traceback.format_exception(exc))[-3000:]}
+            "traceback": "".join(traceback.format_exception(exc)).replace(ROOT, "")[-3000:]}
 
 
 def _split_last_expr(source):
