@@ -153,44 +153,34 @@ def as_result(r, args=()):
     return r
 
 
+def index_axes(ndim, items):
+    """The first of x's axes each item of an index indexes (None for None and
+    Ellipsis): an integer or integer array takes one axis, a boolean mask as
+    many as it has dimensions, Ellipsis the ones no other item takes."""
+    def width(k):
+        if k is None or k is Ellipsis:
+            return 0
+        if isinstance(k, (np.ndarray, list)) and np.asarray(k).dtype == np.bool_:
+            return max(np.ndim(k), 1)
+        return 1
+    rest = max(ndim - sum(width(k) for k in items), 0)
+    axes, ax = [], 0
+    for k in items:
+        axes.append(None if k is None or k is Ellipsis else ax)
+        ax += rest if k is Ellipsis else width(k)
+    return axes
+
+
 def _normalize_index(shape, key):
     """key with its integers and integer arrays clamped into range the way
     JAX's gather does (a negative index counts from the end first), so that
     NumPy's indexing gives JAX's values; NumPy keeps its IndexError for
     forms JAX rejects too (too many indices, float indices)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    parts = []
-    used = 0
-    for k in key:
-        if k is None or k is Ellipsis:
-            parts.append(k)
-            continue
-        if isinstance(k, list):
-            k = np.asarray(k)
-        elif isinstance(k, Array):
-            k = k.view(np.ndarray)
-        if isinstance(k, np.ndarray) and k.dtype == np.bool_:
-            used += max(k.ndim, 1)
-        else:
-            used += 1
-        parts.append(k)
-    rest = len(shape) - used
+    items = [np.asarray(k) if isinstance(k, list) else k.view(np.ndarray) if isinstance(k, Array)
+             else k for k in (key if isinstance(key, tuple) else (key,))]
     out = []
-    axis = 0
-    for k in parts:
-        if k is None:
-            out.append(k)
-            continue
-        if k is Ellipsis:
-            out.append(k)
-            axis += max(rest, 0)
-            continue
-        if isinstance(k, np.ndarray) and k.dtype == np.bool_:
-            out.append(k)
-            axis += max(k.ndim, 1)
-            continue
-        n = shape[axis] if axis < len(shape) else None
+    for k, axis in zip(items, index_axes(len(shape), items)):
+        n = shape[axis] if axis is not None and axis < len(shape) else None
         if n and isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
             k = int(k)
             if not -n <= k < n:
@@ -199,7 +189,6 @@ def _normalize_index(shape, key):
             if k.min() < -n or k.max() >= n:
                 k = np.clip(np.where(k < 0, k + n, k), 0, n - 1)
         out.append(k)
-        axis += 1
     return tuple(out)
 
 

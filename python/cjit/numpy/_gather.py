@@ -14,6 +14,7 @@ import operator
 
 import numpy as np
 
+from .._array import index_axes
 from .._cjit import Tracer
 from .._jitted import Jitted
 from .._trace_state import current_trace
@@ -316,23 +317,12 @@ def _out_of_range_ints_as_arrays(key, shape):
     0-d arrays, so that an update drops them (and .get clamps or fills) as
     it does an array's, instead of a basic index's clamping (decision 260)."""
     items = key if isinstance(key, tuple) else (key,)
-
-    def width(k):       # how many of x's axes an item indexes
-        if k is None or k is Ellipsis:
-            return 0
-        if isinstance(k, (np.ndarray, list)) and np.asarray(k).dtype == np.bool_:
-            return max(np.ndim(k), 1)
-        return 1
-    rest = len(shape) - builtins.sum(width(k) for k in items)
-    out, changed, ax = [], False, 0
-    for k in items:
-        if k is Ellipsis:
-            ax += max(rest, 0)
-        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) \
-                and ax < len(shape) and not -shape[ax] <= int(k) < shape[ax]:
+    out, changed = [], False
+    for k, ax in zip(items, index_axes(len(shape), items)):
+        if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)) \
+                and ax is not None and ax < len(shape) and not -shape[ax] <= int(k) < shape[ax]:
             k = np.asarray(int(k))
             changed = True
-        ax += width(k) if k is not Ellipsis else 0
         out.append(k)
     if not changed:
         return key
