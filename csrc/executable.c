@@ -256,16 +256,6 @@ cj_status cj_executable_serialize(cj_executable *x, const cj_graph *source, uint
 }
 
 /* See codegen.h. */
-void cj_jit_objects_free(cj_jit_objects *o) {
-    if (!o) return;
-    for (int i = 0; i < o->nmath; i++) free(o->math[i]);
-    for (int i = 0; i < o->nobjs; i++) free(o->objs[i]);
-    free(o->math);
-    free(o->objs);
-    free(o->sizes);
-    free(o);
-}
-
 /* Reads the code part of an entry into o; false when the bytes are bad. */
 static bool read_objects(cj_rbuf *r, cj_jit_objects *o) {
     bool absent;

@@ -16,6 +16,7 @@
 #include "autodiff.h"
 #include "py_trace.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,6 +178,71 @@ static PyObject *budget_start(cj_py_budget *b, PyObject *args)
         return NULL;
     b->peak = b->last_peak;
     return PyBool_FromLong(b->best != NULL);
+}
+
+/* Reads a chain schedule (bounds, keep, stores) as Trace.vjp takes it:
+ * node ids, one truth value per bound, and (layer, position) pairs; the
+ * arrays are PyMem_Malloc'd into one block at s->bound.  Returns 0, or -1
+ * with an exception set.  (py_trace.h: Trace.vjp reads one; memory_budget's propose too.) */
+int cj_py_chain_schedule_from(PyObject *obj, cj_chain_schedule *s)
+{
+    PyObject *bounds_obj, *keep_obj, *stores_obj;
+    if (!PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "Trace.vjp: chain must be a tuple (bounds, keep, stores), got %s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    if (!PyArg_ParseTuple(obj, "OOO;Trace.vjp: chain must be (bounds, keep, stores)",
+                          &bounds_obj, &keep_obj, &stores_obj))
+        return -1;
+    PyObject *bounds = PySequence_Fast(bounds_obj, "Trace.vjp: chain bounds must be a sequence");
+    PyObject *keep = bounds ? PySequence_Fast(keep_obj, "Trace.vjp: chain keep must be a sequence") : NULL;
+    PyObject *stores = keep ? PySequence_Fast(stores_obj, "Trace.vjp: chain stores must be a sequence") : NULL;
+    int rc = -1;
+    if (stores == NULL)
+        goto done;
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(bounds), ns = PySequence_Fast_GET_SIZE(stores);
+    if (nb < 2 || PySequence_Fast_GET_SIZE(keep) != nb || nb > INT_MAX / 4 || ns > INT_MAX / 4) {
+        PyErr_SetString(PyExc_ValueError, "Trace.vjp: a chain needs two bounds or more and one keep flag per bound");
+        goto done;
+    }
+    int *ints = PyMem_Malloc(sizeof(int) * (size_t)(nb + 2 * ns + 1) + sizeof(bool) * (size_t)nb);
+    if (ints == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    bool *flags = (bool *)(ints + nb + 2 * ns + 1);
+    *s = (cj_chain_schedule){.nlayers = (int)nb - 1, .bound = ints, .keep = flags, .nstores = (int)ns,
+                             .store_before = ints + nb, .store_at = ints + nb + ns};
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(bounds, i));
+        int truth = PyObject_IsTrue(PySequence_Fast_GET_ITEM(keep, i));
+        if ((v == -1 && PyErr_Occurred()) || truth < 0)
+            goto bad;
+        ints[i] = v < INT_MIN || v > INT_MAX ? -1 : (int)v;
+        flags[i] = truth;
+    }
+    for (Py_ssize_t k = 0; k < ns; k++) {
+        int layer, pos;
+        PyObject *item = PySequence_Fast_GET_ITEM(stores, k);
+        if (!PyTuple_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "Trace.vjp: a chain store is a tuple (layer, position)");
+            goto bad;
+        }
+        if (!PyArg_ParseTuple(item, "ii;Trace.vjp: a chain store is (layer, position)", &layer, &pos))
+            goto bad;
+        ints[nb + k] = layer;
+        ints[nb + ns + k] = pos;
+    }
+    rc = 0;
+    goto done;
+bad:
+    PyMem_Free(ints);
+done:
+    Py_XDECREF(bounds);
+    Py_XDECREF(keep);
+    Py_XDECREF(stores);
+    return rc;
 }
 
 /* See py_glue.h. */

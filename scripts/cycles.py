@@ -35,6 +35,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from structure import strongly_connected  # noqa: E402  (Tarjan's, shared with the C link check)
+
 # Python cycles not yet broken: each entry is the set of modules of one
 # cycle, reported but not failing; a cycle must be a subset of one of them.
 # _core._stack_nested (lifting a nested list that holds traced values)
@@ -50,46 +53,6 @@ CSRC = os.path.join(ROOT, "csrc")
 
 
 # ---------------------------------------------------------------- graph helpers
-
-def strongly_connected(nodes, edges):
-    """Tarjan's algorithm with an explicit stack; components in reverse
-    topological order (a component after every component it uses)."""
-    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(edges[root])))]
-        index[root] = low[root] = counter[0]
-        counter[0] += 1
-        stack.append(root)
-        on.add(root)
-        while work:
-            v, it = work[-1]
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(edges[w]))))
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
-                if low[v] == index[v]:
-                    comp = set()
-                    while True:
-                        w = stack.pop()
-                        on.discard(w)
-                        comp.add(w)
-                        if w == v:
-                            break
-                    out.append(comp)
-    return out
-
 
 def one_cycle(comp, edges):
     """A shortest cycle through the component's first node (breadth first)."""

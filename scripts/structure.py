@@ -40,7 +40,8 @@ def symbols(obj):
 
 
 def strongly_connected(nodes, edges):
-    """Tarjan's algorithm with an explicit stack (no recursion)."""
+    """Tarjan's algorithm with an explicit stack (no recursion); components
+    in reverse topological order (a component after every component it uses)."""
     index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
     for root in nodes:
         if root in index:
