@@ -6,6 +6,8 @@
 
 #include "kernel.h"
 
+#include <stdlib.h>
+
 /* The CPU kernel ABI: run loop-0 iterations [start, end) of the kernel;
  * buffers[b] is the data pointer of plan buffer b. */
 typedef void (*cj_kernel_fn)(int64_t start, int64_t end, void *const *buffers);
@@ -93,7 +95,22 @@ typedef struct {
     size_t *sizes;
     int nobjs;
 } cj_jit_objects;
-void cj_jit_objects_free(cj_jit_objects *o);
+/* Frees a set of object files (made by jit_cpu.c, or read back from the
+ * disk cache by executable.c); inline here so that neither file needs the
+ * other for it. */
+static inline void cj_jit_objects_free(cj_jit_objects *o)
+{
+    if (!o)
+        return;
+    for (int i = 0; i < o->nmath; i++)
+        free(o->math[i]);
+    for (int i = 0; i < o->nobjs; i++)
+        free(o->objs[i]);
+    free(o->math);
+    free(o->objs);
+    free(o->sizes);
+    free(o);
+}
 
 /* The kept objects (the caller owns them), or NULL when none were kept. */
 cj_jit_objects *cj_jit_code_take_objects(cj_jit_code *code);

@@ -590,18 +590,6 @@ static void unique_prefix(char *prefix, size_t n) {
     snprintf(prefix, n, "cx%016llx", (unsigned long long)r);
 }
 
-/* Frees a set of object files (made here, or read back from the disk cache
- * by executable.c). */
-void cj_jit_objects_free(cj_jit_objects *o) {
-    if (!o) return;
-    for (int i = 0; i < o->nmath; i++) free(o->math[i]);
-    for (int i = 0; i < o->nobjs; i++) free(o->objs[i]);
-    free(o->math);
-    free(o->objs);
-    free(o->sizes);
-    free(o);
-}
-
 /* Copies the jobs' object files and the mathlib functions they call into
  * a new cj_jit_objects; NULL when out of memory. */
 static cj_jit_objects *keep_objects(const module_job *jobs, int n, const char *prefix) {
